@@ -1,0 +1,1 @@
+"""Frontend: Python source → gast AST → fence → IR graph."""

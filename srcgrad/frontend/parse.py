@@ -1,0 +1,72 @@
+"""Read a function's source and parse it with gast."""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+
+import gast
+
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Loc
+
+
+@dataclass
+class FunctionSource:
+    """A parsed Python function and everything its names may resolve to."""
+
+    fn: object  # the function object itself
+    node: gast.FunctionDef  # its definition, line numbers relative to `source`
+    source: str  # dedented text of the definition
+    filename: str
+    line_offset: int  # file line of `source`'s line 1, minus 1
+    col_offset: int  # columns removed by dedenting
+    globals: dict
+    closure: dict = field(default_factory=dict)  # free variable name -> cell contents
+
+    def loc(self, node) -> Loc:
+        """The source location of a gast node of this function."""
+        line = getattr(node, "lineno", 1) + self.line_offset
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        text = linecache.getline(self.filename, line).rstrip("\n")
+        return Loc(self.filename, line, col, text.strip())
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+def parse_function(fn) -> FunctionSource:
+    """Parse `fn`'s source; CompileError when there is none to read."""
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise CompileError(f"cannot compile {fn!r}: it is not a Python function",
+                           hint="pass a function defined with `def` in a file")
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as err:
+        raise CompileError(f"cannot read the source of {fn.__qualname__}: {err}",
+                           filename=code.co_filename, lineno=code.co_firstlineno,
+                           hint="define the function in a file (not in an interactive prompt)") from None
+    raw = "".join(lines)
+    source = textwrap.dedent(raw)
+    col_offset = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    module = gast.parse(source)
+    node = module.body[0]
+    if not isinstance(node, gast.FunctionDef):
+        raise CompileError(f"cannot compile {fn.__qualname__}: only functions defined with "
+                           "`def` are supported here", filename=code.co_filename,
+                           lineno=first, hint="write it as a `def`")
+    closure = {}
+    if fn.__closure__:
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is not bound yet
+                pass
+    return FunctionSource(fn=fn, node=node, source=source, filename=code.co_filename,
+                          line_offset=max(first, 1) - 1, col_offset=col_offset,
+                          globals=fn.__globals__, closure=closure)

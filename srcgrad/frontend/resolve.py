@@ -1,0 +1,93 @@
+"""Resolve the free names of a function: closure cells, then globals, then builtins."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import types
+
+import gast
+import numpy
+
+from srcgrad import rules
+
+MISSING = object()
+
+
+def resolve(name: str, fs) -> object:
+    """The value `name` has inside `fs`'s function, or MISSING."""
+    if name in fs.closure:
+        return fs.closure[name]
+    if name in fs.globals:
+        return fs.globals[name]
+    return getattr(builtins, name, MISSING)
+
+
+def free_names(node) -> list:
+    """Names a function reads but never binds, in order of first appearance."""
+    bound = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            bound.add(n.id)
+        elif isinstance(n, (gast.FunctionDef, gast.Lambda)) and n is not node:
+            bound.add(getattr(n, "name", ""))
+    seen: dict = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in bound:
+            seen.setdefault(n.id, None)
+    return list(seen)
+
+
+def fingerprint(fs, _stack=None) -> str | None:
+    """A stable hash of a function's source and everything its free names resolve to.
+
+    None when some value cannot be fingerprinted reliably (then the disk cache is
+    not used for it). Part of the cache key: a changed helper function, constant
+    or NumPy alias gives a new key.
+    """
+    from srcgrad.frontend.parse import parse_function
+
+    stack = _stack or set()
+    if id(fs.fn) in stack:
+        return "recursive:" + fs.fn.__qualname__
+    stack = stack | {id(fs.fn)}
+    h = hashlib.sha256(fs.source.encode())
+    for name in free_names(fs.node):
+        value = resolve(name, fs)
+        part = _value_print(value, stack, parse_function)
+        if part is None:
+            return None
+        h.update(f"\0{name}={part}".encode())
+    return h.hexdigest()
+
+
+def _value_print(value, stack, parse_function) -> str | None:
+    if value is MISSING:
+        return "missing"
+    if isinstance(value, types.ModuleType):
+        return "module:" + value.__name__
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        parts = [_value_print(v, stack, parse_function) for v in value]
+        return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
+    if isinstance(value, numpy.ndarray):
+        return f"array:{value.dtype}:{value.shape}:" + hashlib.sha256(value.tobytes()).hexdigest()
+    if isinstance(value, (numpy.generic, numpy.dtype)) or value in (numpy.float32, numpy.float64):
+        return f"np:{value!r}"
+    rule = rules.lookup_callable(value) if callable(value) else None
+    if rule is not None:
+        return "rule:" + rule.name
+    if isinstance(value, types.BuiltinFunctionType) and getattr(builtins, value.__name__, None) is value:
+        return "builtin:" + value.__name__
+    if isinstance(value, types.FunctionType):
+        inner = getattr(value, "__srcgrad__", None)
+        if inner is not None:
+            return inner.fingerprint()
+        try:
+            sub = parse_function(value)
+        except Exception:
+            return None
+        fp = fingerprint(sub, stack)
+        return None if fp is None else "fn:" + fp
+    return None

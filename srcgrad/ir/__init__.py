@@ -1,0 +1,1 @@
+"""The IR: values, ops, graphs; a printer and a verifier."""

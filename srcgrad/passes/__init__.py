@@ -1,0 +1,1 @@
+"""Passes, each a small function IR → IR. Their order lives in srcgrad.pipeline."""

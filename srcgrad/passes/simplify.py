@@ -1,0 +1,154 @@
+"""Algebraic simplification of the ops the derivative formulas produced.
+
+Formulas are written once for the general case (`unbroadcast(g * y, xp.shape(x))`);
+most instances are simpler. This pass folds constants and removes identities:
+multiplying by one, adding zero, double negation, and the `unbroadcast` /
+`broadcast_to` of a value that provably already has the target shape.
+
+Note [Shape classes]
+~~~~~~~~~~~~~~~~~~~~
+Without concrete shapes we still know that some values have *equal* shapes:
+an elementwise op of operands from one class (and scalar constants) is in that
+class, and `unbroadcast(a, shape(b))` / `broadcast_to(a, shape(b))` are in b's.
+Two values in one class have equal shapes for every input, so removing an
+`unbroadcast` between them is always correct. Only ops the VJP/JVP passes wrote
+are rewritten algebraically: the user's own forward code keeps its exact
+NumPy semantics (`x * 1.0` still turns an int array into floats).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.frontend.trace import _evaluate
+from srcgrad.ir.core import Const, Var, substitute
+
+
+def simplify(ops: list, keep: list) -> tuple:
+    """(simplified ops, {removed var: the operand standing for it}).
+
+    `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
+    replaced by a temporary, the temporary takes its name.
+    """
+    out, alias, shape_class, producer = [], {}, {}, {}
+    for op in ops:
+        substitute([op], alias)
+        rule = rules.RULES.get(op.prim)
+        if rule is not None and not any(True for _ in op.operand_vars()) and len(op.outs) == 1:
+            alias[op.outs[0]] = Const(_evaluate(rule, op.args))
+            continue
+        replacement = _identity(op, shape_class, producer) if op.attrs.get("backward") else None
+        while isinstance(replacement, _Rewrite):
+            op.args = tuple(replacement.args)
+            replacement = _identity(op, shape_class, producer)
+        if replacement is not None and len(op.outs) == 1:
+            alias[op.outs[0]] = replacement
+            continue
+        _classify(op, rule, shape_class, producer)
+        for o in op.outs:
+            producer[o] = op
+        out.append(op)
+    _rename_survivors(alias, keep)
+    return out, alias
+
+
+def _rename_survivors(alias, keep):
+    """An output replaced by another value passes its (user-facing) name on."""
+    for v in keep:
+        target = alias.get(v)
+        while isinstance(target, Var) and target in alias:
+            target = alias[target]
+        if isinstance(target, Var) and target.name.startswith("_"):
+            target.name = v.name
+
+
+def _is_const(a, value) -> bool:
+    return isinstance(a, Const) and isinstance(a.value, numbers.Number) and not isinstance(
+        a.value, bool) and a.value == value
+
+
+def _is_scalar_const(a) -> bool:
+    return isinstance(a, Const) and (isinstance(a.value, numbers.Number)
+                                     or (isinstance(a.value, numpy.ndarray) and a.value.ndim == 0))
+
+
+def _same_shape(a, b, shape_class) -> bool:
+    return isinstance(a, Var) and isinstance(b, Var) and (
+        a is b or shape_class.get(a, a) is shape_class.get(b, b))
+
+
+def _identity(op, shape_class, producer):
+    """The operand `op` reduces to, or None."""
+    p, args = op.prim, op.args
+    if p == "multiply":
+        if _is_const(args[1], 1):
+            return args[0]
+        if _is_const(args[0], 1):
+            return args[1]
+    if p in ("add", "subtract") and _is_const(args[1], 0):
+        return args[0]
+    if p == "add" and _is_const(args[0], 0):
+        return args[1]
+    if p == "divide" and _is_const(args[1], 1):
+        return args[0]
+    if p == "negative" and isinstance(args[0], Var):
+        inner = producer.get(args[0])
+        if inner is not None and inner.prim == "negative":
+            return inner.args[0]
+    if p == "shape" and isinstance(args[0], Var):
+        # Ask an earlier value of the same shape class, so the array itself may die.
+        rep = shape_class.get(args[0], args[0])
+        if rep is not args[0]:
+            return _reissue(op, (rep,))
+    if rules.RULES[p].elementwise and len(args) == 2:
+        for i in (0, 1):
+            scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer)
+            if scalar is not None:
+                return _reissue(op, (scalar, args[1]) if i == 0 else (args[0], scalar))
+    if p in ("unbroadcast", "broadcast_to") and isinstance(args[1], Var):
+        shape_op = producer.get(args[1])
+        if shape_op is not None and shape_op.prim == "shape" and _same_shape(
+                args[0], shape_op.args[0], shape_class):
+            return args[0]
+    return None
+
+
+def _broadcast_scalar(a, other, shape_class, producer):
+    """`c` when `a` is `broadcast_to(c, shape(b))` for a scalar constant c and `other`
+    has b's shape: the elementwise op broadcasts c itself."""
+    op = producer.get(a) if isinstance(a, Var) else None
+    if op is None or op.prim != "broadcast_to" or not _is_scalar_const(op.args[0]):
+        return None
+    shape_op = producer.get(op.args[1]) if isinstance(op.args[1], Var) else None
+    if shape_op is not None and shape_op.prim == "shape" and _same_shape(
+            other, shape_op.args[0], shape_class):
+        return op.args[0]
+    return None
+
+
+def _reissue(op, args):
+    """Signal: keep `op`, with new operands (and simplify it again)."""
+    return _Rewrite(args)
+
+
+class _Rewrite:
+    def __init__(self, args):
+        self.args = args
+
+
+def _classify(op, rule, shape_class, producer):
+    """Record the shape class of op's output (Note [Shape classes])."""
+    if len(op.outs) != 1 or rule is None:
+        return
+    out = op.outs[0]
+    if rule.elementwise:
+        classes = {shape_class.get(v, v) for v in op.operand_vars()}
+        if len(classes) == 1 and all(isinstance(a, Var) or _is_scalar_const(a) for a in op.args):
+            shape_class[out] = classes.pop()
+    elif op.prim in ("unbroadcast", "broadcast_to") and isinstance(op.args[1], Var):
+        shape_op = producer.get(op.args[1])
+        if shape_op is not None and shape_op.prim == "shape" and isinstance(shape_op.args[0], Var):
+            shape_class[out] = shape_class.get(shape_op.args[0], shape_op.args[0])

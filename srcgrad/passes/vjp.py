@@ -1,0 +1,99 @@
+"""Reverse mode: write the backward ops of a straight-line graph.
+
+For each op, last to first, whose outputs received a cotangent, each active
+parameter's VJP formula (srcgrad.rules) is traced into IR with the formula's names
+bound to the op's operands, `ans` to its outputs and `g` to the summed cotangent.
+Cotangents of a value used several times are summed when its producer is reached,
+and that sum is named `grad_<value>`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gast
+
+from srcgrad import rules
+from srcgrad.frontend.trace import Tracer, from_operand
+from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.passes.activity import active_vars
+
+
+@functools.lru_cache(maxsize=None)
+def parse_formula(text: str):
+    return gast.parse(text, mode="eval").body
+
+
+def reverse(ops: list, wrt: list, seeds: list, namer) -> tuple:
+    """(backward ops, {wrt var: cotangent operand or None}).
+
+    `seeds` pairs output operands with their cotangents (a Var input of the
+    backward, or Const(1.0) for the scalar output of `grad`).
+    """
+    active = active_vars(ops, wrt, [v for v, _ in seeds])
+    tracer = Tracer(namer)
+    contributions: dict = {}
+    for v, seed in seeds:
+        if isinstance(v, Var) and (v in active or v in wrt):
+            contributions.setdefault(v, []).append(seed)
+
+    def total(v):
+        parts = contributions.get(v)
+        if not parts:
+            return None
+        result = parts[0]
+        for part in parts[1:]:
+            result = tracer.apply(rules.RULES["add"], [result, part], {})
+        if isinstance(result, Var) and result.name.startswith("_"):
+            result.name = namer.fresh("grad_" + v.name.lstrip("_"))
+        contributions[v] = [result]
+        return result
+
+    for op in reversed(ops):
+        if not any(o in contributions for o in op.outs):
+            continue
+        rule = rules.RULES[op.prim]
+        if rule.nondiff:
+            continue
+        tracer.loc = op.loc
+        cts = [total(o) for o in op.outs]
+        if len(op.outs) == 1 and not callable(rule.nout):
+            g, ans = cts[0], op.outs[0]
+        else:
+            g = tuple(ct if ct is not None else _zeros_like(tracer, o) for o, ct in zip(op.outs, cts))
+            ans = tuple(op.outs)
+        env = {p: from_operand(a) for p, a in zip(rule.params, op.args)}
+        env.update(g=g, ans=ans)
+        for param, arg in zip(rule.params, op.args):
+            if param not in rule.vjp or not any(v in active for v in operand_vars(arg)):
+                continue
+            ct = tracer.trace_formula(parse_formula(rule.vjp[param]), env, op.loc)
+            _distribute(arg, ct, active, contributions)
+    grads = {w: total(w) for w in wrt}
+    for new in tracer.ops:
+        new.attrs["backward"] = True
+    return tracer.ops, grads
+
+
+def _distribute(arg, ct, active, contributions):
+    """Record cotangent `ct` for operand `arg` (recursing into packs)."""
+    if isinstance(arg, Var):
+        if arg in active:
+            contributions.setdefault(arg, []).append(ct)
+    elif isinstance(arg, Pack):
+        items = ct if isinstance(ct, (tuple, list)) else None
+        if items is None or len(items) != len(arg.items):
+            raise AssertionError(f"VJP of a sequence operand returned {ct!r}")
+        for a, c in zip(arg.items, items):
+            _distribute(a, c, active, contributions)
+
+
+def _zeros_like(tracer, v):
+    return tracer.apply(rules.RULES["zeros_like"], [v], {})
+
+
+def zeros_for(tracer, v):
+    """A zero cotangent for input `v`, for a gradient that does not depend on it."""
+    if isinstance(v, Var):
+        return _zeros_like(tracer, v)
+    return Const(0.0)

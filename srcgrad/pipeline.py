@@ -1,0 +1,242 @@
+"""The one place the compiler's stages are put in order.
+
+    parse → fence → trace → reverse (vjp) → simplify → cse → dce → [split] → emit → load
+
+`gradient_program` and `vjp_program` return generated *function* sources; `build`
+assembles them into a module, caches it (memory and disk) and loads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.codegen import emit, names
+from srcgrad.errors import CompileError
+from srcgrad.frontend.fence import fence
+from srcgrad.frontend.parse import FunctionSource
+from srcgrad.frontend.resolve import fingerprint
+from srcgrad.frontend.trace import Namer, Tracer
+from srcgrad.ir.core import Const, Var
+from srcgrad.passes import saved as saved_pass
+from srcgrad.passes.cse import cse
+from srcgrad.passes.dce import dce
+from srcgrad.passes.simplify import simplify
+from srcgrad.passes.vjp import reverse, zeros_for
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class Functions:
+    """Generated function sources plus what their module must bind."""
+
+    sources: list
+    entries: tuple  # names of the functions the caller uses, in order
+    constants: dict = field(default_factory=dict)  # global name -> value
+    out_tree: object = None  # vjp: the primal output's tree definition
+
+
+def trace(fs: FunctionSource):
+    fence(fs)
+    namer = Namer(names.RESERVED)
+    graph = Tracer(namer).trace_function(fs)
+    return graph, namer
+
+
+def optimize(ops: list, results: list) -> tuple:
+    """simplify → cse → dce; returns (ops, results with removed values replaced)."""
+    keep = [r for r in results if isinstance(r, Var)]
+    ops, alias = simplify(ops, keep)
+    results = [_follow(r, alias) for r in results]
+    ops, alias = cse(ops)
+    results = [_follow(r, alias) for r in results]
+    return dce(ops, results), results
+
+
+def _follow(v, alias):
+    while isinstance(v, Var) and v in alias:
+        v = alias[v]
+    return v
+
+
+def _scalar_output(graph, has_aux: bool):
+    tree = graph.out_tree
+    if has_aux:
+        if tree[0] not in ("tuple", "list") or len(tree[1]) != 2 or tree[1][0] != ("leaf",):
+            raise CompileError.at(graph.loc, f"`{graph.name}` must return `(value, aux)` "
+                                  "when has_aux=True")
+        return graph.outputs[0], graph.outputs[1:], tree[1][1]
+    if tree != ("leaf",):
+        raise CompileError.at(graph.loc, f"grad requires `{graph.name}` to return one scalar; "
+                              "it returns a tuple, list or dict",
+                              hint="use sg.vjp for several outputs, or has_aux=True")
+    return graph.outputs[0], [], None
+
+
+def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=False,
+                     optimized=True, fn_name=None, pool=None) -> tuple:
+    """(function source, ConstPool) of grad / value_and_grad of `fs` w.r.t. parameter indices.
+
+    `single`: the user named one parameter (not a tuple), so one gradient is returned bare.
+    """
+    graph, namer = trace(fs)
+    value, aux, aux_tree = _scalar_output(graph, has_aux)
+    wrt_vars = [graph.inputs[i] for i in wrt]
+    seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
+    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer)
+    tracer = Tracer(namer, backward)
+    grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+    ops = graph.ops + backward
+    results = grad_list + ([value] if with_value else []) + list(aux)
+    if optimized:
+        ops, results = optimize(ops, results)
+    grad_list, rest = results[:len(wrt)], results[len(wrt):]
+    ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
+    pool = pool or emit.ConstPool()
+    forward = [op for op in ops if not op.attrs.get("backward")]
+    backward = [op for op in ops if op.attrs.get("backward")]
+    body = emit.block_lines(forward, pool)
+    if backward:
+        body += [""] + emit.block_lines(backward, pool, backward=True)
+    grads_src = _tuple_src([emit.operand_source(g, pool) for g in grad_list], single=single)
+    if has_aux:
+        aux_src = _tree_src(aux_tree, rest[1:] if with_value else rest, pool)
+        if with_value:
+            result = f"({emit.operand_source(rest[0], pool)}, {aux_src}), {grads_src}"
+        else:
+            result = f"{grads_src}, {aux_src}"
+    elif with_value:
+        result = f"{emit.operand_source(rest[0], pool)}, {grads_src}"
+    else:
+        result = grads_src
+    name = fn_name or (names.value_and_grad_fn_name(fs.name) if with_value
+                       else names.grad_fn_name(fs.name))
+    source = emit.render_function(name, _params(graph, pool), body, result)
+    return source, pool
+
+
+def vjp_program(fs, optimized=True) -> Functions:
+    """Forward (returns outputs and saved values) and backward functions of `fs`."""
+    graph, namer = trace(fs)
+    seeds, cotangent_params = [], []
+    for i, out in enumerate(graph.outputs):
+        ct = Var(namer.fresh(names.cotangent_name(out.name) if isinstance(out, Var) else f"_ct{i}"))
+        cotangent_params.append(ct)
+        if isinstance(out, Var):
+            seeds.append((out, ct))
+    backward, grads = reverse(graph.ops, graph.inputs, seeds, namer)
+    tracer = Tracer(namer, backward)
+    grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in graph.inputs]
+    ops = graph.ops + backward
+    results = list(graph.outputs) + grad_list
+    if optimized:
+        ops, results = optimize(ops, results)
+    outputs, grad_list = results[:len(graph.outputs)], results[len(graph.outputs):]
+    forward, backward, saved = saved_pass.split(ops, graph.inputs, cotangent_params)
+    # A gradient that *is* a forward value (d(x*y)/dx = y) is read by the backward too.
+    for g in grad_list:
+        if isinstance(g, Var) and g not in saved and g not in cotangent_params:
+            saved.append(g)
+    pool = emit.ConstPool()
+    fwd_name, bwd_name = names.forward_fn_name(fs.name), names.backward_fn_name(fs.name)
+    out_src = _tuple_src([emit.operand_source(o, pool) for o in outputs], single=False)
+    saved_src = _tuple_src([v.name for v in saved], single=False)
+    fwd = emit.render_function(fwd_name, _params(graph, pool), emit.block_lines(forward, pool),
+                               f"{out_src}, {saved_src}")
+    unpack = [f"{', '.join(v.name for v in saved)}, = _saved"] if saved else []
+    bwd_body = unpack + ([""] if unpack else []) + emit.block_lines(backward, pool, backward=True)
+    bwd = emit.render_function(bwd_name, ["_saved"] + [c.name for c in cotangent_params], bwd_body,
+                               _tuple_src([emit.operand_source(g, pool) for g in grad_list],
+                                          single=False))
+    return Functions([fwd, bwd], (fwd_name, bwd_name), dict(pool.values), graph.out_tree)
+
+
+_VIEWS = ("getitem", "reshape", "transpose", "T", "swapaxes", "moveaxis", "expand_dims",
+          "squeeze", "ravel")
+
+
+def _own_gradients(ops, grad_list, inputs, namer):
+    """Copy returned gradients that alias an input, a read-only broadcast or each other."""
+    producers = {o: op for op in ops for o in op.outs}
+    tracer = Tracer(namer, [])
+    seen, out = set(), []
+    for g in grad_list:
+        if isinstance(g, Var):
+            producer = producers.get(g)
+            aliased = g in inputs or g in seen or producer is not None and (
+                producer.prim == "broadcast_to"  # read-only, maybe zero-strided
+                or producer.prim in _VIEWS and producer.args[0] in inputs)
+            if aliased:
+                copy = tracer.apply(rules.RULES["copy"], [g], {})
+                copy.name = namer.fresh(g.name if not g.name.startswith("_") else "grad")
+                tracer.ops[-1].attrs["backward"] = True
+                g = copy
+            seen.add(g)
+        out.append(g)
+    return ops + tracer.ops, out
+
+
+def _params(graph, pool) -> list:
+    params = []
+    for v, name in zip(graph.inputs, graph.param_names):
+        if name in graph.defaults:
+            params.append(f"{v.name}={emit.operand_source(Const(graph.defaults[name]), pool)}")
+        else:
+            params.append(v.name)
+    return params
+
+
+def _tuple_src(items: list, single: bool) -> str:
+    if single:
+        return items[0]
+    if len(items) == 1:
+        return f"({items[0]},)"
+    return f"({', '.join(items)})"
+
+
+def _tree_src(tree, leaves, pool) -> str:
+    it = iter(leaves)
+
+    def build(t):
+        if t[0] == "leaf":
+            return emit.operand_source(next(it), pool)
+        if t[0] == "tuple":
+            return _tuple_src([build(c) for c in t[1]], single=False)
+        if t[0] == "list":
+            return "[" + ", ".join(build(c) for c in t[1]) + "]"
+        return "{" + ", ".join(f"{k!r}: {build(c)}" for k, c in zip(t[1], t[2])) + "}"
+
+    return build(tree)
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """Hash of srcgrad's own sources (passes, rules, codegen) and templates.
+
+    A generated module depends on all of them, not only on the version number.
+    """
+    h = hashlib.sha256()
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode())
+        h.update(path.read_bytes())
+    h.update(emit.templates_fingerprint().encode())
+    return h.hexdigest()[:16]
+
+
+def cache_key(fs: FunctionSource, options: tuple) -> str | None:
+    """Hash of everything the generated module depends on; None when not cacheable."""
+    fp = fingerprint(fs)
+    if fp is None:
+        return None
+    h = hashlib.sha256()
+    for part in (fp, repr(options), VERSION, compiler_fingerprint(), numpy.__version__):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
