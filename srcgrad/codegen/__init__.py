@@ -1,0 +1,1 @@
+"""Code generation: IR to Python source, the module cache and the loader."""

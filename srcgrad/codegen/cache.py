@@ -1,0 +1,297 @@
+"""The module cache: generated source by key, in memory and on disk (DESIGN decision 9).
+
+Note [Cache file format]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A cached module lives at `<dir>/<key[:2]>/<key>.py`. The file is the generated source
+exactly as the pipeline produced it, followed by one trailer line:
+
+    # srcgrad-cache: key=<key> sha256=<hex of the sha256 of everything above this line>
+
+The check line goes last, not first, so that line N of the file is line N of the
+generated module: the loader compiles the text under the file's real path, and
+tracebacks, `inspect.getsource` and debuggers that open the file all agree. The
+template's `@generated` banner stays on line 1, where tools look for it.
+
+`get` re-hashes the body and compares the key, so a truncated, hand-edited or foreign
+file (one copied in from another key, or written by something else) is never loaded:
+it is removed and the pipeline compiles again. Writes go to a temporary file in the
+same directory, are fsynced and then `os.replace`d into place, so a reader in another
+process sees either no file or a whole one.
+
+A directory that other users can write to (group/world-writable, or owned by another
+uid) could be used to plant code that we would then execute, so it is refused with a
+`CacheWarning`, and so is a directory we cannot create or write: the cache then runs
+in memory only, and the user's program goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from srcgrad.errors import CacheWarning
+
+ENV_VAR = "SRCGRAD_CACHE_DIR"
+TRAILER_PREFIX = "# srcgrad-cache: "
+
+# Keys name files, so they may not contain path separators or dots.
+_KEY_RE = re.compile(r"[A-Za-z0-9_-]{2,128}")
+_TRAILER_RE = re.compile(r"# srcgrad-cache: key=(\S+) sha256=([0-9a-f]{64})\n?")
+
+
+def default_directory() -> Path:
+    """`$SRCGRAD_CACHE_DIR` when set and non-empty, else `~/.cache/srcgrad`."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "srcgrad"
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_key(key: str) -> str:
+    if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+        raise ValueError(f"bad cache key {key!r}: expected 2-128 characters of [A-Za-z0-9_-]")
+    return key
+
+
+def _unsafe_reason(directory: Path) -> str | None:
+    """Why `directory` must not be trusted with code we execute, or None if it may."""
+    st = os.stat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{directory} is not a directory"
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # Windows: POSIX modes and owners mean little there
+        return None
+    if st.st_uid != getuid():
+        return (f"cache directory {directory} is owned by another user (uid {st.st_uid}); "
+                f"set {ENV_VAR} to a directory of your own")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"cache directory {directory} is writable by other users "
+                f"(mode {stat.S_IMODE(st.st_mode):o}); run `chmod go-w {directory}` "
+                f"or set {ENV_VAR} to a private directory")
+    return None
+
+
+class ModuleCache:
+    """Generated module source by key: on disk (atomic, checked) plus a memory dict.
+
+    `memory` holds whatever the pipeline wants to keep per key in this process (loaded
+    namespaces); the cache only empties it in `clear()`.
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None):
+        # None: resolved at first use (so tests can set $SRCGRAD_CACHE_DIR first).
+        self._requested = Path(directory).expanduser() if directory is not None else None
+        self._directory: Path | None = None
+        self._usable: bool | None = None  # None until checked; False: memory-only
+        self._reason: str | None = None  # why not usable
+        self._warned = False
+        self._lock = threading.Lock()
+        self.memory: dict[str, Any] = {}
+
+    # -- where ---------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        if self._directory is None:
+            self._directory = (self._requested if self._requested is not None
+                               else default_directory())
+        return self._directory
+
+    def path_for(self, key: str) -> Path:
+        key = _check_key(key)
+        return self.directory / key[:2] / f"{key}.py"
+
+    @property
+    def usable(self) -> bool:
+        """Whether the disk cache is in use (checks the directory on first call)."""
+        if self._usable is None:
+            with self._lock:
+                if self._usable is None:
+                    self._check_directory()
+        return bool(self._usable)
+
+    def _check_directory(self) -> None:
+        try:
+            directory = self.directory
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            reason = _unsafe_reason(directory)
+        except (OSError, RuntimeError) as err:  # RuntimeError: no home directory
+            reason = f"cannot create cache directory: {err}"
+        if reason is None:
+            self._usable = True
+        else:
+            self._disable(reason)
+
+    def _disable(self, reason: str) -> None:
+        self._usable = False
+        self._reason = reason
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"srcgrad: not using the on-disk cache: {reason}. "
+                          "Generated modules are kept in memory only.",
+                          CacheWarning, stacklevel=4)
+
+    # -- read and write ------------------------------------------------------------
+
+    def get(self, key: str) -> str | None:
+        """The source stored for `key`, or None (absent, unreadable, corrupt, foreign)."""
+        path = self.path_for(key)
+        if not self.usable:
+            return None
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return None
+        source = _decode(data, key)
+        if source is None:
+            # Never trusted; remove it so the next put starts clean (a racing put that
+            # already replaced it only costs one recompile).
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        return source
+
+    def put(self, key: str, source: str) -> str:
+        """Store `source` for `key` atomically; the file's path, or "" when memory-only."""
+        path = self.path_for(key)
+        if not self.usable:
+            return ""
+        data = _encode(source, key)
+        tmp = None
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as err:
+            self._disable(f"cannot write {path}: {err}")
+            return ""
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        return str(path)
+
+    # -- housekeeping --------------------------------------------------------------
+
+    def _files(self) -> list[Path]:
+        """Cache files and leftover temp files; nothing else in the directory is touched."""
+        found = []
+        try:
+            shards = [d for d in self.directory.iterdir()
+                      if d.is_dir() and not d.is_symlink() and len(d.name) == 2]
+        except OSError:
+            return found
+        for shard in shards:
+            try:
+                for p in shard.iterdir():
+                    name = p.name
+                    if name.endswith(".py") and _KEY_RE.fullmatch(name[:-3]) \
+                            and name[:2] == shard.name:
+                        found.append(p)
+                    elif name.startswith(".") and name.endswith(".tmp"):
+                        found.append(p)
+            except OSError:
+                continue
+        return found
+
+    def clear(self) -> int:
+        """Empty the memory dict and remove the cache files; how many modules were removed."""
+        self.memory.clear()
+        if not self.usable:
+            return 0
+        removed = 0
+        for p in self._files():
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            if p.name.endswith(".py"):
+                removed += 1
+            try:
+                p.parent.rmdir()  # only succeeds once the shard is empty
+            except OSError:
+                pass
+        return removed
+
+    def info(self) -> dict:
+        """directory, entries, bytes, memory_entries, usable, and reason when not usable."""
+        usable = self.usable
+        entries = size = 0
+        if usable:
+            for p in self._files():
+                if p.name.endswith(".py"):
+                    try:
+                        size += p.stat().st_size
+                    except OSError:
+                        continue
+                    entries += 1
+        out = {"directory": str(self.directory), "entries": entries, "bytes": size,
+               "memory_entries": len(self.memory), "usable": usable}
+        if not usable:
+            out["reason"] = self._reason
+        return out
+
+    def __repr__(self) -> str:
+        return f"ModuleCache({str(self.directory)!r})"
+
+
+def _encode(source: str, key: str) -> bytes:
+    body = source if source.endswith("\n") or not source else source + "\n"
+    return (body + f"{TRAILER_PREFIX}key={key} sha256={_sha256(source)}\n").encode("utf-8")
+
+
+def _decode(data: bytes, key: str) -> str | None:
+    """The source in a cache file's bytes, or None unless the trailer vouches for it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    cut = text.rfind("\n" + TRAILER_PREFIX)
+    start = cut + 1 if cut >= 0 else (0 if text.startswith(TRAILER_PREFIX) else -1)
+    if start < 0:
+        return None
+    m = _TRAILER_RE.fullmatch(text, start)
+    if m is None or m.group(1) != key:
+        return None
+    body = text[:start]
+    # put() adds a newline to a source that lacks one; the hash is of the source itself.
+    for source in (body, body[:-1]) if body.endswith("\n") else (body,):
+        if _sha256(source) == m.group(2):
+            return source
+    return None
+
+
+_default: ModuleCache | None = None
+_default_env: str | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> ModuleCache:
+    """This process's cache; a new one if `$SRCGRAD_CACHE_DIR` changed since the last call."""
+    global _default, _default_env
+    env = os.environ.get(ENV_VAR)
+    with _default_lock:
+        if _default is None or env != _default_env:
+            _default, _default_env = ModuleCache(), env
+        return _default
