@@ -1,0 +1,7 @@
+"""`python -m srcgrad`: the command line."""
+
+import sys
+
+from srcgrad.cli import main
+
+sys.exit(main())

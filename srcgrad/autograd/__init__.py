@@ -1,0 +1,1 @@
+"""The eager autograd runtime (`sg.Tensor`, `sg.autograd`), mirroring torch.autograd."""
