@@ -93,15 +93,24 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     tracer = Tracer(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
-    results = grad_list + ([value] if with_value else []) + list(aux)
+    check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
+    results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
     if optimized:
         ops, results = optimize(ops, results)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
+    names.tidy_temporaries(ops, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()
     forward = [op for op in ops if not op.attrs.get("backward")]
     backward = [op for op in ops if op.attrs.get("backward")]
     body = emit.block_lines(forward, pool)
+    if check_scalar:
+        v = emit.operand_source(rest[0], pool)
+        body += [f"if xp.ndim({v}) != 0:",
+                 f"    raise TypeError(f'grad of {fs.name}() needs a scalar output; it returned "
+                 f"an array of shape {{xp.shape({v})}}. Use sg.vjp, or reduce it (e.g. .sum())')"]
+        if not with_value:
+            rest = rest[1:]
     if backward:
         body += [""] + emit.block_lines(backward, pool, backward=True)
     grads_src = _tuple_src([emit.operand_source(g, pool) for g in grad_list], single=single)
@@ -121,6 +130,29 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     return source, pool
 
 
+# Reductions whose output is a scalar when reducing over all axes without keepdims.
+_FULL_REDUCTIONS = {"sum", "mean", "prod", "max", "min", "var", "std", "norm", "linalg_norm",
+                    "det", "linalg_det", "logsumexp", "dot_scalar", "vdot", "trace"}
+
+
+def provably_scalar(ops, value) -> bool:
+    """True when `value` is 0-d for every input (so grad needs no run-time check)."""
+    scalar: set = set()
+    for op in ops:
+        rule = rules.RULES[op.prim]
+        args = dict(zip(rule.params, op.args))
+        if op.prim in _FULL_REDUCTIONS and op.prim not in ("det", "linalg_det", "trace"):
+            axis, keepdims = args.get("axis", Const(None)), args.get("keepdims", Const(False))
+            if (isinstance(axis, Const) and axis.value is None and isinstance(keepdims, Const)
+                    and not keepdims.value and "ord" not in args):
+                scalar.update(op.outs)
+        elif rule.elementwise and all(
+                (isinstance(a, Var) and a in scalar) or (isinstance(a, Const) and numpy.ndim(a.value) == 0)
+                for a in op.args):
+            scalar.update(op.outs)
+    return value in scalar
+
+
 def vjp_program(fs, optimized=True) -> Functions:
     """Forward (returns outputs and saved values) and backward functions of `fs`."""
     graph, namer = trace(fs)
@@ -138,6 +170,7 @@ def vjp_program(fs, optimized=True) -> Functions:
     if optimized:
         ops, results = optimize(ops, results)
     outputs, grad_list = results[:len(graph.outputs)], results[len(graph.outputs):]
+    names.tidy_temporaries(ops, [v.name for v in graph.inputs + cotangent_params])
     forward, backward, saved = saved_pass.split(ops, graph.inputs, cotangent_params)
     # A gradient that *is* a forward value (d(x*y)/dx = y) is read by the backward too.
     for g in grad_list:

@@ -93,7 +93,7 @@ def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
 
 
 # ---------------------------------------------------------------------- ops
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(render: str) -> ast.expr:
     return ast.parse(render, mode="eval").body
 

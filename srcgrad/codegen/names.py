@@ -30,3 +30,30 @@ def backward_fn_name(fn_name: str) -> str:
 
 def cotangent_name(value_name: str) -> str:
     return "grad_" + value_name.lstrip("_")
+
+
+def tidy_temporaries(ops: list, keep_names) -> None:
+    """Renumber temporaries (`_shape_3`) in order of definition (`_shape`, `_shape_1`).
+
+    Passes allocate names for values they later delete; renumbering after them
+    keeps generated code free of gaps and stable under unrelated pass changes.
+    """
+    import re
+
+    taken = set(keep_names)
+    for op in ops:
+        taken.update(o.name for o in op.outs if not o.name.startswith("_"))
+    counters: dict = {}
+    for op in ops:
+        for o in op.outs:
+            if not o.name.startswith("_"):
+                continue
+            base = re.sub(r"_\d+$", "", o.name)
+            n = counters.get(base, 0)
+            name = base if n == 0 else f"{base}_{n}"
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            counters[base] = n + 1
+            taken.add(name)
+            o.name = name

@@ -458,8 +458,9 @@ class Tracer:
     # ------------------------------------------------------------------ user functions
     def inline(self, fs, args, kwargs, node):
         """Trace a user function's body in place, its parameters bound to the arguments."""
-        from srcgrad.frontend.fence import fence
         import inspect
+
+        from srcgrad.frontend.fence import fence
 
         if self.depth >= MAX_INLINE_DEPTH:
             self.fail(node, f"calls to `{fs.name}` nested more than {MAX_INLINE_DEPTH} deep "

@@ -18,8 +18,9 @@ rule treats as parameters (`axis`, `keepdims`, an index template) are normally
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Pack:
         return f"Pack{self.items!r}"
 
 
-Operand = Union[Var, Const, Pack]
+Operand = Var | Const | Pack
 
 
 @dataclass(eq=False)

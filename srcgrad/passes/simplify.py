@@ -43,6 +43,8 @@ def simplify(ops: list, keep: list) -> tuple:
         replacement = _identity(op, shape_class, producer) if op.attrs.get("backward") else None
         while isinstance(replacement, _Rewrite):
             op.args = tuple(replacement.args)
+            op.prim = replacement.prim or op.prim
+            rule = rules.RULES[op.prim]
             replacement = _identity(op, shape_class, producer)
         if replacement is not None and len(op.outs) == 1:
             alias[op.outs[0]] = replacement
@@ -103,6 +105,10 @@ def _identity(op, shape_class, producer):
         rep = shape_class.get(args[0], args[0])
         if rep is not args[0]:
             return _reissue(op, (rep,))
+    if rules.RULES[p].elementwise:
+        folded = _fold_broadcast_scalars(op, producer)
+        if folded is not None:
+            return folded
     if rules.RULES[p].elementwise and len(args) == 2:
         for i in (0, 1):
             scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer)
@@ -129,14 +135,46 @@ def _broadcast_scalar(a, other, shape_class, producer):
     return None
 
 
+def _fold_broadcast_scalars(op, producer):
+    """`f(broadcast_to(c, s), k)` → `broadcast_to(f(c, k), s)` for scalar constants c, k."""
+    shape, values = None, []
+    for a in op.args:
+        inner = producer.get(a) if isinstance(a, Var) else None
+        if inner is not None and inner.prim == "broadcast_to" and _is_scalar_const(inner.args[0]):
+            if shape is not None and inner.args[1] is not shape:
+                return None
+            shape = inner.args[1]
+            values.append(inner.args[0])
+        elif _is_scalar_const(a):
+            values.append(a)
+        else:
+            return None
+    if shape is None:
+        return None
+    value = _evaluate(rules.RULES[op.prim], values)
+    return _Rewrite((Const(value), shape), prim="broadcast_to")
+
+
 def _reissue(op, args):
     """Signal: keep `op`, with new operands (and simplify it again)."""
     return _Rewrite(args)
 
 
 class _Rewrite:
-    def __init__(self, args):
-        self.args = args
+    """Keep the op, with new operands (and maybe a new primitive), and simplify it again."""
+
+    def __init__(self, args, prim=None):
+        self.args, self.prim = args, prim
+
+
+def shape_classes(ops: list) -> dict:
+    """Var -> representative Var of its shape class (Note [Shape classes])."""
+    shape_class, producer = {}, {}
+    for op in ops:
+        _classify(op, rules.RULES.get(op.prim), shape_class, producer)
+        for o in op.outs:
+            producer[o] = op
+    return shape_class
 
 
 def _classify(op, rule, shape_class, producer):

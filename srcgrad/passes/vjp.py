@@ -5,6 +5,17 @@ parameter's VJP formula (srcgrad.rules) is traced into IR with the formula's nam
 bound to the op's operands, `ans` to its outputs and `g` to the summed cotangent.
 Cotangents of a value used several times are summed when its producer is reached,
 and that sum is named `grad_<value>`.
+
+Note [Masked cotangents]
+~~~~~~~~~~~~~~~~~~~~~~~~
+`np.where(x > 0, np.sqrt(x), 0.0)` evaluates sqrt everywhere; where x <= 0 its
+derivative is inf or NaN, and the where's cotangent there is 0, so the chain rule
+computes 0 * inf = NaN. The mathematically intended gradient is 0: that branch
+was not taken. So the cotangent `where` sends into each branch is *masked* by its
+condition, and the mask travels upstream through shape-preserving elementwise ops:
+each VJP contribution there is wrapped in `xp.where(cond, contribution, 0)`,
+forcing exact zeros wherever the branch was not taken. A value whose cotangent
+also comes from elsewhere (unmasked) stops the propagation.
 """
 
 from __future__ import annotations
@@ -17,9 +28,10 @@ from srcgrad import rules
 from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.passes.activity import active_vars
+from srcgrad.passes.simplify import shape_classes
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse_formula(text: str):
     return gast.parse(text, mode="eval").body
 
@@ -31,23 +43,30 @@ def reverse(ops: list, wrt: list, seeds: list, namer) -> tuple:
     backward, or Const(1.0) for the scalar output of `grad`).
     """
     active = active_vars(ops, wrt, [v for v, _ in seeds])
+    classes = shape_classes(ops)
     tracer = Tracer(namer)
-    contributions: dict = {}
+    contributions: dict = {}  # Var -> [(cotangent, mask or None)]
+    masks: dict = {}  # Var -> the mask every contribution to it carries (Note [Masked cotangents])
     for v, seed in seeds:
         if isinstance(v, Var) and (v in active or v in wrt):
-            contributions.setdefault(v, []).append(seed)
+            contributions.setdefault(v, []).append((seed, None))
 
     def total(v):
         parts = contributions.get(v)
         if not parts:
             return None
-        result = parts[0]
-        for part in parts[1:]:
+        result = parts[0][0]
+        for part, _ in parts[1:]:
             result = tracer.apply(rules.RULES["add"], [result, part], {})
         if isinstance(result, Var) and result.name.startswith("_"):
             result.name = namer.fresh("grad_" + v.name.lstrip("_"))
-        contributions[v] = [result]
+        common = {id(m): m for _, m in parts}
+        masks[v] = next(iter(common.values())) if len(common) == 1 else None
+        contributions[v] = [(result, masks[v])]
         return result
+
+    def same_shape(a, b):
+        return isinstance(a, Var) and classes.get(a, a) is classes.get(b, b)
 
     for op in reversed(ops):
         if not any(o in contributions for o in op.outs):
@@ -64,22 +83,32 @@ def reverse(ops: list, wrt: list, seeds: list, namer) -> tuple:
             ans = tuple(op.outs)
         env = {p: from_operand(a) for p, a in zip(rule.params, op.args)}
         env.update(g=g, ans=ans)
+        out_mask = masks.get(op.outs[0]) if rule.elementwise else None
         for param, arg in zip(rule.params, op.args):
             if param not in rule.vjp or not any(v in active for v in operand_vars(arg)):
                 continue
             ct = tracer.trace_formula(parse_formula(rule.vjp[param]), env, op.loc)
-            _distribute(arg, ct, active, contributions)
+            mask = None
+            if op.prim == "where" and same_shape(arg, op.outs[0]):
+                mask = (op.args[0], param == rule.params[1])  # (condition, branch taken when true)
+            elif out_mask is not None and same_shape(arg, op.outs[0]):
+                mask = out_mask
+                cond, when_true = mask
+                zero = Const(0.0)
+                ct = tracer.apply(rules.RULES["where"], [cond, ct, zero] if when_true
+                                  else [cond, zero, ct], {})
+            _distribute(arg, ct, active, contributions, mask)
     grads = {w: total(w) for w in wrt}
     for new in tracer.ops:
         new.attrs["backward"] = True
     return tracer.ops, grads
 
 
-def _distribute(arg, ct, active, contributions):
+def _distribute(arg, ct, active, contributions, mask=None):
     """Record cotangent `ct` for operand `arg` (recursing into packs)."""
     if isinstance(arg, Var):
         if arg in active:
-            contributions.setdefault(arg, []).append(ct)
+            contributions.setdefault(arg, []).append((ct, mask))
     elif isinstance(arg, Pack):
         items = ct if isinstance(ct, (tuple, list)) else None
         if items is None or len(items) != len(arg.items):

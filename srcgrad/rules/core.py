@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 RULES: dict = {}  # rule name -> Rule
 
