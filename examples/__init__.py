@@ -1,0 +1,1 @@
+"""Runnable srcgrad examples; also imported by ``benchmarks/`` for their loss functions."""
