@@ -5,14 +5,30 @@ calls it can be differentiated again. They take whatever array type they are giv
 and find its namespace from the array (NumPy, CuPy, any Array-API namespace), so a
 generated module never imports a backend itself. `srcgrad emit` copies the source
 of the helpers a module uses into it, so keep them self-contained: each may use
-only `_namespace`, `_is_basic_index` and `_normalize_axes` from this file.
+only `_namespace`, `_is_basic_index` and `_normalize_axes` from this file (and
+`numpy` for plain-Python bookkeeping such as pad widths).
+
+They sit on the hot path of generated code: every one starts with its cheap cases
+(shapes already equal, nothing to do) before doing any work.
+
+Most of them are the *transposes* of linear NumPy functions (`tile_bar` sums the
+tiles that `tile` copied). A transpose `T` of a linear map `L` has the rows
+``vjp = L(g)``, ``jvp = T(t)``; a bilinear map's transposes (`matmul_bar`,
+`tensordot_bar`, `einsum_bar`) close on each other, see Note [Bilinear transposes]
+in srcgrad.rules.table.
 """
 
 from __future__ import annotations
 
 import numpy
 
-__all__ = ["unbroadcast", "expand_reduced", "scatter_index"]
+__all__ = [
+    "unbroadcast", "expand_reduced", "scatter_index",
+    "shift", "linrec", "excumprod", "fold_axes", "unfold_axes",
+    "reduced_size", "inverse_axes", "vector_only", "linear_pad_mode",
+    "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
+    "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
+]
 
 
 def _namespace(x):
@@ -41,6 +57,8 @@ def _is_basic_index(index):
     return True
 
 
+# ---------------------------------------------------------------- broadcasting, reductions
+
 def unbroadcast(x, shape):
     """Sum `x` down to `shape`: the transpose of broadcasting to x's shape."""
     xshape = getattr(x, "shape", ())
@@ -62,6 +80,37 @@ def expand_reduced(x, shape, axis, keepdims):
     return x.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
+def reduced_size(shape, axis):
+    """How many elements a reduction over `axis` of an array of `shape` combines."""
+    n = 1
+    for a in _normalize_axes(axis, len(shape)):
+        n *= shape[a]
+    return n
+
+
+def inverse_axes(axes):
+    """The permutation that undoes `transpose(x, axes)` (negative axes allowed)."""
+    n = len(axes)
+    inverse = [0] * n
+    for i, a in enumerate(axes):
+        inverse[a % n] = i
+    return tuple(inverse)
+
+
+def vector_only(x, axis):
+    """`x` itself; raises when `linalg.norm(x, ord, axis)` would be a matrix norm.
+
+    The table differentiates vector norms of every `ord` but only the Frobenius
+    matrix norm, so the derivative of any other matrix norm refuses to run rather
+    than return the gradient of a different function.
+    """
+    if isinstance(axis, tuple) or (axis is None and len(getattr(x, "shape", ())) != 1):
+        raise NotImplementedError(
+            "srcgrad: the derivative of linalg.norm is implemented for vector norms and "
+            "the Frobenius norm only (pass an int axis, or ord=None/'fro')")
+    return x
+
+
 def scatter_index(x, shape, index):
     """Zeros of `shape` with `x` added at `index`: the transpose of `x[index]`.
 
@@ -74,3 +123,344 @@ def scatter_index(x, shape, index):
     else:
         xp.add.at(out, index, x)
     return out
+
+
+# ---------------------------------------------------------------- scans (prod, cumprod)
+
+def shift(x, axis, reverse, fill):
+    """Shift `x` one place along `axis`, filling the vacated end with `fill`.
+
+    Forward (`reverse=False`): ``y[i] = x[i-1]``, ``y[0] = fill``; reverse:
+    ``y[i] = x[i+1]``, ``y[-1] = fill``. With ``fill=0`` the two are transposes.
+    """
+    xp = _namespace(x)
+    if x.shape[axis] == 0:
+        return x
+    moved = xp.moveaxis(x, axis, -1)
+    edge = xp.full(moved.shape[:-1] + (1,), fill, dtype=x.dtype)
+    if reverse:
+        out = xp.concatenate([moved[..., 1:], edge], axis=-1)
+    else:
+        out = xp.concatenate([edge, moved[..., :-1]], axis=-1)
+    return xp.moveaxis(out, -1, axis)
+
+
+def linrec(a, b, axis, reverse):
+    """Solve the linear recurrence ``u[i] = b[i] + a[i] * u[i-1]`` along `axis`.
+
+    With `reverse`, ``u[i] = b[i] + a[i] * u[i+1]``. The end coefficient (`a[0]`,
+    or `a[-1]` in reverse) is not used. A log-depth (Hillis-Steele) scan: no
+    division, so zeros in `a` are exact; it is what makes the gradients of `prod`
+    and `cumprod` zero-safe.
+    """
+    xp = _namespace(b)
+    a, b = xp.broadcast_arrays(a, b)
+    n = b.shape[axis]
+    if n <= 1:
+        return b
+    A = xp.moveaxis(a, axis, -1)
+    B = xp.moveaxis(b, axis, -1)
+    if reverse:
+        A, B = xp.flip(A, axis=-1), xp.flip(B, axis=-1)
+    # A[i] is the coefficient of u[i-d] in B[i]; it is zero once the chain reaches u[0].
+    A = xp.concatenate([xp.zeros_like(A[..., :1]), A[..., 1:]], axis=-1)
+    d = 1
+    while d < n:
+        B = xp.concatenate([B[..., :d], B[..., d:] + A[..., d:] * B[..., :-d]], axis=-1)
+        if 2 * d < n:
+            A = xp.concatenate([A[..., :d], A[..., d:] * A[..., :-d]], axis=-1)
+        d *= 2
+    if reverse:
+        B = xp.flip(B, axis=-1)
+    return xp.moveaxis(B, -1, axis)
+
+
+def excumprod(x, axis, reverse):
+    """Exclusive cumulative product along `axis` (an int).
+
+    Forward: ``y[i] = prod(x[:i])``; reverse: ``y[i] = prod(x[i+1:])``. The
+    product of all elements but one is ``excumprod(x, a, False) * excumprod(x, a, True)``:
+    no division, so exact with zeros.
+    """
+    xp = _namespace(x)
+    n = x.shape[axis]
+    moved = xp.moveaxis(x, axis, -1)
+    if n == 0:
+        return x
+    one = xp.ones_like(moved[..., :1])
+    if reverse:
+        inner = xp.flip(xp.cumprod(xp.flip(moved[..., 1:], axis=-1), axis=-1), axis=-1)
+        out = xp.concatenate([inner, one], axis=-1)
+    else:
+        out = xp.concatenate([one, xp.cumprod(moved[..., :-1], axis=-1)], axis=-1)
+    return xp.moveaxis(out, -1, axis)
+
+
+def fold_axes(x, axis):
+    """Move the axes `axis` (None, int or tuple) to the end and merge them into one."""
+    xp = _namespace(x)
+    ndim = len(x.shape)
+    axes = _normalize_axes(axis, ndim)
+    if axes == (ndim - 1,):
+        return x
+    k = len(axes)
+    moved = xp.moveaxis(x, axes, tuple(range(ndim - k, ndim)))
+    size = 1
+    for a in axes:
+        size *= x.shape[a]
+    return xp.reshape(moved, moved.shape[:ndim - k] + (size,))
+
+
+def unfold_axes(x, shape, axis):
+    """The inverse of `fold_axes`: back to `shape`, whose axes `axis` were folded."""
+    xp = _namespace(x)
+    ndim = len(shape)
+    axes = _normalize_axes(axis, ndim)
+    if axes == (ndim - 1,):
+        return x
+    k = len(axes)
+    rest = tuple(n for i, n in enumerate(shape) if i not in axes)
+    moved = xp.reshape(x, rest + tuple(shape[a] for a in axes))
+    return xp.moveaxis(moved, tuple(range(ndim - k, ndim)), axes)
+
+
+# ---------------------------------------------------------------- transposes of linear maps
+
+def matmul_bar(c, other, shape, which):
+    """Cotangent of operand `which` (0: x, 1: y) of ``x @ y``, given its shape.
+
+    `c` is the cotangent of the product, `other` the other operand. Handles 1-D
+    operands (NumPy's promotion rules) and batch broadcasting (summed out).
+    """
+    xp = _namespace(c)
+    if which == 0:
+        y = other
+        if len(y.shape) == 1:
+            r = c * y if len(shape) == 1 else xp.expand_dims(c, -1) * y
+        else:
+            yt = xp.swapaxes(y, -1, -2)
+            r = (xp.expand_dims(c, -2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
+    else:
+        x = other
+        if len(x.shape) == 1:
+            r = c * x if len(shape) == 1 else xp.expand_dims(x, -1) * xp.expand_dims(c, -2)
+        else:
+            xt = xp.swapaxes(x, -1, -2)
+            r = (xt @ xp.expand_dims(c, -1))[..., 0] if len(shape) == 1 else xt @ c
+    if r.shape == shape:
+        return r
+    lead = len(r.shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and r.shape[lead + i] != 1)
+    return xp.reshape(xp.sum(r, axis=axes), shape)
+
+
+def tensordot_bar(c, other, axes, shape, which):
+    """Cotangent of operand `which` of a contraction, given that operand's shape.
+
+    `axes` is tensordot's `axes` (an int or a pair), or "dot" / "inner" for
+    `numpy.dot` / `numpy.inner`, which contract the last axis of the first operand
+    with the second-to-last (dot) or last (inner) axis of the second.
+    """
+    xp = _namespace(c)
+    ndims = (len(shape), len(other.shape)) if which == 0 else (len(other.shape), len(shape))
+    if axes in ("dot", "inner") and 0 in ndims:  # a scalar operand: a product
+        r = c * other
+        if len(shape) == 0:
+            return xp.sum(r)
+        return r
+    if axes == "dot":
+        pair = ((ndims[0] - 1,), (max(ndims[1] - 2, 0),))
+    elif axes == "inner":
+        pair = ((ndims[0] - 1,), (ndims[1] - 1,))
+    elif isinstance(axes, int):
+        pair = (tuple(range(ndims[0] - axes, ndims[0])), tuple(range(axes)))
+    else:
+        pair = tuple((ax,) if isinstance(ax, int) else tuple(ax) for ax in axes)
+    a_axes = tuple(ax % ndims[0] for ax in pair[0])
+    b_axes = tuple(ax % ndims[1] for ax in pair[1])
+    a_free = [i for i in range(ndims[0]) if i not in a_axes]
+    b_free = [j for j in range(ndims[1]) if j not in b_axes]
+    if which == 0:
+        r = xp.tensordot(c, other, axes=(list(range(len(a_free), len(c.shape))), b_free))
+        labels = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
+    else:
+        r = xp.tensordot(other, c, axes=(a_free, list(range(len(a_free)))))
+        labels = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
+    perm = tuple(labels.index(k) for k in range(len(labels)))
+    if perm == tuple(range(len(perm))):
+        return r
+    return (getattr(xp, "permute_dims", None) or xp.transpose)(r, perm)
+
+
+def einsum_bar(c, other, subscripts, shape, which):
+    """Cotangent of operand `which` of a one- or two-operand einsum.
+
+    `other` is the other operand (None for a one-operand einsum). Handles implicit
+    outputs, ellipses with broadcasting, indices summed within one operand
+    (broadcast back with ones) and repeated indices such as 'ii' (put back on the
+    diagonal with an identity).
+    """
+    xp = _namespace(c)
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, out = spec.partition("->")
+    inputs = lhs.split(",")
+    shapes = [shape] if other is None else (
+        [shape, other.shape] if which == 0 else [other.shape, shape])
+    if not arrow:  # implicit output: ellipsis, then the indices used once, sorted
+        letters = lhs.replace(",", "").replace(".", "")
+        out = ("..." if "..." in lhs else "") + "".join(
+            sorted(ch for ch in set(letters) if letters.count(ch) == 1))
+    used = set(spec)
+    fresh = iter(ch for ch in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 if ch not in used)
+    n_ell = max((len(s) - len(sub.replace("...", "")) for sub, s in zip(inputs, shapes)
+                 if "..." in sub), default=0)
+    ell = "".join(next(fresh) for _ in range(n_ell))
+    expanded = []
+    for sub, s in zip(inputs, shapes):
+        if "..." in sub:
+            k = len(s) - len(sub.replace("...", ""))
+            sub = sub.replace("...", ell[n_ell - k:] if k else "")
+        expanded.append(sub)
+    out = out.replace("...", ell)
+    target = expanded[which]
+    operands, subs = [c], [out]
+    if other is not None:
+        operands.append(other)
+        subs.append(expanded[1 - which])
+    present = set("".join(subs))
+    result = ""
+    for ch, n in zip(target, shape):
+        if ch in result:  # a repeated index: the cotangent lies on a diagonal
+            f = next(fresh)
+            operands.append(xp.eye(n, dtype=c.dtype))
+            subs.append(ch + f)
+            ch = f
+        elif ch not in present:  # summed within this operand only: broadcast back
+            operands.append(xp.ones((n,), dtype=c.dtype))
+            subs.append(ch)
+        elif ch in ell and n == 1:  # a broadcast ellipsis dimension: sum it out
+            f = next(fresh)
+            operands.append(xp.ones((1,), dtype=c.dtype))
+            subs.append(f)
+            ch = f
+        result += ch
+    return xp.einsum(",".join(subs) + "->" + result, *operands)
+
+
+def diagonal_bar(c, shape, offset, axis1, axis2):
+    """Zeros of `shape` with `c` on the diagonal `numpy.diagonal` reads.
+
+    A trailing axis of length 1 in `c` is broadcast along the diagonal (the
+    transpose of `trace`).
+    """
+    xp = _namespace(c)
+    nd = len(shape)
+    a1, a2 = axis1 % nd, axis2 % nd
+    n, m = shape[a1], shape[a2]
+    rest = tuple(s for i, s in enumerate(shape) if i not in (a1, a2))
+    k = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    c = xp.broadcast_to(c, rest + (k,))
+    out = xp.zeros(rest + (n, m), dtype=c.dtype)
+    rows = xp.arange(k) + max(-offset, 0)
+    cols = xp.arange(k) + max(offset, 0)
+    out[..., rows, cols] = c
+    return xp.moveaxis(out, (-2, -1), (a1, a2))
+
+
+def tile_bar(c, shape, reps):
+    """Sum the tiles of `numpy.tile(x, reps)` back onto x's `shape`."""
+    xp = _namespace(c)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    if all(r == 1 for r in reps) and len(reps) <= len(shape):
+        return c
+    d = max(len(reps), len(shape))
+    reps = (1,) * (d - len(reps)) + reps
+    full = (1,) * (d - len(shape)) + tuple(shape)
+    split = []
+    for r, s in zip(reps, full):
+        split += [r, s]
+    return xp.reshape(xp.sum(xp.reshape(c, tuple(split)), axis=tuple(range(0, 2 * d, 2))),
+                      shape)
+
+
+def repeat_bar(c, shape, repeats, axis):
+    """Sum the copies of `numpy.repeat(x, repeats, axis)` back onto x's `shape`."""
+    xp = _namespace(c)
+    if axis is None:
+        size = 1
+        for s in shape:
+            size *= s
+        work, ax = (size,), 0
+    else:
+        work, ax = tuple(shape), axis % len(shape)
+    n = work[ax]
+    moved = xp.moveaxis(c, ax, -1)
+    size = getattr(repeats, "size", None)
+    if size is None:
+        size = 1 if isinstance(repeats, int) else len(repeats)
+    if size == 1:
+        r = int(repeats if isinstance(repeats, int) else
+                (repeats.reshape(-1)[0] if hasattr(repeats, "reshape") else repeats[0]))
+        summed = xp.sum(xp.reshape(moved, moved.shape[:-1] + (n, r)), axis=-1)
+    else:
+        counts = xp.asarray(repeats)
+        ends = xp.cumsum(counts)
+        zero = xp.zeros(moved.shape[:-1] + (1,), dtype=c.dtype)
+        total = xp.concatenate([zero, xp.cumsum(moved, axis=-1)], axis=-1)
+        summed = xp.take(total, ends, axis=-1) - xp.take(total, ends - counts, axis=-1)
+    out = xp.moveaxis(summed, -1, ax)
+    return xp.reshape(out, shape) if axis is None else out
+
+
+_INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def linear_pad_mode(mode):
+    """`mode` itself when `numpy.pad` is linear in its input under it, else an error."""
+    if mode == "constant" or mode in _INDEX_PAD_MODES:
+        return mode
+    raise NotImplementedError(f"srcgrad: no derivative for numpy.pad(mode={mode!r})")
+
+
+def pad_bar(c, shape, pad_width, mode):
+    """The transpose of `numpy.pad(x, pad_width, mode)` (x of `shape`) applied to `c`.
+
+    'constant' drops the padding; 'edge', 'reflect', 'symmetric' and 'wrap' copy
+    elements of x into the border, so their copies are added back.
+    """
+    xp = _namespace(c)
+    nd = len(shape)
+    if mode == "constant":
+        widths = numpy.broadcast_to(numpy.asarray(pad_width, dtype=numpy.int64), (nd, 2))
+        return c[tuple(slice(int(b), int(b) + s) for (b, _), s in zip(widths, shape))]
+    if mode not in _INDEX_PAD_MODES:
+        raise NotImplementedError(f"srcgrad: no derivative for numpy.pad(mode={mode!r})")
+    size = 1
+    for s in shape:
+        size *= s
+    source = numpy.pad(numpy.arange(size).reshape(shape), pad_width, mode=mode)
+    index = xp.asarray(source.reshape(-1))
+    flat = xp.reshape(c, (-1,))
+    out = xp.bincount(index, weights=flat, minlength=size).astype(c.dtype)
+    return xp.reshape(out, shape)
+
+
+def concat_bar(c, arrays, axis):
+    """The pieces of `c` that `numpy.concatenate(arrays, axis)` took from each array."""
+    ax = axis % len(c.shape)
+    pieces, start = [], 0
+    lead = (slice(None),) * ax
+    for a in arrays:
+        n = a.shape[ax]
+        pieces.append(c[lead + (slice(start, start + n),)])
+        start += n
+    return tuple(pieces)
+
+
+def stack_bar(c, arrays, axis):
+    """The slices of `c` that `numpy.stack(arrays, axis)` took from each array."""
+    ax = axis % len(c.shape)
+    lead = (slice(None),) * ax
+    return tuple(c[lead + (i,)] for i in range(len(arrays)))

@@ -2,8 +2,41 @@
 
 Read Note [The derivative table] in srcgrad.rules.core for the formula language.
 Conventions at kinks and ties are stated in each row's `doc` and collected in
-docs/conventions (generated from this file by tests/rules/test_conventions.py).
+docs/conventions.md (its table is generated from this file and checked by
+tests/rules/test_conventions.py).
+
+Note [Formula constructs]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+Formulas use only: calls of `xp.<fn>` (incl. `xp.linalg.<fn>`) and helper names,
+each a row; positional and keyword arguments; the operators + - * / // % ** @,
+unary - and comparisons (each an operator row); subscripts of arrays (the
+`getitem` row) and of multi-output values (`ans[1]`, `g[0]`, `xp.linalg.eigh(x)[1]`);
+tuple displays (`(-1, -2)` as an argument; a multi-output JVP is a tuple, one
+contribution per output); constants (numbers, strings, None, True/False); and
+*static* expressions, folded at compile time: `a if cond else b`, `is None`,
+`==`, `and`, `or`, `not`, arithmetic on static values, and the constant `xp.inf`.
+A static condition may test whether an optional array parameter `is None`
+(`clip`'s bounds, `einsum`'s second operand): that is known when compiling.
+
+Note [Bilinear transposes]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+For a bilinear `B(x, y)` the VJPs are transposes `T0(g, y) = dB/dx^T g` and
+`T1(g, x)`. They are linear in both arguments, and their own derivatives close
+on the same three functions: for `T0(c, y)` with cotangent h,
+``<h, T0(c, y)> = <c, B(h, y)>``, so ``vjp_c = B(h, y)`` and ``vjp_y = T1(c, h)``.
+That is how `matmul_bar`, `tensordot_bar` and `einsum_bar` stay differentiable to
+any order with one helper each.
+
+Note [Zero-safe products]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+`prod` and `cumprod` never divide by x. The product of all elements but one is
+``excumprod(x, forward) * excumprod(x, reverse)`` (exclusive cumulative products),
+and `cumprod`'s VJP is a reverse linear recurrence (`linrec`, a log-depth scan).
+Their own derivatives are again shifts, scans and products, so every order is
+exact with any number of zeros.
 """
+
+from numbers import Integral
 
 from srcgrad.rules.core import defrule
 
@@ -12,6 +45,17 @@ from srcgrad.rules.core import defrule
 # shape, not the array, when a formula needs nothing else of x.
 defrule("shape", "x", "xp.shape(x)", targets=("numpy.shape",), attribute="shape",
         nondiff=True, static_out=True)
+
+defrule("ndim", "x", "xp.ndim(x)", targets=("numpy.ndim",), attribute="ndim",
+        nondiff=True, static_out=True)
+
+defrule("size", "x", "xp.size(x)", targets=("numpy.size",), attribute="size",
+        nondiff=True, static_out=True)
+
+defrule("dtype", "x", "x.dtype", attribute="dtype", nondiff=True, static_out=True)
+
+defrule("result_type", "x", "xp.result_type(x)", targets=("numpy.result_type",),
+        nondiff=True, static_out=True, doc="a formula's way to ask for x's dtype")
 
 defrule("unbroadcast", "x, shape", "unbroadcast(x, shape)",
         targets=("srcgrad.rules.helpers.unbroadcast",),
@@ -33,33 +77,622 @@ defrule("scatter_index", "x, shape, index", "scatter_index(x, shape, index)",
         vjp={"x": "g[index]"},
         jvp={"x": "scatter_index(x_t, shape, index)"})
 
-# ---------------------------------------------------------------- arithmetic
-defrule("add", "x, y", "x + y", targets=("numpy.add",), elementwise=True,
-        vjp={"x": "unbroadcast(g, xp.shape(x))", "y": "unbroadcast(g, xp.shape(y))"},
-        jvp={"x": "x_t", "y": "y_t"})
+defrule("reduced_size", "shape, axis", "reduced_size(shape, axis)",
+        targets=("srcgrad.rules.helpers.reduced_size",), nondiff=True, static_out=True)
 
-defrule("multiply", "x, y", "x * y", targets=("numpy.multiply",), elementwise=True,
-        vjp={"x": "unbroadcast(g * y, xp.shape(x))", "y": "unbroadcast(g * x, xp.shape(y))"},
-        jvp={"x": "x_t * y", "y": "x * y_t"})
+defrule("inverse_axes", "axes", "inverse_axes(axes)",
+        targets=("srcgrad.rules.helpers.inverse_axes",), nondiff=True, static_out=True)
 
-defrule("negative", "x", "-x", targets=("numpy.negative",), elementwise=True,
-        vjp={"x": "-g"}, jvp={"x": "-x_t"})
+defrule("linear_pad_mode", "mode", "linear_pad_mode(mode)",
+        targets=("srcgrad.rules.helpers.linear_pad_mode",), nondiff=True, static_out=True)
+
+defrule("vector_only", "x, axis", "vector_only(x, axis)",
+        targets=("srcgrad.rules.helpers.vector_only",),
+        vjp={"x": "g"}, jvp={"x": "x_t"},
+        doc="identity; raises where linalg.norm would be a matrix norm other than 'fro'")
+
+# Scans and axis folding (Note [Zero-safe products]).
+defrule("shift", "x, axis, reverse, fill", "shift(x, axis, reverse, fill)",
+        targets=("srcgrad.rules.helpers.shift",),
+        vjp={"x": "shift(g, axis, not reverse, 0)"},
+        jvp={"x": "shift(x_t, axis, reverse, 0)"})
+
+defrule("linrec", "a, b, axis, reverse", "linrec(a, b, axis, reverse)",
+        targets=("srcgrad.rules.helpers.linrec",),
+        vjp={"a": "unbroadcast(shift(ans, axis, reverse, 0)"
+                  " * linrec(shift(a, axis, not reverse, 0), g, axis, not reverse), xp.shape(a))",
+             "b": "unbroadcast(linrec(shift(a, axis, not reverse, 0), g, axis, not reverse),"
+                  " xp.shape(b))"},
+        jvp={"a": "linrec(a, a_t * shift(ans, axis, reverse, 0), axis, reverse)",
+             "b": "linrec(a, b_t, axis, reverse)"})
+
+defrule("excumprod", "x, axis, reverse", "excumprod(x, axis, reverse)",
+        targets=("srcgrad.rules.helpers.excumprod",),
+        vjp={"x": "ans * linrec(shift(x, axis, not reverse, 0),"
+                  " shift(g, axis, not reverse, 0), axis, not reverse)"},
+        jvp={"x": "shift(linrec(x, x_t * ans, axis, reverse), axis, reverse, 0)"})
+
+defrule("fold_axes", "x, axis", "fold_axes(x, axis)",
+        targets=("srcgrad.rules.helpers.fold_axes",),
+        vjp={"x": "unfold_axes(g, xp.shape(x), axis)"},
+        jvp={"x": "fold_axes(x_t, axis)"})
+
+defrule("unfold_axes", "x, shape, axis", "unfold_axes(x, shape, axis)",
+        targets=("srcgrad.rules.helpers.unfold_axes",),
+        vjp={"x": "fold_axes(g, axis)"},
+        jvp={"x": "unfold_axes(x_t, shape, axis)"})
+
+# Transposes of bilinear maps (Note [Bilinear transposes]).
+defrule("matmul_bar", "c, other, shape, which", "matmul_bar(c, other, shape, which)",
+        targets=("srcgrad.rules.helpers.matmul_bar",),
+        vjp={"c": "unbroadcast(g @ other if which == 0 else other @ g, xp.shape(c))",
+             "other": "matmul_bar(c, g, xp.shape(other), 1 if which == 0 else 0)"},
+        jvp={"c": "matmul_bar(c_t, other, shape, which)",
+             "other": "matmul_bar(c, other_t, shape, which)"})
+
+_CONTRACT = ('(xp.dot({a}, {b}) if axes == "dot" else xp.inner({a}, {b}) if axes == "inner"'
+             ' else xp.tensordot({a}, {b}, axes=axes))')
+defrule("tensordot_bar", "c, other, axes, shape, which",
+        "tensordot_bar(c, other, axes, shape, which)",
+        targets=("srcgrad.rules.helpers.tensordot_bar",),
+        vjp={"c": "unbroadcast(" + _CONTRACT.format(a="g", b="other") + " if which == 0 else "
+                  + _CONTRACT.format(a="other", b="g") + ", xp.shape(c))",
+             "other": "tensordot_bar(c, g, axes, xp.shape(other), 1 if which == 0 else 0)"},
+        jvp={"c": "tensordot_bar(c_t, other, axes, shape, which)",
+             "other": "tensordot_bar(c, other_t, axes, shape, which)"})
+
+defrule("einsum_bar", "c, other, subscripts, shape, which",
+        "einsum_bar(c, other, subscripts, shape, which)",
+        targets=("srcgrad.rules.helpers.einsum_bar",),
+        vjp={"c": "unbroadcast((xp.einsum(subscripts, g) if other is None"
+                  " else xp.einsum(subscripts, g, other)) if which == 0"
+                  " else xp.einsum(subscripts, other, g), xp.shape(c))",
+             "other": "einsum_bar(c, g, subscripts, xp.shape(other), 1 if which == 0 else 0)"},
+        jvp={"c": "einsum_bar(c_t, other, subscripts, shape, which)",
+             "other": "einsum_bar(c, other_t, subscripts, shape, which)"})
+
+defrule("diagonal_bar", "c, shape, offset, axis1, axis2",
+        "diagonal_bar(c, shape, offset, axis1, axis2)",
+        targets=("srcgrad.rules.helpers.diagonal_bar",),
+        vjp={"c": "unbroadcast(xp.diagonal(g, offset=offset, axis1=axis1, axis2=axis2),"
+                  " xp.shape(c))"},
+        jvp={"c": "diagonal_bar(c_t, shape, offset, axis1, axis2)"})
+
+defrule("tile_bar", "c, shape, reps", "tile_bar(c, shape, reps)",
+        targets=("srcgrad.rules.helpers.tile_bar",),
+        vjp={"c": "xp.tile(g, reps)"},
+        jvp={"c": "tile_bar(c_t, shape, reps)"})
+
+defrule("repeat_bar", "c, shape, repeats, axis", "repeat_bar(c, shape, repeats, axis)",
+        targets=("srcgrad.rules.helpers.repeat_bar",),
+        vjp={"c": "xp.repeat(g, repeats, axis=axis)"},
+        jvp={"c": "repeat_bar(c_t, shape, repeats, axis)"})
+
+defrule("pad_bar", "c, shape, pad_width, mode", "pad_bar(c, shape, pad_width, mode)",
+        targets=("srcgrad.rules.helpers.pad_bar",),
+        vjp={"c": "xp.pad(g, pad_width, mode=mode)"},
+        jvp={"c": "pad_bar(c_t, shape, pad_width, mode)"})
+
+
+def _count_arrays(args):
+    return len(args["arrays"])
+
+
+defrule("concat_bar", "c, arrays, axis", "concat_bar(c, arrays, axis)",
+        targets=("srcgrad.rules.helpers.concat_bar",), nout=_count_arrays,
+        vjp={"c": "xp.concatenate(g, axis=axis)"},
+        jvp={"c": "concat_bar(c_t, arrays, axis)"},
+        doc="reads only the shapes of `arrays`")
+
+defrule("stack_bar", "c, arrays, axis", "stack_bar(c, arrays, axis)",
+        targets=("srcgrad.rules.helpers.stack_bar",), nout=_count_arrays,
+        vjp={"c": "xp.stack(g, axis=axis)"},
+        jvp={"c": "stack_bar(c_t, arrays, axis)"},
+        doc="reads only the length of `arrays`")
+
+# ---------------------------------------------------------------- elementwise, one argument
+
+
+def _unary(name, deriv, doc="", targets=None, method=None):
+    """Elementwise `f(x)` whose derivative is `deriv` (an expression over x and ans)."""
+    defrule(name, "x", f"xp.{name}(x)", targets=targets or (f"numpy.{name}",), method=method,
+            elementwise=True, vjp={"x": f"g * {deriv}"}, jvp={"x": f"x_t * {deriv}"}, doc=doc)
+
 
 defrule("exp", "x", "xp.exp(x)", targets=("numpy.exp",), elementwise=True,
         vjp={"x": "g * ans"}, jvp={"x": "x_t * ans"})
+_unary("exp2", "(ans * 0.6931471805599453)")
+defrule("log", "x", "xp.log(x)", targets=("numpy.log",), elementwise=True,
+        vjp={"x": "g / x"}, jvp={"x": "x_t / x"}, doc="at 0: g / 0 (inf)")
+defrule("log2", "x", "xp.log2(x)", targets=("numpy.log2",), elementwise=True,
+        vjp={"x": "g / (x * 0.6931471805599453)"}, jvp={"x": "x_t / (x * 0.6931471805599453)"})
+defrule("log10", "x", "xp.log10(x)", targets=("numpy.log10",), elementwise=True,
+        vjp={"x": "g / (x * 2.302585092994046)"}, jvp={"x": "x_t / (x * 2.302585092994046)"})
+defrule("log1p", "x", "xp.log1p(x)", targets=("numpy.log1p",), elementwise=True,
+        vjp={"x": "g / (1 + x)"}, jvp={"x": "x_t / (1 + x)"})
+_unary("expm1", "(ans + 1)")
+defrule("sqrt", "x", "xp.sqrt(x)", targets=("numpy.sqrt",), elementwise=True,
+        vjp={"x": "g / (2 * ans)"}, jvp={"x": "x_t / (2 * ans)"},
+        doc="at 0: derivative inf (g / 0); g == 0 there gives nan")
+defrule("cbrt", "x", "xp.cbrt(x)", targets=("numpy.cbrt",), elementwise=True,
+        vjp={"x": "g / (3 * ans * ans)"}, jvp={"x": "x_t / (3 * ans * ans)"},
+        doc="at 0: derivative inf, as sqrt")
+_unary("square", "(2 * x)")
+defrule("reciprocal", "x", "xp.reciprocal(x)", targets=("numpy.reciprocal",),
+        elementwise=True, vjp={"x": "-g * ans * ans"}, jvp={"x": "-x_t * ans * ans"})
+_unary("sin", "xp.cos(x)")
+_unary("cos", "-xp.sin(x)")
+_unary("tan", "(1 + ans * ans)")
+defrule("arcsin", "x", "xp.arcsin(x)", targets=("numpy.arcsin",), elementwise=True,
+        vjp={"x": "g / xp.sqrt(1 - x * x)"}, jvp={"x": "x_t / xp.sqrt(1 - x * x)"},
+        doc="at +-1: derivative inf")
+defrule("arccos", "x", "xp.arccos(x)", targets=("numpy.arccos",), elementwise=True,
+        vjp={"x": "-g / xp.sqrt(1 - x * x)"}, jvp={"x": "-x_t / xp.sqrt(1 - x * x)"},
+        doc="at +-1: derivative -inf")
+defrule("arctan", "x", "xp.arctan(x)", targets=("numpy.arctan",), elementwise=True,
+        vjp={"x": "g / (1 + x * x)"}, jvp={"x": "x_t / (1 + x * x)"})
+_unary("sinh", "xp.cosh(x)")
+_unary("cosh", "xp.sinh(x)")
+_unary("tanh", "(1 - ans * ans)")
+defrule("arcsinh", "x", "xp.arcsinh(x)", targets=("numpy.arcsinh",), elementwise=True,
+        vjp={"x": "g / xp.sqrt(x * x + 1)"}, jvp={"x": "x_t / xp.sqrt(x * x + 1)"})
+defrule("arccosh", "x", "xp.arccosh(x)", targets=("numpy.arccosh",), elementwise=True,
+        vjp={"x": "g / xp.sqrt(x * x - 1)"}, jvp={"x": "x_t / xp.sqrt(x * x - 1)"},
+        doc="at 1: derivative inf")
+defrule("arctanh", "x", "xp.arctanh(x)", targets=("numpy.arctanh",), elementwise=True,
+        vjp={"x": "g / (1 - x * x)"}, jvp={"x": "x_t / (1 - x * x)"})
+_unary("abs", "xp.sign(x)", targets=("numpy.abs",),
+       doc="at 0: derivative 0 (sign(0) == 0); numpy.absolute is the same object")
+_unary("deg2rad", "0.017453292519943295", targets=("numpy.deg2rad", "numpy.radians"))
+_unary("rad2deg", "57.29577951308232", targets=("numpy.rad2deg", "numpy.degrees"))
+
+defrule("negative", "x", "-x", targets=("numpy.negative",), elementwise=True,
+        vjp={"x": "-g"}, jvp={"x": "-x_t"})
+defrule("positive", "x", "+x", targets=("numpy.positive",), elementwise=True,
+        vjp={"x": "g"}, jvp={"x": "x_t"})
+defrule("copy", "x", "xp.copy(x)", targets=("numpy.copy",), method="copy",
+        vjp={"x": "g"}, jvp={"x": "x_t"})
+defrule("astype", "x, dtype", "xp.astype(x, dtype)", targets=("numpy.astype",),
+        method="astype",
+        vjp={"x": "xp.astype(g, xp.result_type(x))"}, jvp={"x": "xp.astype(x_t, dtype)"},
+        doc="the cotangent is cast back to x's dtype")
+
+# ---------------------------------------------------------------- elementwise, two arguments
+
+
+def _ub(expr, p):
+    return f"unbroadcast({expr}, xp.shape({p}))"
+
+
+defrule("add", "x, y", "x + y", targets=("numpy.add",), elementwise=True,
+        vjp={"x": _ub("g", "x"), "y": _ub("g", "y")},
+        jvp={"x": "x_t", "y": "y_t"})
+
+defrule("subtract", "x, y", "x - y", targets=("numpy.subtract",), elementwise=True,
+        vjp={"x": _ub("g", "x"), "y": _ub("-g", "y")},
+        jvp={"x": "x_t", "y": "-y_t"})
+
+defrule("multiply", "x, y", "x * y", targets=("numpy.multiply",), elementwise=True,
+        vjp={"x": _ub("g * y", "x"), "y": _ub("g * x", "y")},
+        jvp={"x": "x_t * y", "y": "x * y_t"})
+
+defrule("divide", "x, y", "x / y", targets=("numpy.divide", "numpy.true_divide"),
+        elementwise=True,
+        vjp={"x": _ub("g / y", "x"), "y": _ub("-g * ans / y", "y")},
+        jvp={"x": "x_t / y", "y": "-y_t * ans / y"})
+
+defrule("power", "x, y", "x ** y", targets=("numpy.power",), elementwise=True,
+        vjp={"x": _ub("g * y * x ** (y - 1)", "x"),
+             "y": _ub("g * ans * xp.where(x == 0, 0, xp.log(xp.where(x == 0, 1, x)))", "y")},
+        jvp={"x": "x_t * y * x ** (y - 1)",
+             "y": "y_t * ans * xp.where(x == 0, 0, xp.log(xp.where(x == 0, 1, x)))"},
+        doc="d/dx = y * x ** (y - 1) (a constant y folds, so 0 ** 1 == 0 stays exact at "
+            "every order; y == 0 at x == 0 gives nan); d/dy at x == 0 is 0, never nan")
+
+defrule("mod", "x, y", "x % y", targets=("numpy.remainder",), elementwise=True,
+        vjp={"x": _ub("g", "x"), "y": _ub("-g * (x // y)", "y")},
+        jvp={"x": "x_t", "y": "-y_t * (x // y)"},
+        doc="away from the jumps; numpy.mod is the same object")
+
+defrule("arctan2", "x, y", "xp.arctan2(x, y)", targets=("numpy.arctan2",), elementwise=True,
+        vjp={"x": _ub("g * y / (x * x + y * y)", "x"), "y": _ub("-g * x / (x * x + y * y)", "y")},
+        jvp={"x": "x_t * y / (x * x + y * y)", "y": "-y_t * x / (x * x + y * y)"},
+        doc="arctan2(x1, x2): undefined (nan) at the origin")
+
+defrule("hypot", "x, y", "xp.hypot(x, y)", targets=("numpy.hypot",), elementwise=True,
+        vjp={"x": _ub("g * x / xp.where(ans == 0, 1, ans)", "x"),
+             "y": _ub("g * y / xp.where(ans == 0, 1, ans)", "y")},
+        jvp={"x": "x_t * x / xp.where(ans == 0, 1, ans)",
+             "y": "y_t * y / xp.where(ans == 0, 1, ans)"},
+        doc="at the origin: gradient 0")
+
+defrule("logaddexp", "x, y", "xp.logaddexp(x, y)", targets=("numpy.logaddexp",),
+        elementwise=True,
+        vjp={"x": _ub("g * xp.exp(x - ans)", "x"), "y": _ub("g * xp.exp(y - ans)", "y")},
+        jvp={"x": "x_t * xp.exp(x - ans)", "y": "y_t * xp.exp(y - ans)"})
+
+_TIE = "xp.where({a} {op} {b}, 1.0, xp.where({a} == {b}, 0.5, 0.0))"
+for _name, _op in (("maximum", ">"), ("minimum", "<")):
+    _dx = _TIE.format(a="x", b="y", op=_op)
+    _dy = _TIE.format(a="y", b="x", op=_op)
+    defrule(_name, "x, y", f"xp.{_name}(x, y)", targets=(f"numpy.{_name}",), elementwise=True,
+            vjp={"x": _ub(f"g * {_dx}", "x"), "y": _ub(f"g * {_dy}", "y")},
+            jvp={"x": f"x_t * {_dx}", "y": f"y_t * {_dy}"},
+            doc="ties (x == y): each operand gets half the gradient")
+
+defrule("where", "condition, x, y", "xp.where(condition, x, y)", targets=("numpy.where",),
+        elementwise=True,
+        vjp={"x": _ub("xp.where(condition, g, 0)", "x"),
+             "y": _ub("xp.where(condition, 0, g)", "y")},
+        jvp={"x": "xp.where(condition, x_t, 0)", "y": "xp.where(condition, 0, y_t)"},
+        doc="the condition is not differentiated; the untaken branch gets exactly 0 "
+            "(an inf/nan there does not leak); one-argument where is not a primitive")
+
+_CLIP = ("{t} if a_min is None and a_max is None"
+         " else xp.where(x > a_max, 0, {t}) if a_min is None"
+         " else xp.where(x < a_min, 0, {t}) if a_max is None"
+         " else xp.where(x < a_min, 0, xp.where(x > a_max, 0, {t}))")
+defrule("clip", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_max)",
+        targets=("numpy.clip",), method="clip", elementwise=True,
+        vjp={"x": _ub(_CLIP.format(t="g"), "x"),
+             "a_min": _ub("xp.where(x < a_min, g, 0)", "a_min"),
+             "a_max": _ub("xp.where(x > a_max, g, 0)", "a_max")},
+        jvp={"x": _CLIP.format(t="x_t"),
+             "a_min": "xp.where(x < a_min, a_min_t, 0)",
+             "a_max": "xp.where(x > a_max, a_max_t, 0)"},
+        doc="at a bound (x == a_min or x == a_max) the gradient goes to x, not to the bound "
+            "(PyTorch's clamp); assumes a_min <= a_max")
+
+# ---------------------------------------------------------------- not differentiable
+
+
+def _nondiff(name, signature="x", render=None, targets=None, method=None, elementwise=True,
+             doc=""):
+    defrule(name, signature, render or f"xp.{name}({signature})",
+            targets=(f"numpy.{name}",) if targets is None else targets, method=method,
+            elementwise=elementwise, nondiff=True, doc=doc)
+
+
+_nondiff("sign", doc="derivative 0 everywhere, at 0 too")
+_nondiff("floor")
+_nondiff("ceil")
+_nondiff("trunc")
+_nondiff("rint")
+_nondiff("round", "x, decimals=0", "xp.round(x, decimals)",
+         targets=("numpy.round", "numpy.around"), method="round")
+for _name, _op in (("less", "<"), ("less_equal", "<="), ("greater", ">"),
+                   ("greater_equal", ">="), ("equal", "=="), ("not_equal", "!="),
+                   ("floor_divide", "//"), ("bitwise_and", "&"), ("bitwise_or", "|"),
+                   ("bitwise_xor", "^")):
+    _nondiff(_name, "x, y", f"x {_op} y")
+_nondiff("invert", "x", "~x")
+for _name in ("isnan", "isinf", "isfinite", "logical_not"):
+    _nondiff(_name)
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    _nondiff(_name, "x, y")
+_nondiff("argmax", "x, axis=None, keepdims=False",
+         "xp.argmax(x, axis=axis, keepdims=keepdims)", method="argmax", elementwise=False)
+_nondiff("argmin", "x, axis=None, keepdims=False",
+         "xp.argmin(x, axis=axis, keepdims=keepdims)", method="argmin", elementwise=False)
+_nondiff("argsort", "x, axis=-1", "xp.argsort(x, axis=axis)", method="argsort",
+         elementwise=False)
+_nondiff("zeros_like", "x, dtype=None", "xp.zeros_like(x, dtype=dtype)")
+_nondiff("ones_like", "x, dtype=None", "xp.ones_like(x, dtype=dtype)")
+_nondiff("zeros", "shape, dtype=None", "xp.zeros(shape, dtype=dtype)", elementwise=False)
+_nondiff("ones", "shape, dtype=None", "xp.ones(shape, dtype=dtype)", elementwise=False)
+_nondiff("eye", "N, M=None, k=0, dtype=None", "xp.eye(N, M, k=k, dtype=dtype)",
+         elementwise=False)
+_nondiff("arange", "start, stop=None, step=None, dtype=None",
+         "xp.arange(start, stop, step, dtype=dtype)", elementwise=False)
+
+defrule("full", "shape, fill_value, dtype=None", "xp.full(shape, fill_value, dtype=dtype)",
+        targets=("numpy.full",),
+        vjp={"fill_value": "unbroadcast(g, xp.shape(fill_value))"},
+        jvp={"fill_value": "xp.broadcast_to(fill_value_t, shape)"})
+defrule("full_like", "x, fill_value, dtype=None", "xp.full_like(x, fill_value, dtype=dtype)",
+        targets=("numpy.full_like",),
+        vjp={"fill_value": "unbroadcast(g, xp.shape(fill_value))"},
+        jvp={"fill_value": "xp.broadcast_to(fill_value_t, xp.shape(x))"},
+        doc="differentiable in fill_value only")
 
 # ---------------------------------------------------------------- reductions
+# `expand_reduced(g, ...)` reshapes a reduction's cotangent to broadcast against x.
+_G = "expand_reduced(g, xp.shape(x), axis, keepdims)"
+_ANS = "expand_reduced(ans, xp.shape(x), axis, keepdims)"
+_N = "reduced_size(xp.shape(x), axis)"
+_CENTERED = "(x - xp.mean(x, axis=axis, keepdims=True))"
+
+
+def _reduce_jvp(deriv):
+    return f"xp.sum(x_t * {deriv}, axis=axis, keepdims=keepdims)"
+
+
 defrule("sum", "x, axis=None, keepdims=False", "xp.sum(x, axis=axis, keepdims=keepdims)",
         targets=("numpy.sum",), method="sum",
         vjp={"x": "xp.broadcast_to(g if keepdims or axis is None"
                   " else expand_reduced(g, xp.shape(x), axis, keepdims), xp.shape(x))"},
         jvp={"x": "xp.sum(x_t, axis=axis, keepdims=keepdims)"})
 
+defrule("mean", "x, axis=None, keepdims=False", "xp.mean(x, axis=axis, keepdims=keepdims)",
+        targets=("numpy.mean",), method="mean",
+        vjp={"x": f"xp.broadcast_to({_G}, xp.shape(x)) / {_N}"},
+        jvp={"x": "xp.mean(x_t, axis=axis, keepdims=keepdims)"})
+
+_OTHERS = ("unfold_axes(excumprod(fold_axes(x, axis), -1, False)"
+           " * excumprod(fold_axes(x, axis), -1, True), xp.shape(x), axis)")
+defrule("prod", "x, axis=None, keepdims=False", "xp.prod(x, axis=axis, keepdims=keepdims)",
+        targets=("numpy.prod",), method="prod",
+        vjp={"x": f"{_G} * {_OTHERS}"},
+        jvp={"x": _reduce_jvp(_OTHERS)},
+        doc="exact with zeros: each element gets the product of the others, computed "
+            "without division (Note [Zero-safe products])")
+
+for _name in ("max", "min"):
+    _mask = f"(x == {_ANS})"
+    _share = f"{_mask} / xp.sum({_mask}, axis=axis, keepdims=True)"
+    defrule(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
+            targets=(f"numpy.{_name}", f"numpy.a{_name}"), method=_name,
+            vjp={"x": f"{_G} * {_share}"},
+            jvp={"x": _reduce_jvp(_share)},
+            doc="ties: the gradient is split evenly among the elements equal to the result")
+
+defrule("var", "x, axis=None, ddof=0, keepdims=False",
+        "xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims)", targets=("numpy.var",),
+        method="var",
+        vjp={"x": f"{_G} * {_CENTERED} * (2 / ({_N} - ddof))"},
+        jvp={"x": f"{_reduce_jvp(_CENTERED)} * (2 / ({_N} - ddof))"})
+
+defrule("std", "x, axis=None, ddof=0, keepdims=False",
+        "xp.std(x, axis=axis, ddof=ddof, keepdims=keepdims)", targets=("numpy.std",),
+        method="std",
+        vjp={"x": f"expand_reduced(g / xp.where(ans == 0, 1, ans), xp.shape(x), axis, keepdims)"
+                  f" * {_CENTERED} / ({_N} - ddof)"},
+        jvp={"x": f"{_reduce_jvp(_CENTERED)} / (({_N} - ddof) * xp.where(ans == 0, 1, ans))"},
+        doc="where std == 0 (all equal) the gradient is 0, not nan")
+
+defrule("cumsum", "x, axis=None", "xp.cumsum(x, axis=axis)", targets=("numpy.cumsum",),
+        method="cumsum",
+        vjp={"x": "xp.reshape(xp.flip(xp.cumsum(xp.flip(g, axis), axis=axis), axis),"
+                  " xp.shape(x))"},
+        jvp={"x": "xp.cumsum(x_t, axis=axis)"})
+
+_X1 = "(xp.ravel(x) if axis is None else x)"
+_A1 = "(0 if axis is None else axis)"
+defrule("cumprod", "x, axis=None", "xp.cumprod(x, axis=axis)", targets=("numpy.cumprod",),
+        method="cumprod",
+        vjp={"x": f"xp.reshape(shift(ans, {_A1}, False, 1)"
+                  f" * linrec(shift({_X1}, {_A1}, True, 0), g, {_A1}, True), xp.shape(x))"},
+        jvp={"x": f"linrec({_X1}, (xp.ravel(x_t) if axis is None else x_t)"
+                  f" * shift(ans, {_A1}, False, 1), {_A1}, False)"},
+        doc="exact with zeros: a linear recurrence, no division (Note [Zero-safe products])")
+
+# linalg.norm: the derivative factor d (x's shape); vjp = G * d, jvp = sum(x_t * d).
+_V = "vector_only(x, axis)"
+_SAFE_A = f"xp.where({_ANS} == 0, 1, {_ANS})"
+_NORM_D = (
+    f"x / {_SAFE_A} if ord is None or ord == 'fro'"
+    f" else {_V} / {_SAFE_A} if ord == 2"
+    f" else xp.sign({_V}) if ord == 1"
+    f" else xp.sign({_V}) * (xp.abs({_V}) == {_ANS})"
+    f" / xp.sum(xp.abs({_V}) == {_ANS}, axis=axis, keepdims=True)"
+    f" if ord == xp.inf or ord == -xp.inf"
+    f" else xp.zeros_like({_V}) if ord == 0"
+    f" else xp.sign({_V}) * (xp.abs({_V}) / {_SAFE_A}) ** (ord - 1)")
+defrule("norm", "x, ord=None, axis=None, keepdims=False",
+        "xp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)",
+        targets=("numpy.linalg.norm",),
+        vjp={"x": f"{_G} * ({_NORM_D})"},
+        jvp={"x": _reduce_jvp(f"({_NORM_D})")},
+        doc="vector norms of any ord (None, 2, 1, inf, -inf, 0, p) and the Frobenius norm "
+            "(ord None/'fro' over all axes or an axis pair); other matrix norms (2, 1, inf, "
+            "'nuc' of matrices) raise NotImplementedError when differentiated. At x == 0 the "
+            "gradient is 0; inf-norm ties split evenly")
+
 # ---------------------------------------------------------------- linear algebra
 defrule("matmul", "x, y", "x @ y", targets=("numpy.matmul",),
-        vjp={"x": "g @ xp.swapaxes(y, -1, -2)", "y": "xp.swapaxes(x, -1, -2) @ g"},
+        vjp={"x": "matmul_bar(g, y, xp.shape(x), 0)", "y": "matmul_bar(g, x, xp.shape(y), 1)"},
         jvp={"x": "x_t @ y", "y": "x @ y_t"},
-        doc="2-D only in this first row; 1-D and batched operands to follow")
+        doc="1-D operands promoted as NumPy does; batch dimensions broadcast")
+
+defrule("dot", "x, y", "xp.dot(x, y)", targets=("numpy.dot",), method="dot",
+        vjp={"x": 'tensordot_bar(g, y, "dot", xp.shape(x), 0)',
+             "y": 'tensordot_bar(g, x, "dot", xp.shape(y), 1)'},
+        jvp={"x": "xp.dot(x_t, y)", "y": "xp.dot(x, y_t)"})
+
+defrule("inner", "x, y", "xp.inner(x, y)", targets=("numpy.inner",),
+        vjp={"x": 'tensordot_bar(g, y, "inner", xp.shape(x), 0)',
+             "y": 'tensordot_bar(g, x, "inner", xp.shape(y), 1)'},
+        jvp={"x": "xp.inner(x_t, y)", "y": "xp.inner(x, y_t)"})
+
+defrule("tensordot", "x, y, axes=2", "xp.tensordot(x, y, axes=axes)",
+        targets=("numpy.tensordot",),
+        vjp={"x": "tensordot_bar(g, y, axes, xp.shape(x), 0)",
+             "y": "tensordot_bar(g, x, axes, xp.shape(y), 1)"},
+        jvp={"x": "xp.tensordot(x_t, y, axes=axes)", "y": "xp.tensordot(x, y_t, axes=axes)"})
+
+defrule("outer", "x, y", "xp.outer(x, y)", targets=("numpy.outer",),
+        vjp={"x": "xp.reshape(g @ xp.ravel(y), xp.shape(x))",
+             "y": "xp.reshape(xp.ravel(x) @ g, xp.shape(y))"},
+        jvp={"x": "xp.outer(x_t, y)", "y": "xp.outer(x, y_t)"})
+
+defrule("einsum", "subscripts, x, y=None, optimize=False",
+        "xp.einsum(subscripts, x, optimize=optimize) if y is None"
+        " else xp.einsum(subscripts, x, y, optimize=optimize)",
+        targets=("numpy.einsum",),
+        vjp={"x": "einsum_bar(g, y, subscripts, xp.shape(x), 0)",
+             "y": "einsum_bar(g, x, subscripts, xp.shape(y), 1)"},
+        jvp={"x": "xp.einsum(subscripts, x_t, optimize=optimize) if y is None"
+                  " else xp.einsum(subscripts, x_t, y, optimize=optimize)",
+             "y": "xp.einsum(subscripts, x, y_t, optimize=optimize)"},
+        doc="one or two operands (implicit or explicit output, '...', repeated indices)")
+
+defrule("trace", "x, offset=0, axis1=0, axis2=1",
+        "xp.trace(x, offset=offset, axis1=axis1, axis2=axis2)", targets=("numpy.trace",),
+        method="trace",
+        vjp={"x": "diagonal_bar(xp.expand_dims(g, -1), xp.shape(x), offset, axis1, axis2)"},
+        jvp={"x": "xp.trace(x_t, offset=offset, axis1=axis1, axis2=axis2)"})
+
+defrule("diagonal", "x, offset=0, axis1=0, axis2=1",
+        "xp.diagonal(x, offset=offset, axis1=axis1, axis2=axis2)", targets=("numpy.diagonal",),
+        method="diagonal",
+        vjp={"x": "diagonal_bar(g, xp.shape(x), offset, axis1, axis2)"},
+        jvp={"x": "xp.diagonal(x_t, offset=offset, axis1=axis1, axis2=axis2)"})
+
+for _name in ("tril", "triu"):
+    defrule(_name, "x, k=0", f"xp.{_name}(x, k)", targets=(f"numpy.{_name}",),
+            vjp={"x": f"xp.{_name}(g, k)"}, jvp={"x": f"xp.{_name}(x_t, k)"})
+
+_AT = "xp.swapaxes(ans, -1, -2)"
+defrule("inv", "x", "xp.linalg.inv(x)", targets=("numpy.linalg.inv",),
+        vjp={"x": f"-({_AT} @ g @ {_AT})"}, jvp={"x": "-(ans @ x_t @ ans)"},
+        doc="batched")
+
+defrule("solve", "a, b", "xp.linalg.solve(a, b)", targets=("numpy.linalg.solve",),
+        vjp={"a": "-matmul_bar(xp.linalg.solve(xp.swapaxes(a, -1, -2), g), ans, xp.shape(a), 0)",
+             "b": "unbroadcast(xp.linalg.solve(xp.swapaxes(a, -1, -2), g), xp.shape(b))"},
+        jvp={"a": "-xp.linalg.solve(a, a_t @ ans)", "b": "xp.linalg.solve(a, b_t)"},
+        doc="b of shape (M,) or (..., M, K) (NumPy 2 rules); a 1-D b with a batched a "
+            "is not supported")
+
+_INVT = "xp.swapaxes(xp.linalg.inv(x), -1, -2)"
+_DLOGDET = "xp.trace(xp.linalg.solve(x, x_t), axis1=-2, axis2=-1)"
+defrule("det", "x", "xp.linalg.det(x)", targets=("numpy.linalg.det",),
+        vjp={"x": f"xp.expand_dims(g * ans, (-1, -2)) * {_INVT}"},
+        jvp={"x": f"ans * {_DLOGDET}"},
+        doc="x must be nonsingular (the derivative raises LinAlgError otherwise)")
+
+defrule("slogdet", "x", "xp.linalg.slogdet(x)", targets=("numpy.linalg.slogdet",), nout=2,
+        vjp={"x": f"xp.expand_dims(g[1], (-1, -2)) * {_INVT}"},
+        jvp={"x": f"(xp.zeros_like(ans[0]), {_DLOGDET})"},
+        doc="outputs (sign, logabsdet): sign is piecewise constant (no derivative)")
+
+_L = "ans"
+_LINV = "xp.linalg.inv(ans)"
+_LINVT = "xp.swapaxes(xp.linalg.inv(ans), -1, -2)"
+
+
+def _phi(m):  # lower triangle with half the diagonal
+    return f"(0.5 * (xp.tril({m}) + xp.tril({m}, -1)))"
+
+
+def _sym(m):
+    return f"(0.5 * ({m} + xp.swapaxes({m}, -1, -2)))"
+
+
+defrule("cholesky", "x", "xp.linalg.cholesky(x)", targets=("numpy.linalg.cholesky",),
+        vjp={"x": _sym(f"({_LINVT} @ {_phi(f'(xp.swapaxes(ans, -1, -2) @ g)')} @ {_LINV})")},
+        jvp={"x": f"{_L} @ {_phi(f'({_LINV} @ x_t @ {_LINVT})')}"},
+        doc="x symmetric positive definite; the gradient is symmetrized (x_bar == x_bar.T) "
+            "and tangents are taken symmetric, as PyTorch does")
+
+_W, _VEC = "ans[0]", "ans[1]"
+_VT = "xp.swapaxes(ans[1], -1, -2)"
+_GAP = f"(xp.expand_dims({_W}, -2) - xp.expand_dims({_W}, -1))"
+_F = f"xp.where({_GAP} == 0, 0, 1 / xp.where({_GAP} == 0, 1, {_GAP}))"
+_M = f"({_VT} @ x_t @ {_VEC})"
+defrule("eigh", "x, UPLO='L'", "xp.linalg.eigh(x, UPLO)", targets=("numpy.linalg.eigh",),
+        nout=2,
+        vjp={"x": _sym(f"(({_VEC} * xp.expand_dims(g[0], -2)"
+                       f" + {_VEC} @ ({_F} * ({_VT} @ g[1]))) @ {_VT})")},
+        jvp={"x": f"(xp.diagonal({_M}, axis1=-2, axis2=-1), {_VEC} @ ({_F} * {_M}))"},
+        doc="x symmetric; gradient symmetrized, tangents symmetric; eigenvectors assume "
+            "distinct eigenvalues (a repeated pair contributes 0, the eigenvalue part "
+            "stays exact)")
+
+_EV = "xp.linalg.eigh(x, UPLO)[1]"
+defrule("eigvalsh", "x, UPLO='L'", "xp.linalg.eigvalsh(x, UPLO)",
+        targets=("numpy.linalg.eigvalsh",),
+        vjp={"x": f"({_EV} * xp.expand_dims(g, -2)) @ xp.swapaxes({_EV}, -1, -2)"},
+        jvp={"x": f"xp.diagonal(xp.swapaxes({_EV}, -1, -2) @ x_t @ {_EV}, axis1=-2, axis2=-1)"},
+        doc="x symmetric; exact also for repeated eigenvalues of the sum")
+
+# ---------------------------------------------------------------- shape
+defrule("reshape", "x, shape", "xp.reshape(x, shape)", targets=("numpy.reshape",),
+        method="reshape", method_varargs=True,
+        vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": "xp.reshape(x_t, shape)"})
+
+defrule("ravel", "x", "xp.ravel(x)", targets=("numpy.ravel",), method="ravel",
+        vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": "xp.ravel(x_t)"})
+
+defrule("flatten", "x", "xp.ravel(x)", method="flatten",
+        vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": "xp.ravel(x_t)"},
+        doc="x.flatten() (a copy in NumPy; rendered as ravel, compiled code never aliases it)")
+
+defrule("transpose", "x, axes=None", "xp.transpose(x, axes)",
+        targets=("numpy.transpose", "numpy.permute_dims"), method="transpose",
+        method_varargs=True, attribute="T",
+        vjp={"x": "xp.transpose(g) if axes is None else xp.transpose(g, inverse_axes(axes))"},
+        jvp={"x": "xp.transpose(x_t, axes)"},
+        doc="also x.T (all axes reversed)")
+
+defrule("matrix_transpose", "x", "xp.swapaxes(x, -1, -2)",
+        targets=("numpy.matrix_transpose", "numpy.linalg.matrix_transpose"), attribute="mT",
+        vjp={"x": "xp.swapaxes(g, -1, -2)"}, jvp={"x": "xp.swapaxes(x_t, -1, -2)"})
+
+defrule("swapaxes", "x, axis1, axis2", "xp.swapaxes(x, axis1, axis2)",
+        targets=("numpy.swapaxes",), method="swapaxes",
+        vjp={"x": "xp.swapaxes(g, axis1, axis2)"}, jvp={"x": "xp.swapaxes(x_t, axis1, axis2)"})
+
+defrule("moveaxis", "x, source, destination", "xp.moveaxis(x, source, destination)",
+        targets=("numpy.moveaxis",),
+        vjp={"x": "xp.moveaxis(g, destination, source)"},
+        jvp={"x": "xp.moveaxis(x_t, source, destination)"})
+
+defrule("expand_dims", "x, axis", "xp.expand_dims(x, axis)", targets=("numpy.expand_dims",),
+        vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": "xp.expand_dims(x_t, axis)"})
+
+defrule("squeeze", "x, axis=None", "xp.squeeze(x, axis=axis)", targets=("numpy.squeeze",),
+        method="squeeze",
+        vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": "xp.squeeze(x_t, axis=axis)"})
+
+defrule("flip", "x, axis=None", "xp.flip(x, axis)", targets=("numpy.flip",),
+        vjp={"x": "xp.flip(g, axis)"}, jvp={"x": "xp.flip(x_t, axis)"})
+
+defrule("concatenate", "arrays, axis=0", "xp.concatenate(arrays, axis=axis)",
+        targets=("numpy.concatenate",),
+        vjp={"arrays": "concat_bar(g, arrays, axis)"},
+        jvp={"arrays": "xp.concatenate(arrays_t, axis=axis)"},
+        doc="`arrays` is a sequence: its VJP is a tuple (one cotangent per array) and "
+            "arrays_t a sequence of tangents (zeros for inactive arrays); axis=None "
+            "is not supported")
+
+defrule("stack", "arrays, axis=0", "xp.stack(arrays, axis=axis)", targets=("numpy.stack",),
+        vjp={"arrays": "stack_bar(g, arrays, axis)"},
+        jvp={"arrays": "xp.stack(arrays_t, axis=axis)"},
+        doc="`arrays` is a sequence, as in concatenate")
+
+
+def _split_count(args):
+    ios = args["indices_or_sections"]
+    try:
+        return int(ios) if isinstance(ios, Integral) or getattr(ios, "ndim", 1) == 0 \
+            else len(ios) + 1
+    except TypeError:
+        return len(ios) + 1
+
+
+defrule("split", "x, indices_or_sections, axis=0", "xp.split(x, indices_or_sections, axis=axis)",
+        targets=("numpy.split",), nout=_split_count,
+        vjp={"x": "xp.concatenate(g, axis=axis)"},
+        jvp={"x": "xp.split(x_t, indices_or_sections, axis=axis)"},
+        doc="multi-output: g is a tuple with a (possibly zero) cotangent for every piece")
+
+defrule("tile", "x, reps", "xp.tile(x, reps)", targets=("numpy.tile",),
+        vjp={"x": "tile_bar(g, xp.shape(x), reps)"}, jvp={"x": "xp.tile(x_t, reps)"})
+
+defrule("repeat", "x, repeats, axis=None", "xp.repeat(x, repeats, axis=axis)",
+        targets=("numpy.repeat",), method="repeat",
+        vjp={"x": "repeat_bar(g, xp.shape(x), repeats, axis)"},
+        jvp={"x": "xp.repeat(x_t, repeats, axis=axis)"})
+
+defrule("pad", "x, pad_width, mode='constant', constant_values=0",
+        "xp.pad(x, pad_width, mode=mode, constant_values=constant_values) if mode == 'constant'"
+        " else xp.pad(x, pad_width, mode=mode)",
+        targets=("numpy.pad",),
+        vjp={"x": "pad_bar(g, xp.shape(x), pad_width, mode)"},
+        jvp={"x": "xp.pad(x_t, pad_width, mode=linear_pad_mode(mode))"},
+        doc="modes constant (constant_values not differentiated), edge, reflect, symmetric, "
+            "wrap; other modes raise NotImplementedError when differentiated")
 
 # ---------------------------------------------------------------- indexing
 # `index` is the subscript: a constant, or a pack of constants, vars and slices.
