@@ -3,10 +3,11 @@
 Public names only; see API.md.
 """
 
-from srcgrad.api import cache_clear, grad, source, value_and_grad, vjp
+from srcgrad import autograd
+from srcgrad.api import cache_clear, grad, hessian, jacobian, jvp, source, value_and_grad, vjp
 from srcgrad.errors import CompileError
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "value_and_grad", "vjp", "source", "cache_clear", "CompileError",
-           "__version__"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source", "cache_clear",
+           "CompileError", "autograd", "__version__"]

@@ -222,19 +222,262 @@ def cache_clear() -> None:
 
 
 def emit_standalone(func, wrt=None, mode="reverse", optimize=True) -> str:
-    """A module that runs with NumPy alone: `grad_<func>` (for `srcgrad emit`)."""
+    """A module that runs with NumPy alone: `grad_<func>` (mode "reverse"), `<func>_jvp`
+    ("forward") or both (for `srcgrad emit`)."""
     fs = parse_function(func)
     if wrt is None:
         wrt = tuple(range(len(fs.node.args.args)))
         single = False
     else:
         wrt, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
-    if mode != "reverse":
-        raise ValueError(f"mode={mode!r}: only 'reverse' is available in this version")
-    source, pool = pipeline.gradient_program(fs, wrt, single=single, optimized=optimize)
-    if pool.values:
+    if mode not in ("reverse", "forward", "both"):
+        raise ValueError(f"mode={mode!r}: choose 'reverse', 'forward' or 'both'")
+    sources, constants = [], {}
+    if mode in ("reverse", "both"):
+        source, pool = pipeline.gradient_program(fs, wrt, single=single, optimized=optimize)
+        sources.append(source)
+        constants.update(pool.values)
+    if mode in ("forward", "both"):
+        program = pipeline.jvp_program(fs, optimized=optimize, wrt=wrt)
+        sources.extend(program.sources)
+        constants.update(program.constants)
+    if constants:
         raise ValueError(f"{fs.name} uses constants that have no literal form "
-                         f"({', '.join(pool.values)}); emit cannot write them into a module")
-    return emit.render_module([source], version=pipeline.VERSION,
+                         f"({', '.join(constants)}); emit cannot write them into a module")
+    return emit.render_module(sources, version=pipeline.VERSION,
                               origin=f"{_short_path(fs.filename)}:{fs.name}", key="standalone",
-                              helpers=emit.helpers_used([source]), standalone=True)
+                              helpers=emit.helpers_used(sources), standalone=True)
+
+
+# ---------------------------------------------------------------------- forward mode
+# jvp, jacobian and hessian (API.md §1), the `--mode forward|both` of `srcgrad emit`
+# and `srcgrad check`. A function a transform returned is differentiated through
+# the code it runs: its generated source (see `_source_function`).
+
+
+def _source_function(f):
+    """The Python function whose source is differentiated when `f` is transformed.
+
+    For a function returned by a transform (`sg.grad(g)`) that is the generated
+    function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
+    """
+    inner = getattr(f, "__srcgrad__", None)
+    return inner.entry() if inner is not None else f
+
+
+class _CompiledJvp(_Compiled):
+    """`<f>_jvp(<params>, <param>_t for param in wrt)`: see pipeline.jvp_program."""
+
+    def __init__(self, fn, wrt=None):
+        super().__init__(fn, "jvp", wrt)
+        self._entry = None
+
+    def _out_tree_from_source(self, fs):
+        graph, _ = pipeline.trace(fs)
+        return graph.out_tree
+
+    def _generate(self, fs, key: str) -> tuple:
+        program = pipeline.jvp_program(fs, wrt=self.wrt)
+        module = emit.render_module(program.sources, version=pipeline.VERSION,
+                                    origin=f"{_short_path(fs.filename)}:{fs.name}", key=key,
+                                    helpers=emit.helpers_used(program.sources),
+                                    constants=sorted(program.constants))
+        return module, program.constants, program.out_tree
+
+    def entry(self, index: int = 0):
+        if self._entry is None:
+            ns = self.load()
+            self._entry = ns[parse_function(self.fn).name + "_jvp"]
+        return self._entry
+
+
+_JVP: dict = {}  # (source function, wrt) -> _CompiledJvp, so repeated calls compile once
+
+
+def _compiled_jvp(fn, wrt=None) -> _CompiledJvp:
+    key = (fn, wrt)
+    compiled = _JVP.get(key)
+    if compiled is None:
+        compiled = _JVP[key] = _CompiledJvp(fn, wrt)
+    return compiled
+
+
+def _compiled_vjp(fn) -> _Compiled:
+    compiled = _VJP.get(fn)
+    if compiled is None:
+        compiled = _VJP[fn] = _Compiled(fn, "vjp")
+    return compiled
+
+
+def jvp(f, primals, tangents):
+    """`(out, tangent_out)`: `f(*primals)` and its directional derivative along `tangents`.
+
+    Forward mode: one pass of generated code computes both, with no reverse pass.
+    `out` and `tangent_out` have the structure of `f`'s result.
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
+                         "give one tangent per primal")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if numpy.shape(p) != numpy.shape(t):
+            raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
+                             f"has shape {numpy.shape(p)}")
+    fn = _source_function(f)
+    compiled = _compiled_jvp(fn)
+    impl = compiled.entry()
+    n = len(inspect.signature(fn).parameters)
+    if len(primals) != n:
+        raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
+                        f"got {len(primals)} primals")
+    outs, touts = impl(*primals, *tangents)
+    tree = compiled.out_tree
+    return pytree.unflatten(tree, outs), pytree.unflatten(tree, touts)
+
+
+def _float_dtype(a):
+    dtype = numpy.result_type(a)
+    return dtype if dtype.kind in "fc" else numpy.dtype(numpy.float64)
+
+
+class _Jacobian:
+    """The function `jacobian(f, wrt, mode=...)` returns (compiles once, on first use)."""
+
+    def __init__(self, f, wrt, mode):
+        if mode not in ("auto", "forward", "reverse"):
+            raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse'; got {mode!r}")
+        self.f, self.mode = f, mode
+        self.indices, self.single = _normalize_wrt(f, wrt)
+        self._modes: dict = {}  # argument shapes -> the mode auto chose
+        functools.update_wrapper(self, f)
+        self.__name__ = f"jacobian_{getattr(f, '__name__', 'f')}"
+        self.__srcgrad__ = _JacobianSource(self)
+
+    def __call__(self, *args):
+        mode = self.mode
+        if mode == "auto":
+            key = tuple(numpy.shape(a) for a in args)
+            mode = self._modes.get(key)
+            if mode is None:
+                out_size = sum(numpy.size(leaf) for leaf in pytree.flatten(self.f(*args))[0])
+                in_size = sum(numpy.size(args[i]) for i in self.indices)
+                mode = self._modes[key] = "forward" if in_size < out_size else "reverse"
+        tree, outs, blocks = _jacobian_blocks(self.f, args, self.indices, mode)
+        return self._assemble(args, tree, outs, blocks)
+
+    def _assemble(self, args, tree, outs, blocks):
+        """blocks[k][j]: the (out k size, arg j size) matrix; reshaped and nested like jax."""
+        leaves = []
+        for k, out in enumerate(outs):
+            per_arg = tuple(blocks[k][j].reshape(numpy.shape(out) + numpy.shape(args[i]))
+                            for j, i in enumerate(self.indices))
+            leaves.append(per_arg[0] if self.single else per_arg)
+        return pytree.unflatten(tree, leaves)
+
+
+def _jacobian_blocks(f, args, indices, mode):
+    """(out tree, output leaves, blocks): blocks[k][j] is the (size of output k, size of
+    argument indices[j]) Jacobian matrix, by forward or reverse mode."""
+    if mode == "forward":
+        return _forward_blocks(f, args, indices)
+    return _reverse_blocks(f, args, indices)
+
+
+def _forward_blocks(f, args, indices):
+    fn = _source_function(f)
+    blocks, outs, tree = None, None, None
+    for j, i in enumerate(indices):
+        compiled = _compiled_jvp(fn, (i,))
+        impl = compiled.entry()
+        arg = numpy.asarray(args[i])
+        basis = numpy.zeros(arg.size, dtype=_float_dtype(arg))
+        tangent = basis.reshape(arg.shape)
+        for col in range(arg.size):
+            basis[col] = 1.0
+            outs, touts = impl(*args, tangent)
+            basis[col] = 0.0
+            if blocks is None:
+                tree = compiled.out_tree
+                blocks = [[None] * len(indices) for _ in outs]
+            for k, t in enumerate(touts):
+                if blocks[k][j] is None:
+                    blocks[k][j] = numpy.zeros((numpy.size(outs[k]), arg.size),
+                                               dtype=numpy.result_type(t, basis))
+                blocks[k][j][:, col] = numpy.reshape(t, -1)
+        if arg.size == 0:  # no column to learn the output from: evaluate once
+            outs, _ = impl(*args, tangent)
+            tree = compiled.out_tree
+            blocks = blocks or [[None] * len(indices) for _ in outs]
+            for k, o in enumerate(outs):
+                blocks[k][j] = numpy.zeros((numpy.size(o), 0), dtype=basis.dtype)
+    return tree, outs, blocks
+
+
+def _reverse_blocks(f, args, indices):
+    compiled = _compiled_vjp(_source_function(f))
+    fwd, bwd = compiled.entry(0), compiled.entry(1)
+    outs, saved = fwd(*args)
+    cts = [numpy.zeros(numpy.shape(o), dtype=_float_dtype(o)) for o in outs]
+    blocks = []
+    for k in range(len(outs)):
+        flat = cts[k].reshape(-1)
+        rows = [numpy.zeros((flat.size, numpy.size(args[i])),
+                            dtype=numpy.result_type(_float_dtype(args[i]), flat))
+                for i in indices]
+        for row in range(flat.size):
+            flat[row] = 1.0
+            grads = bwd(saved, *cts)
+            flat[row] = 0.0
+            for j, i in enumerate(indices):
+                rows[j][row] = numpy.reshape(grads[i], -1)
+        blocks.append(rows)
+    return compiled.out_tree, outs, blocks
+
+
+class _JacobianSource:
+    """What `sg.source` reads for a jacobian/hessian: the module(s) it runs."""
+
+    def __init__(self, jac):
+        self.jac = jac
+
+    def load(self):
+        fn = _source_function(self.jac.f)
+        if self.jac.mode == "reverse":
+            compiled = _compiled_vjp(fn)
+            compiled.load()
+            self.module_source = compiled.module_source
+        else:
+            parts = []
+            for i in self.jac.indices:
+                compiled = _compiled_jvp(fn, (i,))
+                compiled.load()
+                parts.append(compiled.module_source)
+            self.module_source = "\n".join(parts)
+        return self.module_source
+
+    def entry(self, index: int = 0):
+        from srcgrad.errors import CompileError
+
+        raise CompileError("calling a jacobian or hessian from compiled code is not supported",
+                           hint="call sg.grad / sg.jvp inside, and build the matrix outside")
+
+    def fingerprint(self):
+        return None
+
+
+def jacobian(f, wrt=0, *, mode="auto"):
+    """A function returning the Jacobian of `f` w.r.t. argument(s) `wrt`, shape
+    `out.shape + arg.shape` (a tuple over `wrt` when it is a tuple; nested like
+    `f`'s result when that is a tuple, list or dict).
+
+    `mode="reverse"` runs one backward pass per output element, `"forward"` one
+    forward-mode pass per input element; `"auto"` picks the one with fewer passes.
+    """
+    return _Jacobian(f, wrt, mode)
+
+
+def hessian(f, wrt=0):
+    """A function returning the Hessian of scalar `f`, by forward-over-reverse:
+    forward-mode Jacobian of the generated gradient code. For a tuple `wrt`,
+    `H[i][j]` is the block for arguments `wrt[i]` and `wrt[j]`."""
+    return _Jacobian(grad(f, wrt), wrt, "forward")

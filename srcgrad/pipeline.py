@@ -173,8 +173,9 @@ def vjp_program(fs, optimized=True) -> Functions:
     names.tidy_temporaries(ops, [v.name for v in graph.inputs + cotangent_params])
     forward, backward, saved = saved_pass.split(ops, graph.inputs, cotangent_params)
     # A gradient that *is* a forward value (d(x*y)/dx = y) is read by the backward too.
+    defined_forward = set(graph.inputs) | {o for op in forward for o in op.outs}
     for g in grad_list:
-        if isinstance(g, Var) and g not in saved and g not in cotangent_params:
+        if isinstance(g, Var) and g in defined_forward and g not in saved:
             saved.append(g)
     pool = emit.ConstPool()
     fwd_name, bwd_name = names.forward_fn_name(fs.name), names.backward_fn_name(fs.name)
@@ -273,3 +274,43 @@ def cache_key(fs: FunctionSource, options: tuple) -> str | None:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+# ---------------------------------------------------------------------- forward mode
+def jvp_program(fs, optimized=True, wrt=None) -> Functions:
+    """`def <f>_jvp(<params>, <param>_t...)` returning `(outputs, tangent outputs)`.
+
+    Both are flat tuples of leaves (`out_tree` says how they nest). `wrt` (parameter
+    indices, default all) chooses which parameters get a tangent parameter; the
+    others are treated as constants.
+    """
+    from srcgrad.passes.jvp import forward, tangent_name
+
+    graph, namer = trace(fs)
+    wrt = tuple(range(len(graph.inputs))) if wrt is None else tuple(wrt)
+    tangent_params = [Var(namer.fresh(tangent_name(graph.inputs[i].name))) for i in wrt]
+    ops, tangents = forward(graph.ops, {graph.inputs[i]: t for i, t in zip(wrt, tangent_params)},
+                            namer)
+    tracer = Tracer(namer, ops)
+    tangent_outs = []
+    for out in graph.outputs:
+        t = tangents.get(out) if isinstance(out, Var) else None
+        if t is None:
+            t = (tracer.apply(rules.RULES["zeros_like"], [out], {}) if isinstance(out, Var)
+                 else Const(numpy.zeros_like(out.value, dtype=float)))
+            if isinstance(t, Var):
+                tracer.ops[-1].attrs["backward"] = True
+        tangent_outs.append(t)
+    results = list(graph.outputs) + tangent_outs
+    if optimized:
+        ops, results = optimize(ops, results)
+    n = len(graph.outputs)
+    outputs, tangent_outs = results[:n], results[n:]
+    names.tidy_temporaries(ops, [v.name for v in graph.inputs + tangent_params])
+    pool = emit.ConstPool()
+    name = f"{fs.name}_jvp"
+    out_src = _tuple_src([emit.operand_source(o, pool) for o in outputs], single=False)
+    tan_src = _tuple_src([emit.operand_source(t, pool) for t in tangent_outs], single=False)
+    params = [v.name for v in graph.inputs] + [t.name for t in tangent_params]
+    source = emit.render_function(name, params, emit.block_lines(ops, pool), f"{out_src}, {tan_src}")
+    return Functions([source], (name,), dict(pool.values), graph.out_tree)

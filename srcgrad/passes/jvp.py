@@ -1,0 +1,134 @@
+"""Forward mode: write the tangent ops of a straight-line graph.
+
+For each op, first to last, with an operand that carries a tangent, each active
+parameter's JVP formula (srcgrad.rules, Note [The derivative table]) is traced
+into IR with the formula's names bound to the op's operands, `ans` to its outputs
+and `<param>_t` to the operand's tangent; the output's tangent is the sum of the
+contributions and is named `<value>_t`. Tangent ops follow their primal op
+directly, so generated code reads primal line, tangent lines, next primal line.
+
+Note [Partial tangents of elementwise ops]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`z = x * W` with only `x` active: the contribution `x_t * W` has the broadcast
+shape of x and W, which is z's; but `z = x + W` gives just `x_t`, which may be
+smaller than z. Summing contributions would broadcast correctly, yet an output
+tangent of the wrong shape must not escape. So an elementwise op's contribution
+is wrapped in `xp.broadcast_to(t, xp.shape(ans))` unless it is provably in ans's
+shape class (Note [Shape classes] in srcgrad.passes.simplify); simplify removes
+the broadcasts it can prove redundant.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.frontend.trace import Tracer, from_operand
+from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.passes.simplify import _classify
+from srcgrad.passes.vjp import parse_formula
+
+
+def tangent_name(value_name: str) -> str:
+    return value_name + "_t"
+
+
+def forward(ops: list, tangents: dict, namer) -> tuple:
+    """(ops with tangent ops interleaved, {var: tangent operand}).
+
+    `tangents` maps input Vars to their tangent Vars (parameters of the generated
+    function). Every emitted tangent op has `attrs["backward"] = True`: it is
+    derivative code that simplify may rewrite algebraically.
+    """
+    tangents = dict(tangents)
+    out: list = []
+    shape_class: dict = {}
+    producer: dict = {}
+
+    def record(op):
+        _classify(op, rules.RULES.get(op.prim), shape_class, producer)
+        for o in op.outs:
+            producer[o] = op
+        out.append(op)
+
+    for op in ops:
+        record(op)
+        rule = rules.RULES[op.prim]
+        if rule.nondiff or rule.static_out or not any(o.kind == "array" for o in op.outs):
+            continue
+        active = [(p, a) for p, a in zip(rule.params, op.args)
+                  if p in rule.jvp and any(v in tangents for v in operand_vars(a))]
+        if not active:
+            continue
+        multi = len(op.outs) != 1 or callable(rule.nout)
+        ans = tuple(op.outs) if multi else op.outs[0]
+        tracer = Tracer(namer)
+        tracer.loc = op.loc
+        env = {p: from_operand(a) for p, a in zip(rule.params, op.args)}
+        env["ans"] = ans
+        for p, a in active:
+            env[tangent_name(p)] = _operand_tangent(tracer, a, tangents)
+        total = None
+        for p, _ in active:
+            part = tracer.trace_formula(parse_formula(rule.jvp[p]), env, op.loc)
+            if rule.elementwise and not multi and len(active) < _array_operands(op):
+                part = _broadcast_to_ans(tracer, part, ans, shape_class, producer, tracer.ops)
+            total = part if total is None else _add(tracer, total, part, multi)
+        for new in tracer.ops:
+            new.attrs["backward"] = True
+            record(new)
+        for o, t in zip(op.outs, total if multi else (total,)):
+            if t is None or o.kind != "array":
+                continue
+            if isinstance(t, Var) and t.name.startswith("_") and t not in tangents.values():
+                # h_t; a temporary's tangent `_sum_t` (tidy_temporaries renumbers it)
+                t.name = namer.fresh(tangent_name(re.sub(r"_\d+$", "", o.name) if o.name.startswith("_")
+                                                  else o.name))
+            tangents[o] = t
+    return out, tangents
+
+
+def _array_operands(op) -> int:
+    """Operands that may have the output's shape (array Vars and non-scalar constants)."""
+    return sum(1 for a in op.args if (isinstance(a, Var) and a.kind == "array")
+               or (isinstance(a, Const) and numpy.ndim(a.value) > 0))
+
+
+def _operand_tangent(tracer, arg, tangents):
+    """The tangent of operand `arg`: a packed sequence becomes a tuple/list of tangents."""
+    if isinstance(arg, Var):
+        t = tangents.get(arg)
+        return t if t is not None else _zeros_like(tracer, arg)
+    if isinstance(arg, Pack) and arg.style != "slice":
+        items = tuple(_operand_tangent(tracer, i, tangents) for i in arg.items)
+        return items if arg.style == "tuple" else list(items)
+    if isinstance(arg, Const):
+        return Const(numpy.zeros_like(arg.value, dtype=float))
+    return arg
+
+
+def _zeros_like(tracer, v):
+    return tracer.apply(rules.RULES["zeros_like"], [v], {})
+
+
+def _add(tracer, a, b, multi):
+    if multi:
+        return tuple(x if y is None else y if x is None else
+                     tracer.apply(rules.RULES["add"], [x, y], {}) for x, y in zip(a, b))
+    return tracer.apply(rules.RULES["add"], [a, b], {})
+
+
+def _broadcast_to_ans(tracer, part, ans, shape_class, producer, new_ops):
+    """`part` broadcast to ans's shape, unless provably already of that shape."""
+    # Classify the contribution's own ops first (they are not recorded yet).
+    classes, prods = dict(shape_class), dict(producer)
+    for new in new_ops:
+        _classify(new, rules.RULES.get(new.prim), classes, prods)
+        for o in new.outs:
+            prods[o] = new
+    if isinstance(part, Var) and classes.get(part, part) is classes.get(ans, ans):
+        return part
+    shape = tracer.apply(rules.RULES["shape"], [ans], {})
+    return tracer.apply(rules.RULES["broadcast_to"], [part, shape], {})
