@@ -16,7 +16,7 @@ def _isolated_cache(tmp_path_factory):
 
 def numeric_grad(f, args, index, eps=1e-6):
     """Central-difference gradient of scalar f w.r.t. args[index] (float64)."""
-    args = [np.array(a, dtype=np.float64) if not np.isscalar(a) else float(a) for a in args]
+    args = list(args)
     x = np.array(args[index], dtype=np.float64)
     grad = np.zeros_like(x)
     flat = grad.reshape(-1)

@@ -391,7 +391,9 @@ class Tracer:
             return self.builtin(callee, args, kwargs, node)
         inner = getattr(callee, "__srcgrad__", None)
         if inner is not None:
-            callee = inner.fn  # a compiled function called from compiled code: trace its source
+            # A transformed function called from compiled code: trace the code it runs,
+            # the generated source (this is how grad(grad(f)) and jvp(grad(f)) work).
+            callee = inner.entry()
         if isinstance(callee, types.FunctionType):
             from srcgrad.frontend.parse import parse_function
             return self.inline(parse_function(callee), args, kwargs, node)

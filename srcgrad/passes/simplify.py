@@ -26,6 +26,37 @@ from srcgrad import rules
 from srcgrad.frontend.trace import _evaluate
 from srcgrad.ir.core import Const, Var, substitute
 
+# Primitives whose result is floating point whatever their operands' dtypes.
+_FLOAT_RESULTS = frozenset("""
+    exp expm1 log log1p log2 log10 sqrt cbrt reciprocal sin cos tan arcsin arccos arctan
+    arctan2 sinh cosh tanh arcsinh arccosh arctanh divide mean var std logaddexp hypot norm
+    inv solve det slogdet cholesky eigh eigvalsh
+""".split())
+
+
+def _float_result(op, floats) -> bool:
+    """Whether op's outputs are floating point for every input (NumPy promotion).
+
+    Note [Dtype-preserving simplification]: `x * 1.0` turns an int array into floats,
+    so dropping the `* 1.0` is only right when x is known to be floating point.
+    """
+    rule = rules.RULES.get(op.prim)
+    if rule is None or rule.static_out:
+        return False
+    if op.prim in _FLOAT_RESULTS:
+        return True
+    if op.prim == "astype":
+        dtype = op.args[1]
+        return isinstance(dtype, Const) and numpy.dtype(dtype.value).kind in "fc"
+    for a in op.args:
+        if isinstance(a, Var) and a in floats:
+            return True
+        if isinstance(a, Const) and isinstance(a.value, float) or (
+                isinstance(a, Const) and getattr(a.value, "dtype", None) is not None
+                and a.value.dtype.kind in "fc"):
+            return True
+    return False
+
 
 def simplify(ops: list, keep: list) -> tuple:
     """(simplified ops, {removed var: the operand standing for it}).
@@ -33,23 +64,26 @@ def simplify(ops: list, keep: list) -> tuple:
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
     replaced by a temporary, the temporary takes its name.
     """
-    out, alias, shape_class, producer = [], {}, {}, {}
+    out, alias, shape_class, producer, floats = [], {}, {}, {}, set()
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
         if rule is not None and not any(True for _ in op.operand_vars()) and len(op.outs) == 1:
             alias[op.outs[0]] = Const(_evaluate(rule, op.args))
             continue
-        replacement = _identity(op, shape_class, producer) if op.attrs.get("backward") else None
+        facts = (shape_class, producer, floats)
+        replacement = _identity(op, *facts) if op.attrs.get("backward") else None
         while isinstance(replacement, _Rewrite):
             op.args = tuple(replacement.args)
             op.prim = replacement.prim or op.prim
             rule = rules.RULES[op.prim]
-            replacement = _identity(op, shape_class, producer)
+            replacement = _identity(op, *facts)
         if replacement is not None and len(op.outs) == 1:
             alias[op.outs[0]] = replacement
             continue
         _classify(op, rule, shape_class, producer)
+        if _float_result(op, floats):
+            floats.update(op.outs)
         for o in op.outs:
             producer[o] = op
         out.append(op)
@@ -82,19 +116,23 @@ def _same_shape(a, b, shape_class) -> bool:
         a is b or shape_class.get(a, a) is shape_class.get(b, b))
 
 
-def _identity(op, shape_class, producer):
-    """The operand `op` reduces to, or None."""
+def _identity(op, shape_class, producer, floats):
+    """The operand `op` reduces to, a _Rewrite of it, or None."""
     p, args = op.prim, op.args
+
+    def neutral(a, value, other):  # `other (op) a` is `other`, dtype included
+        return _is_const(a, value) and (isinstance(a.value, int) or other in floats)
+
     if p == "multiply":
-        if _is_const(args[1], 1):
+        if neutral(args[1], 1, args[0]):
             return args[0]
-        if _is_const(args[0], 1):
+        if neutral(args[0], 1, args[1]):
             return args[1]
-    if p in ("add", "subtract") and _is_const(args[1], 0):
+    if p in ("add", "subtract") and neutral(args[1], 0, args[0]):
         return args[0]
-    if p == "add" and _is_const(args[0], 0):
+    if p == "add" and neutral(args[0], 0, args[1]):
         return args[1]
-    if p == "divide" and _is_const(args[1], 1):
+    if p == "divide" and neutral(args[1], 1, args[0]) and args[0] in floats:
         return args[0]
     if p == "negative" and isinstance(args[0], Var):
         inner = producer.get(args[0])

@@ -76,8 +76,8 @@ def _autograd_twin(fn):
 @pytest.mark.parametrize("name,fn,make,wrt", CASES, ids=[c[0] for c in CASES])
 def test_grad_matches_autograd(name, fn, make, wrt):
     autograd = pytest.importorskip("autograd")
-    if name == "indexing":
-        pytest.skip("autograd cannot differentiate boolean-mask reads with x[x > 0.5]")
+    if name in ("indexing", "methods_and_attrs"):
+        pytest.skip("autograd's ArrayBox lacks boolean-mask reads and the .dot method")
     args = make()
     twin = _autograd_twin(fn)
     expected = autograd.grad(twin, wrt)(*args)
