@@ -60,13 +60,18 @@ def _is_basic_index(index):
 # ---------------------------------------------------------------- broadcasting, reductions
 
 def unbroadcast(x, shape):
-    """Sum `x` down to `shape`: the transpose of broadcasting to x's shape."""
+    """Sum `x` down to `shape`: the transpose of broadcasting to x's shape.
+
+    An `x` that broadcasts to `shape` instead is broadcast up (the transpose of
+    summing down), so `unbroadcast(g, xp.shape(x))` is its own VJP either way.
+    """
     xshape = getattr(x, "shape", ())
     if xshape == shape:
         return x
-    if len(xshape) < len(shape):  # a cotangent smaller than its primal: broadcast it up
-        return _namespace(x).broadcast_to(x, shape)
     lead = len(xshape) - len(shape)
+    if lead < 0 or any(m == 1 and n != 1 for m, n in zip(xshape[lead:], shape)):
+        # smaller than `shape`: broadcast up, the transpose of summing down
+        return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
     return x.sum(axis=axes).reshape(shape)

@@ -59,7 +59,7 @@ defrule("result_type", "x", "xp.result_type(x)", targets=("numpy.result_type",),
 
 defrule("unbroadcast", "x, shape", "unbroadcast(x, shape)",
         targets=("srcgrad.rules.helpers.unbroadcast",),
-        vjp={"x": "xp.broadcast_to(g, xp.shape(x))"},
+        vjp={"x": "unbroadcast(g, xp.shape(x))"},
         jvp={"x": "unbroadcast(x_t, shape)"})
 
 defrule("broadcast_to", "x, shape", "xp.broadcast_to(x, shape)",
@@ -580,7 +580,7 @@ def _sym(m):
 
 
 defrule("cholesky", "x", "xp.linalg.cholesky(x)", targets=("numpy.linalg.cholesky",),
-        vjp={"x": _sym(f"({_LINVT} @ {_phi(f'(xp.swapaxes(ans, -1, -2) @ g)')} @ {_LINV})")},
+        vjp={"x": _sym(f"({_LINVT} @ {_phi('(xp.swapaxes(ans, -1, -2) @ g)')} @ {_LINV})")},
         jvp={"x": f"{_L} @ {_phi(f'({_LINV} @ x_t @ {_LINVT})')}"},
         doc="x symmetric positive definite; the gradient is symmetrized (x_bar == x_bar.T) "
             "and tangents are taken symmetric, as PyTorch does")
