@@ -26,7 +26,7 @@ def numeric_grad(f, args, index, eps=1e-6):
         xm[i] -= eps
         ap, am = list(args), list(args)
         ap[index], am[index] = xp_.reshape(x.shape), xm.reshape(x.shape)
-        if x.ndim == 0:
+        if x.ndim == 0 and not isinstance(args[index], np.ndarray):
             ap[index], am[index] = float(xp_[0]), float(xm[0])
         flat[i] = (float(f(*ap)) - float(f(*am))) / (2 * eps)
     return grad

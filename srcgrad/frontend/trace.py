@@ -449,8 +449,10 @@ class Tracer:
                                            and value is not None else Const(value)))
         if not any(True for o in operands for _ in _vars(o)):
             return Const(_evaluate(rule, operands))
-        statics = {n: o.value for n, o in zip(sig.parameters, operands) if isinstance(o, Const)}
-        nout = rule.nout if isinstance(rule.nout, int) else rule.nout(statics)
+        # `nout` sees static values, and sequence operands as tuples (their length is static).
+        known = {n: o.value if isinstance(o, Const) else from_operand(o)
+                 for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}
+        nout = rule.nout if isinstance(rule.nout, int) else rule.nout(known)
         dynamic_kinds = {v.kind for o in operands for v in _vars(o)}
         kind = "static" if rule.static_out or rule.nondiff or dynamic_kinds == {"static"} else "array"
         outs = tuple(Var(self.namer.fresh("_" + rule.name), kind) for _ in range(nout))
