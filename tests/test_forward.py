@@ -1,0 +1,174 @@
+"""Forward mode: the jvp pass, sg.jvp, sg.jacobian (both modes), emit --mode forward|both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from examples import elementwise, logistic, mlp, softmax
+from srcgrad import pipeline
+from srcgrad.frontend.parse import parse_function
+
+
+def numerical_jacobian(f, args, i, eps=1e-6):
+    """(out.shape + args[i].shape) central differences of an array-valued f."""
+    args = list(args)
+    x = np.array(args[i], dtype=np.float64)
+    out = np.asarray(f(*args))
+    jac = np.zeros(out.shape + x.shape)
+    flat = x.reshape(-1)
+    for col in range(x.size):
+        orig = flat[col]
+        flat[col] = orig + eps
+        args[i] = x.copy()
+        plus = np.asarray(f(*args))
+        flat[col] = orig - eps
+        args[i] = x.copy()
+        minus = np.asarray(f(*args))
+        flat[col] = orig
+        jac.reshape(out.shape + (x.size,))[..., col] = (plus - minus) / (2 * eps)
+    return jac
+
+
+def chain(x, y):
+    z = x * y + np.exp(x)
+    h = -z
+    return np.sum(h * z), h
+
+
+def bias(x, b):
+    return x + b
+
+
+def tanh_layer(x, W, b):
+    return np.tanh(x @ W + b)
+
+
+def test_jvp_program_names_tangents_and_interleaves_them():
+    source = pipeline.jvp_program(parse_function(chain)).sources[0]
+    assert source.splitlines()[0] == "def chain_jvp(x, y, x_t, y_t):"
+    assert "z_t = " in source and "h_t = -z_t" in source
+    # tangent lines follow their primal line, under the same source comment
+    assert source.index("h = -z") < source.index("h_t = -z_t") < source.index("# return")
+    assert source.rstrip().splitlines()[-1].strip().startswith("return (")
+
+
+def test_partial_tangent_of_an_elementwise_op_is_broadcast():
+    source = pipeline.jvp_program(parse_function(bias), wrt=(1,)).sources[0]
+    assert "def bias_jvp(x, b, b_t):" in source
+    assert "xp.broadcast_to(b_t" in source
+    x, b = np.ones((3, 4)), np.arange(4.0)
+    out, t = sg.jacobian(bias, wrt=1, mode="forward")(x, b), None
+    assert out.shape == (3, 4, 4)
+    (_, t) = sg.jvp(bias, (x, b), (np.zeros((3, 4)), np.ones(4)))
+    assert t.shape == (3, 4) and np.all(t == 1.0)
+
+
+def test_jvp_matches_finite_differences_with_tuple_output():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(5), rng.standard_normal(5)
+    tx, ty = rng.standard_normal(5), rng.standard_normal(5)
+    (s, h), (s_t, h_t) = sg.jvp(chain, (x, y), (tx, ty))
+    eps = 1e-6
+    (sp, hp), (sm, hm) = chain(x + eps * tx, y + eps * ty), chain(x - eps * tx, y - eps * ty)
+    np.testing.assert_allclose(s_t, (sp - sm) / (2 * eps), rtol=1e-6)
+    np.testing.assert_allclose(h_t, (hp - hm) / (2 * eps), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(s, chain(x, y)[0])
+
+
+def test_jvp_checks_its_arguments():
+    with pytest.raises(ValueError, match="tangent 0 has shape"):
+        sg.jvp(bias, (np.ones(3), np.ones(3)), (np.ones(2), np.ones(3)))
+    with pytest.raises(ValueError, match="2 primals but 1 tangents"):
+        sg.jvp(bias, (np.ones(3), np.ones(3)), (np.ones(3),))
+
+
+def _workloads():
+    rng = np.random.default_rng(1)
+    W1, b1, W2, b2 = mlp.init_params(rng, 4, 6, 3)
+    b1 = 0.1 * rng.standard_normal(6)
+    X, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 3))
+    w, Xl = rng.standard_normal(4), rng.standard_normal((7, 4))
+    yl = (rng.random(7) > 0.5).astype(float)
+    Ws, Xs = rng.standard_normal((4, 3)), rng.standard_normal((6, 4))
+    Ys = np.eye(3)[rng.integers(0, 3, 6)]
+    return [
+        ("mlp", mlp.loss, (W1, b1, W2, b2, X, y), (0, 1, 2, 3)),
+        ("logistic", logistic.loss, (w, 0.3, Xl, yl), (0,)),
+        ("softmax", softmax.loss, (Ws, Xs, Ys), (0,)),
+        ("elementwise", elementwise.f, (rng.standard_normal(8),), (0,)),
+        ("tanh_layer", tanh_layer, (rng.standard_normal(6), rng.standard_normal((6, 5)),
+                                    rng.standard_normal(5)), (0, 1, 2)),
+    ]
+
+
+@pytest.mark.parametrize("name,f,args,wrt", _workloads(), ids=[w[0] for w in _workloads()])
+def test_jacobian_modes_agree_with_each_other_and_finite_differences(name, f, args, wrt):
+    jf = sg.jacobian(f, wrt=wrt, mode="forward")(*args)
+    jr = sg.jacobian(f, wrt=wrt, mode="reverse")(*args)
+    ja = sg.jacobian(f, wrt=wrt)(*args)
+    for j, i in enumerate(wrt):
+        expected = numerical_jacobian(f, args, i)
+        assert jf[j].shape == np.shape(f(*args)) + np.shape(args[i])
+        np.testing.assert_allclose(jf[j], jr[j], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ja[j], jr[j], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(jf[j], expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,f,args,wrt", _workloads()[:4], ids=[w[0] for w in _workloads()[:4]])
+def test_jvp_of_workloads_is_the_gradient_along_the_tangent(name, f, args, wrt):
+    rng = np.random.default_rng(2)
+    tangents = [rng.standard_normal(np.shape(a)) for a in args]
+    tangents = [np.asarray(t) if np.ndim(t) else float(t) for t in tangents]
+    _, t_out = sg.jvp(f, args, tangents)
+    grads = sg.grad(f, wrt=tuple(range(len(args))))(*args)
+    expected = sum(np.sum(g * t) for g, t in zip(grads, tangents))
+    np.testing.assert_allclose(t_out, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_jacobian_of_a_32_to_64_tanh_layer():
+    rng = np.random.default_rng(3)
+    x, W, b = rng.standard_normal(32), rng.standard_normal((32, 64)) / 6, rng.standard_normal(64)
+    jac = sg.jacobian(tanh_layer)(x, W, b)  # auto: forward (32 inputs < 64 outputs)
+    hand = (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
+    assert jac.shape == (64, 32)
+    np.testing.assert_allclose(jac, hand, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sg.jacobian(tanh_layer, mode="reverse")(x, W, b), hand,
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_jacobian_rejects_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be"):
+        sg.jacobian(tanh_layer, mode="sideways")
+
+
+def test_source_of_a_jacobian_is_the_jvp_module():
+    text = sg.source(sg.jacobian(tanh_layer, mode="forward"))
+    assert "def tanh_layer_jvp(x, W, b, x_t):" in text
+
+
+@pytest.mark.parametrize("mode,names", [("forward", ["loss_jvp"]),
+                                        ("both", ["grad_loss", "loss_jvp"])])
+def test_emit_standalone_forward_and_both(tmp_path, mode, names):
+    text = sg.api.emit_standalone(logistic.loss, wrt=("w",), mode=mode)
+    for n in names:
+        assert f"def {n}(" in text
+    path = tmp_path / "standalone.py"
+    path.write_text(text)
+    ns: dict = {}
+    exec(compile(text, str(path), "exec"), ns)  # noqa: S102  (our own generated module)
+    rng = np.random.default_rng(4)
+    w, X, y, t = rng.standard_normal(3), rng.standard_normal((5, 3)), np.ones(5), rng.standard_normal(3)
+    (value,), (tangent,) = ns["loss_jvp"](w, 0.1, X, y, t)
+    np.testing.assert_allclose(value, logistic.loss(w, 0.1, X, y))
+    np.testing.assert_allclose(tangent, sg.grad(logistic.loss)(w, 0.1, X, y) @ t, rtol=1e-10)
+
+
+def test_cli_check_reports_both_modes():
+    ok, report = sg.api.check_cli(logistic.loss, "4,scalar,6x4,6")
+    assert ok, report
+    assert "reverse  output 0 w.r.t. w" in report and "forward  output 0 w.r.t. b" in report
+    assert report.rstrip().endswith("OK")
+    with pytest.raises(ValueError, match="gives 2 shapes"):
+        sg.api.check_cli(logistic.loss, "4,scalar")
