@@ -24,7 +24,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.frontend.trace import _evaluate
-from srcgrad.ir.core import Const, Var, substitute
+from srcgrad.ir.core import Const, Op, Var, substitute
 
 # Primitives whose result is floating point whatever their operands' dtypes.
 _FLOAT_RESULTS = frozenset("""
@@ -64,16 +64,18 @@ def simplify(ops: list, keep: list) -> tuple:
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
     replaced by a temporary, the temporary takes its name.
     """
-    out, alias, shape_class, producer, floats = [], {}, {}, {}, set()
+    out, alias, shape_class, producer, floats, scalars = [], {}, {}, {}, set(), set()
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
         if rule is not None and not any(True for _ in op.operand_vars()) and len(op.outs) == 1:
             alias[op.outs[0]] = Const(_evaluate(rule, op.args))
             continue
-        facts = (shape_class, producer, floats)
+        facts = (shape_class, producer, floats, scalars)
         replacement = _identity(op, *facts) if op.attrs.get("backward") else None
         while isinstance(replacement, _Rewrite):
+            for pre in replacement.before:  # new scalar ops the rewrite reads
+                _record(pre, out, shape_class, producer, floats, scalars)
             op.args = tuple(replacement.args)
             op.prim = replacement.prim or op.prim
             rule = rules.RULES[op.prim]
@@ -81,14 +83,26 @@ def simplify(ops: list, keep: list) -> tuple:
         if replacement is not None and len(op.outs) == 1:
             alias[op.outs[0]] = replacement
             continue
-        _classify(op, rule, shape_class, producer)
-        if _float_result(op, floats):
-            floats.update(op.outs)
-        for o in op.outs:
-            producer[o] = op
-        out.append(op)
+        _record(op, out, shape_class, producer, floats, scalars)
     _rename_survivors(alias, keep)
     return out, alias
+
+
+# Static primitives whose result is a Python scalar (a count), not a tuple.
+_SCALAR_STATICS = frozenset({"reduced_size", "size", "ndim"})
+
+
+def _record(op, out, shape_class, producer, floats, scalars):
+    """Keep `op` and the facts about its outputs."""
+    rule = rules.RULES[op.prim]
+    _classify(op, rule, shape_class, producer, scalars)
+    if _float_result(op, floats):
+        floats.update(op.outs)
+    if op.prim in _SCALAR_STATICS or (rule.elementwise and all(_is_scalar(a, scalars) for a in op.args)):
+        scalars.update(op.outs)
+    for o in op.outs:
+        producer[o] = op
+    out.append(op)
 
 
 def _rename_survivors(alias, keep):
@@ -116,7 +130,11 @@ def _same_shape(a, b, shape_class) -> bool:
         a is b or shape_class.get(a, a) is shape_class.get(b, b))
 
 
-def _identity(op, shape_class, producer, floats):
+def _is_scalar(a, scalars) -> bool:
+    return (isinstance(a, Var) and a in scalars) or _is_scalar_const(a)
+
+
+def _identity(op, shape_class, producer, floats, scalars):
     """The operand `op` reduces to, a _Rewrite of it, or None."""
     p, args = op.prim, op.args
 
@@ -143,13 +161,17 @@ def _identity(op, shape_class, producer, floats):
         rep = shape_class.get(args[0], args[0])
         if rep is not args[0]:
             return _reissue(op, (rep,))
+    if p == "power" and neutral(args[1], 1, args[0]):
+        return args[0]
+    if p == "expand_reduced" and (_is_none(args[2]) or _is_true(args[3])):
+        return args[0]  # a full reduction's cotangent, or keepdims: already broadcastable
     if rules.RULES[p].elementwise:
-        folded = _fold_broadcast_scalars(op, producer)
+        folded = _fold_broadcast_scalars(op, producer, scalars)
         if folded is not None:
             return folded
     if rules.RULES[p].elementwise and len(args) == 2:
         for i in (0, 1):
-            scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer)
+            scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer, scalars)
             if scalar is not None:
                 return _reissue(op, (scalar, args[1]) if i == 0 else (args[0], scalar))
     if p in ("unbroadcast", "broadcast_to") and isinstance(args[1], Var):
@@ -160,11 +182,19 @@ def _identity(op, shape_class, producer, floats):
     return None
 
 
-def _broadcast_scalar(a, other, shape_class, producer):
-    """`c` when `a` is `broadcast_to(c, shape(b))` for a scalar constant c and `other`
-    has b's shape: the elementwise op broadcasts c itself."""
+def _is_none(a) -> bool:
+    return isinstance(a, Const) and a.value is None
+
+
+def _is_true(a) -> bool:
+    return isinstance(a, Const) and a.value is True
+
+
+def _broadcast_scalar(a, other, shape_class, producer, scalars):
+    """`c` when `a` is `broadcast_to(c, shape(b))` for a scalar c and `other` has
+    b's shape: the elementwise op broadcasts c itself."""
     op = producer.get(a) if isinstance(a, Var) else None
-    if op is None or op.prim != "broadcast_to" or not _is_scalar_const(op.args[0]):
+    if op is None or op.prim != "broadcast_to" or not _is_scalar(op.args[0], scalars):
         return None
     shape_op = producer.get(op.args[1]) if isinstance(op.args[1], Var) else None
     if shape_op is not None and shape_op.prim == "shape" and _same_shape(
@@ -173,24 +203,31 @@ def _broadcast_scalar(a, other, shape_class, producer):
     return None
 
 
-def _fold_broadcast_scalars(op, producer):
-    """`f(broadcast_to(c, s), k)` → `broadcast_to(f(c, k), s)` for scalar constants c, k."""
+def _fold_broadcast_scalars(op, producer, scalars):
+    """`f(broadcast_to(c, s), k)` → `broadcast_to(f(c, k), s)` for scalars c, k.
+
+    The scalar arithmetic is folded at compile time when c and k are constants, and
+    otherwise done once on scalars (e.g. `1.0 / n` for a mean) instead of on arrays.
+    """
     shape, values = None, []
     for a in op.args:
         inner = producer.get(a) if isinstance(a, Var) else None
-        if inner is not None and inner.prim == "broadcast_to" and _is_scalar_const(inner.args[0]):
+        if inner is not None and inner.prim == "broadcast_to" and _is_scalar(inner.args[0], scalars):
             if shape is not None and inner.args[1] is not shape:
                 return None
             shape = inner.args[1]
             values.append(inner.args[0])
-        elif _is_scalar_const(a):
+        elif _is_scalar(a, scalars):
             values.append(a)
         else:
             return None
     if shape is None:
         return None
-    value = _evaluate(rules.RULES[op.prim], values)
-    return _Rewrite((Const(value), shape), prim="broadcast_to")
+    if all(isinstance(v, Const) for v in values):
+        return _Rewrite((Const(_evaluate(rules.RULES[op.prim], values)), shape), prim="broadcast_to")
+    scalar = Var(f"_{op.outs[0].name.lstrip('_')}_scalar")
+    pre = Op(op.prim, tuple(values), (scalar,), op.loc, {"backward": True})
+    return _Rewrite((scalar, shape), prim="broadcast_to", before=(pre,))
 
 
 def _reissue(op, args):
@@ -201,8 +238,8 @@ def _reissue(op, args):
 class _Rewrite:
     """Keep the op, with new operands (and maybe a new primitive), and simplify it again."""
 
-    def __init__(self, args, prim=None):
-        self.args, self.prim = args, prim
+    def __init__(self, args, prim=None, before=()):
+        self.args, self.prim, self.before = args, prim, before
 
 
 def shape_classes(ops: list) -> dict:
@@ -215,14 +252,16 @@ def shape_classes(ops: list) -> dict:
     return shape_class
 
 
-def _classify(op, rule, shape_class, producer):
+def _classify(op, rule, shape_class, producer, scalars=frozenset()):
     """Record the shape class of op's output (Note [Shape classes])."""
     if len(op.outs) != 1 or rule is None:
         return
     out = op.outs[0]
     if rule.elementwise:
-        classes = {shape_class.get(v, v) for v in op.operand_vars()}
-        if len(classes) == 1 and all(isinstance(a, Var) or _is_scalar_const(a) for a in op.args):
+        # Scalars broadcast without changing the shape of the others.
+        arrays = [a for a in op.args if not _is_scalar(a, scalars)]
+        classes = {shape_class.get(a, a) for a in arrays if isinstance(a, Var)}
+        if len(classes) == 1 and all(isinstance(a, Var) for a in arrays):
             shape_class[out] = classes.pop()
     elif op.prim in ("unbroadcast", "broadcast_to") and isinstance(op.args[1], Var):
         shape_op = producer.get(op.args[1])
