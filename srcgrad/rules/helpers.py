@@ -28,6 +28,7 @@ __all__ = [
     "reduced_size", "inverse_axes", "vector_only", "linear_pad_mode",
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
+    "take_bar", "take_along_bar", "diff_bar",
 ]
 
 
@@ -469,3 +470,59 @@ def stack_bar(c, arrays, axis):
     ax = axis % len(c.shape)
     lead = (slice(None),) * ax
     return tuple(c[lead + (i,)] for i in range(len(arrays)))
+
+
+def take_bar(c, shape, indices, axis):
+    """Zeros of `shape` with `c` added where `numpy.take(x, indices, axis)` read.
+
+    Repeated indices accumulate.
+    """
+    xp = _namespace(c)
+    if axis is None:
+        size = 1
+        for s in shape:
+            size *= s
+        out = xp.zeros((size,), dtype=c.dtype)
+        xp.add.at(out, indices, c)
+        return xp.reshape(out, shape)
+    out = xp.zeros(shape, dtype=c.dtype)
+    xp.add.at(out, (slice(None),) * (axis % len(shape)) + (indices,), c)
+    return out
+
+
+def take_along_bar(c, shape, indices, axis):
+    """Zeros of `shape` with `c` added where `numpy.take_along_axis(x, indices, axis)` read.
+
+    Repeated indices accumulate. The transpose of `sort` (with `argsort` indices).
+    """
+    xp = _namespace(c)
+    if axis is None:
+        size = 1
+        for s in shape:
+            size *= s
+        out = xp.zeros((size,), dtype=c.dtype)
+        xp.add.at(out, indices, c)
+        return xp.reshape(out, shape)
+    nd = len(shape)
+    ax = axis % nd
+    index = []
+    for i in range(nd):
+        if i == ax:
+            index.append(indices)
+        else:
+            index.append(xp.reshape(xp.arange(indices.shape[i]),
+                                    tuple(-1 if j == i else 1 for j in range(nd))))
+    out = xp.zeros(shape, dtype=c.dtype)
+    xp.add.at(out, tuple(index), c)
+    return out
+
+
+def diff_bar(c, n, axis):
+    """The transpose of `numpy.diff(x, n, axis)` applied to `c` (one longer per order)."""
+    xp = _namespace(c)
+    moved = xp.moveaxis(c, axis, -1)
+    for _ in range(n):
+        zero = xp.zeros(moved.shape[:-1] + (1,), dtype=moved.dtype)
+        padded = xp.concatenate([zero, moved, zero], axis=-1)
+        moved = padded[..., :-1] - padded[..., 1:]
+    return xp.moveaxis(moved, -1, axis)

@@ -241,8 +241,11 @@ defrule("arccosh", "x", "xp.arccosh(x)", targets=("numpy.arccosh",), elementwise
         doc="at 1: derivative inf")
 defrule("arctanh", "x", "xp.arctanh(x)", targets=("numpy.arctanh",), elementwise=True,
         vjp={"x": "g / (1 - x * x)"}, jvp={"x": "x_t / (1 - x * x)"})
-_unary("abs", "xp.sign(x)", targets=("numpy.abs",),
+_unary("abs", "xp.sign(x)", targets=("numpy.abs", "numpy.fabs"),
        doc="at 0: derivative 0 (sign(0) == 0); numpy.absolute is the same object")
+defrule("conjugate", "x", "xp.conjugate(x)", targets=("numpy.conjugate",), method="conj",
+        elementwise=True, vjp={"x": "g"}, jvp={"x": "x_t"},
+        doc="real arrays only (the identity); numpy.conj is the same object")
 _unary("deg2rad", "0.017453292519943295", targets=("numpy.deg2rad", "numpy.radians"))
 _unary("rad2deg", "57.29577951308232", targets=("numpy.rad2deg", "numpy.degrees"))
 
@@ -376,10 +379,16 @@ _nondiff("argmin", "x, axis=None, keepdims=False",
          "xp.argmin(x, axis=axis, keepdims=keepdims)", method="argmin", elementwise=False)
 _nondiff("argsort", "x, axis=-1", "xp.argsort(x, axis=axis)", method="argsort",
          elementwise=False)
+for _name in ("all", "any"):
+    _nondiff(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
+             method=_name, elementwise=False)
 _nondiff("zeros_like", "x, dtype=None", "xp.zeros_like(x, dtype=dtype)")
+_nondiff("empty_like", "x, dtype=None", "xp.empty_like(x, dtype=dtype)")
 _nondiff("ones_like", "x, dtype=None", "xp.ones_like(x, dtype=dtype)")
 _nondiff("zeros", "shape, dtype=None", "xp.zeros(shape, dtype=dtype)", elementwise=False)
 _nondiff("ones", "shape, dtype=None", "xp.ones(shape, dtype=dtype)", elementwise=False)
+_nondiff("empty", "shape, dtype=None", "xp.empty(shape, dtype=dtype)", elementwise=False)
+_nondiff("identity", "n, dtype=None", "xp.identity(n, dtype=dtype)", elementwise=False)
 _nondiff("eye", "N, M=None, k=0, dtype=None", "xp.eye(N, M, k=k, dtype=dtype)",
          elementwise=False)
 _nondiff("arange", "start, stop=None, step=None, dtype=None",
@@ -489,7 +498,7 @@ defrule("norm", "x, ord=None, axis=None, keepdims=False",
             "gradient is 0; inf-norm ties split evenly")
 
 # ---------------------------------------------------------------- linear algebra
-defrule("matmul", "x, y", "x @ y", targets=("numpy.matmul",),
+defrule("matmul", "x, y", "x @ y", targets=("numpy.matmul", "numpy.linalg.matmul"),
         vjp={"x": "matmul_bar(g, y, xp.shape(x), 0)", "y": "matmul_bar(g, x, xp.shape(y), 1)"},
         jvp={"x": "x_t @ y", "y": "x @ y_t"},
         doc="1-D operands promoted as NumPy does; batch dimensions broadcast")
@@ -694,7 +703,43 @@ defrule("pad", "x, pad_width, mode='constant', constant_values=0",
         doc="modes constant (constant_values not differentiated), edge, reflect, symmetric, "
             "wrap; other modes raise NotImplementedError when differentiated")
 
+defrule("diff", "x, n=1, axis=-1", "xp.diff(x, n=n, axis=axis)", targets=("numpy.diff",),
+        vjp={"x": "diff_bar(g, n, axis)"}, jvp={"x": "xp.diff(x_t, n=n, axis=axis)"},
+        doc="prepend/append are not supported")
+
+defrule("diff_bar", "c, n, axis", "diff_bar(c, n, axis)",
+        targets=("srcgrad.rules.helpers.diff_bar",),
+        vjp={"c": "xp.diff(g, n=n, axis=axis)"}, jvp={"c": "diff_bar(c_t, n, axis)"})
+
+defrule("sort", "x, axis=-1", "xp.sort(x, axis=axis)", targets=("numpy.sort",),
+        vjp={"x": "take_along_bar(g, xp.shape(x), xp.argsort(x, axis=axis), axis)"},
+        jvp={"x": "xp.take_along_axis(x_t, xp.argsort(x, axis=axis), axis=axis)"},
+        doc="ties: each sorted position passes its gradient to the element argsort puts "
+            "there (sort is continuous at ties, so any assignment is a one-sided derivative)")
+
 # ---------------------------------------------------------------- indexing
+defrule("take", "x, indices, axis=None", "xp.take(x, indices, axis=axis)",
+        targets=("numpy.take",), method="take",
+        vjp={"x": "take_bar(g, xp.shape(x), indices, axis)"},
+        jvp={"x": "xp.take(x_t, indices, axis=axis)"},
+        doc="repeated indices accumulate; mode='raise' only")
+
+defrule("take_bar", "c, shape, indices, axis", "take_bar(c, shape, indices, axis)",
+        targets=("srcgrad.rules.helpers.take_bar",),
+        vjp={"c": "xp.take(g, indices, axis=axis)"},
+        jvp={"c": "take_bar(c_t, shape, indices, axis)"})
+
+defrule("take_along_axis", "x, indices, axis=-1", "xp.take_along_axis(x, indices, axis=axis)",
+        targets=("numpy.take_along_axis",),
+        vjp={"x": "take_along_bar(g, xp.shape(x), indices, axis)"},
+        jvp={"x": "xp.take_along_axis(x_t, indices, axis=axis)"},
+        doc="repeated indices accumulate")
+
+defrule("take_along_bar", "c, shape, indices, axis", "take_along_bar(c, shape, indices, axis)",
+        targets=("srcgrad.rules.helpers.take_along_bar",),
+        vjp={"c": "xp.take_along_axis(g, indices, axis=axis)"},
+        jvp={"c": "take_along_bar(c_t, shape, indices, axis)"})
+
 # `index` is the subscript: a constant, or a pack of constants, vars and slices.
 defrule("getitem", "x, index", "x[index]",
         vjp={"x": "scatter_index(g, xp.shape(x), index)"},

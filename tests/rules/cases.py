@@ -255,6 +255,7 @@ for _name in ("arcsin", "arccos", "arctanh"):
     case(_name, *_unary(lambda *s: U(-0.9, 0.9, *s)))
 case("arccosh", *_unary(lambda *s: U(1.2, 3.0, *s)))
 case("abs", *_unary(NZ))
+case("conjugate", ("matrix", {"x": N(3, 4)}))
 case("astype", ("float64", {"x": N(3, 4), "dtype": "float64"}))
 
 case("add", *_binary())
@@ -296,7 +297,12 @@ case("invert", ("bool", {"x": B(3, 4)}))
 case("argmax", ("axis", {"x": N(3, 4), "axis": 1}), ("flat", {"x": N(3, 4)}))
 case("argmin", ("axis", {"x": N(3, 4), "axis": 0, "keepdims": True}))
 case("argsort", ("last", {"x": N(3, 4)}))
+case("all", ("axis", {"x": B(3, 4), "axis": 1}))
+case("any", ("all", {"x": B(3, 4)}))
 case("zeros_like", ("x", {"x": N(3, 4)}))
+case("empty_like", ("x", {"x": N(3, 4)}))
+case("empty", ("shape", {"shape": (2, 3)}))
+case("identity", ("n", {"n": 3}))
 case("ones_like", ("x", {"x": N(3, 4), "dtype": "float32"}))
 case("zeros", ("shape", {"shape": (2, 3)}))
 case("ones", ("int", {"shape": 3, "dtype": "int64"}))
@@ -438,6 +444,27 @@ case("getitem",
      ("newaxis-ellipsis", {"x": N(3, 4), "index": (Ellipsis, None, 1)}),
      ("duplicates", {"x": N(5, 3), "index": I(1, 1, 4, 0, 1)}),
      ("mask", {"x": N(3, 4), "index": B(3, 4)}))
+
+
+# ---------------------------------------------------------------- sorting, gathering
+case("diff", ("default", {"x": N(3, 5)}), ("axis0", {"x": N(4, 3), "axis": 0}),
+     ("n2", {"x": N(2, 6), "n": 2}), ("n3-axis", {"x": N(5, 2, 3), "n": 3, "axis": 0}))
+case("diff_bar", ("default", {"c": N(3, 4), "n": 1, "axis": -1}),
+     ("n2", {"c": N(2, 3), "n": 2, "axis": 0}))
+case("sort", ("default", {"x": N(3, 5)}), ("axis0", {"x": N(4, 3), "axis": 0}),
+     ("flat", {"x": N(3, 4), "axis": None}))
+case("take", ("flat", {"x": N(3, 4), "indices": I(0, 5, 5, 11)}),
+     ("axis", {"x": N(3, 4), "indices": I(2, 0, 2), "axis": 1}),
+     ("axis-2d", {"x": N(4, 3), "indices": Spec(lambda rng: np.array([[0, 3], [3, 3]]), "I2d"),
+                  "axis": 0}))
+case("take_bar", ("axis", {"c": N(3, 3), "shape": (3, 4), "indices": I(2, 0, 2), "axis": 1}),
+     ("flat", {"c": N(4), "shape": (3, 4), "indices": I(0, 5, 5, 11), "axis": None}))
+_IDX = Spec(lambda rng: np.array([[2, 0, 2], [1, 1, 0]]), "I[[2,0,2],[1,1,0]]")
+case("take_along_axis", ("axis1", {"x": N(2, 4), "indices": _IDX, "axis": 1}),
+     ("flat", {"x": N(2, 3), "indices": I(5, 0, 0), "axis": None}),
+     ("axis0", {"x": N(3, 3), "indices": _IDX, "axis": 0}))
+case("take_along_bar", ("axis1", {"c": N(2, 3), "shape": (2, 4), "indices": _IDX, "axis": 1}),
+     ("flat", {"c": N(3), "shape": (2, 3), "indices": I(5, 0, 0), "axis": None}))
 
 
 def _materialize(value, rng):
