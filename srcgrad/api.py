@@ -32,6 +32,7 @@ class _Compiled:
         self.namespace = None
         self.module_source = None
         self.out_tree = None
+        self.fn_name = None  # the name of the parsed function (set by load)
 
     def options(self) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux)
@@ -47,6 +48,7 @@ class _Compiled:
         if self.namespace is not None:
             return self.namespace
         fs = parse_function(self.fn)
+        self.fn_name = fs.name
         key = pipeline.cache_key(fs, self.options())
         hit = _MEMORY.get(key) if key else None
         if hit is not None:
@@ -99,7 +101,7 @@ class _Compiled:
 def _entry_names(compiled) -> tuple:
     from srcgrad.codegen import names
 
-    name = compiled.fn.__name__
+    name = compiled.fn_name
     if compiled.kind == "grad":
         return (names.grad_fn_name(name),)
     if compiled.kind == "value_and_grad":

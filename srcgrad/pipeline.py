@@ -88,12 +88,14 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     graph, namer = trace(fs)
     value, aux, aux_tree = _scalar_output(graph, has_aux)
     wrt_vars = [graph.inputs[i] for i in wrt]
+    check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
+    if check_scalar:  # checked at run time by the identity `ensure_scalar`
+        value = Tracer(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
     seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
     backward, grads = reverse(graph.ops, wrt_vars, seeds, namer)
     tracer = Tracer(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
-    check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
     if optimized:
         ops, results = optimize(ops, results)
@@ -104,13 +106,8 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     forward = [op for op in ops if not op.attrs.get("backward")]
     backward = [op for op in ops if op.attrs.get("backward")]
     body = emit.block_lines(forward, pool)
-    if check_scalar:
-        v = emit.operand_source(rest[0], pool)
-        body += [f"if xp.ndim({v}) != 0:",
-                 f"    raise TypeError(f'grad of {fs.name}() needs a scalar output; it returned "
-                 f"an array of shape {{xp.shape({v})}}. Use sg.vjp, or reduce it (e.g. .sum())')"]
-        if not with_value:
-            rest = rest[1:]
+    if check_scalar and not with_value:
+        rest = rest[1:]  # kept alive only for its check
     if backward:
         body += [""] + emit.block_lines(backward, pool, backward=True)
     grads_src = _tuple_src([emit.operand_source(g, pool) for g in grad_list], single=single)

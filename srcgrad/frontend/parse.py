@@ -40,7 +40,15 @@ class FunctionSource:
 
 def parse_function(fn) -> FunctionSource:
     """Parse `fn`'s source; CompileError when there is none to read."""
-    fn = inspect.unwrap(fn)
+    compiled = getattr(fn, "__srcgrad__", None)
+    if compiled is not None:
+        # A transform's result runs generated code: that code is what gets parsed
+        # (grad(grad(f)) differentiates the generated gradient, not f).
+        fn = compiled.entry()
+    else:
+        fn = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__srcgrad__"))
+        if hasattr(fn, "__srcgrad__"):
+            fn = fn.__srcgrad__.entry()
     code = getattr(fn, "__code__", None)
     if code is None:
         raise CompileError(f"cannot compile {fn!r}: it is not a Python function",

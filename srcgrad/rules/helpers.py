@@ -29,6 +29,7 @@ __all__ = [
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
+    "ensure_scalar",
 ]
 
 
@@ -526,3 +527,11 @@ def diff_bar(c, n, axis):
         padded = xp.concatenate([zero, moved, zero], axis=-1)
         moved = padded[..., :-1] - padded[..., 1:]
     return xp.moveaxis(moved, -1, axis)
+
+
+def ensure_scalar(x, name):
+    """`x` itself, once checked to be a scalar: `grad` needs a scalar output."""
+    if getattr(x, "ndim", 0) != 0:
+        raise TypeError(f"grad of {name}() needs a scalar output; it returned an array of shape "
+                        f"{x.shape}. Use sg.vjp, or reduce it (e.g. .sum())")
+    return x

@@ -54,7 +54,8 @@ defrule("size", "x", "xp.size(x)", targets=("numpy.size",), attribute="size",
 
 defrule("dtype", "x", "x.dtype", attribute="dtype", nondiff=True, static_out=True)
 
-defrule("result_type", "x", "xp.result_type(x)", targets=("numpy.result_type",),
+defrule("result_type", "x, *more", "xp.result_type(x, *more)",
+        targets=("numpy.result_type",),
         nondiff=True, static_out=True, doc="a formula's way to ask for x's dtype")
 
 defrule("unbroadcast", "x, shape", "unbroadcast(x, shape)",
@@ -257,7 +258,7 @@ defrule("copy", "x", "xp.copy(x)", targets=("numpy.copy",), method="copy",
         vjp={"x": "g"}, jvp={"x": "x_t"})
 defrule("astype", "x, dtype", "xp.astype(x, dtype)", targets=("numpy.astype",),
         method="astype",
-        vjp={"x": "xp.astype(g, xp.result_type(x))"}, jvp={"x": "xp.astype(x_t, dtype)"},
+        vjp={"x": "xp.astype(g, xp.result_type(x, 1.0))"}, jvp={"x": "xp.astype(x_t, dtype)"},
         doc="the cotangent is cast back to x's dtype")
 
 # ---------------------------------------------------------------- elementwise, two arguments
@@ -314,13 +315,14 @@ defrule("logaddexp", "x, y", "xp.logaddexp(x, y)", targets=("numpy.logaddexp",),
         vjp={"x": _ub("g * xp.exp(x - ans)", "x"), "y": _ub("g * xp.exp(y - ans)", "y")},
         jvp={"x": "x_t * xp.exp(x - ans)", "y": "y_t * xp.exp(y - ans)"})
 
-_TIE = "xp.where({a} {op} {b}, 1.0, xp.where({a} == {b}, 0.5, 0.0))"
+# The cotangent goes inside `where` so the result keeps its dtype (float32 stays float32).
+_TIE = "xp.where({a} {op} {b}, {t}, xp.where({a} == {b}, 0.5 * {t}, 0))"
 for _name, _op in (("maximum", ">"), ("minimum", "<")):
-    _dx = _TIE.format(a="x", b="y", op=_op)
-    _dy = _TIE.format(a="y", b="x", op=_op)
     defrule(_name, "x, y", f"xp.{_name}(x, y)", targets=(f"numpy.{_name}",), elementwise=True,
-            vjp={"x": _ub(f"g * {_dx}", "x"), "y": _ub(f"g * {_dy}", "y")},
-            jvp={"x": f"x_t * {_dx}", "y": f"y_t * {_dy}"},
+            vjp={"x": _ub(_TIE.format(a="x", b="y", op=_op, t="g"), "x"),
+                 "y": _ub(_TIE.format(a="y", b="x", op=_op, t="g"), "y")},
+            jvp={"x": _TIE.format(a="x", b="y", op=_op, t="x_t"),
+                 "y": _TIE.format(a="y", b="x", op=_op, t="y_t")},
             doc="ties (x == y): each operand gets half the gradient")
 
 defrule("where", "condition, x, y", "xp.where(condition, x, y)", targets=("numpy.where",),
@@ -412,6 +414,10 @@ _N = "reduced_size(xp.shape(x), axis)"
 _CENTERED = "(x - xp.mean(x, axis=axis, keepdims=True))"
 
 
+def _count(mask):  # how many elements tie, in x's dtype (an int count would promote float32)
+    return f"xp.astype(xp.sum({mask}, axis=axis, keepdims=True), xp.result_type(x))"
+
+
 def _reduce_jvp(deriv):
     return f"xp.sum(x_t * {deriv}, axis=axis, keepdims=keepdims)"
 
@@ -438,7 +444,7 @@ defrule("prod", "x, axis=None, keepdims=False", "xp.prod(x, axis=axis, keepdims=
 
 for _name in ("max", "min"):
     _mask = f"(x == {_ANS})"
-    _share = f"{_mask} / xp.sum({_mask}, axis=axis, keepdims=True)"
+    _share = f"{_mask} / {_count(_mask)}"
     defrule(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
             targets=(f"numpy.{_name}", f"numpy.a{_name}"), method=_name,
             vjp={"x": f"{_G} * {_share}"},
@@ -483,7 +489,7 @@ _NORM_D = (
     f" else {_V} / {_SAFE_A} if ord == 2"
     f" else xp.sign({_V}) if ord == 1"
     f" else xp.sign({_V}) * (xp.abs({_V}) == {_ANS})"
-    f" / xp.sum(xp.abs({_V}) == {_ANS}, axis=axis, keepdims=True)"
+    f" / {_count(f'(xp.abs({_V}) == {_ANS})')}"
     f" if ord == xp.inf or ord == -xp.inf"
     f" else xp.zeros_like({_V}) if ord == 0"
     f" else xp.sign({_V}) * (xp.abs({_V}) / {_SAFE_A}) ** (ord - 1)")
@@ -745,3 +751,10 @@ defrule("getitem", "x, index", "x[index]",
         vjp={"x": "scatter_index(g, xp.shape(x), index)"},
         jvp={"x": "x_t[index]"},
         doc="gathers with repeated indices accumulate (add.at)")
+
+
+# The identity, with a run-time check that grad's output is a scalar; the compiler
+# inserts it when it cannot prove the output is 0-d.
+defrule("ensure_scalar", "x, name", "ensure_scalar(x, name)",
+        targets=("srcgrad.rules.helpers.ensure_scalar",),
+        vjp={"x": "g"}, jvp={"x": "x_t"})

@@ -98,3 +98,11 @@ def constant_output(x):
 
 def int_ops(x):
     return np.sum(x * x)
+
+
+def int_astype(x):
+    return np.sum(x.astype(np.float64) ** 2)
+
+
+def poly4(x):
+    return x + x ** 2 + x ** 3 + x ** 4

@@ -161,3 +161,18 @@ def test_source_is_readable_python():
     assert "# grad of: h = np.tanh(X @ W1 + b1)" in text
     assert "@generated" in text
     compile(text, "<check>", "exec")
+
+
+def test_integer_argument_through_astype_is_not_truncated():
+    g = sg.grad(P.int_astype)(np.arange(4))
+    assert g.dtype.kind == "f"
+    assert_close(g, 2.0 * np.arange(4))
+
+
+def test_nested_grads_stay_zero_safe():
+    d = P.poly4
+    derivatives = []
+    for _ in range(5):
+        d = sg.grad(d)
+        derivatives.append(d(0.0))
+    assert derivatives == [1.0, 2.0, 6.0, 24.0, 0.0]

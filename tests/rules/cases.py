@@ -149,10 +149,12 @@ case("shape", ("x", {"x": N(2, 3)}))
 case("ndim", ("x", {"x": N(2, 3)}))
 case("size", ("x", {"x": N(2, 3)}))
 case("dtype", ("x", {"x": N(2, 3)}))
-case("result_type", ("x", {"x": N(2, 3)}))
+case("result_type", ("x", {"x": N(2, 3)}), ("x-and-scalar", {"x": N(2, 3), "more": (1.0,)}))
+case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
 case("reduced_size", ("tuple", {"shape": (3, 4, 5), "axis": (0, -1)}),
      ("none", {"shape": (3, 4), "axis": None}))
 case("inverse_axes", ("perm", {"axes": (2, -3, 1)}))
+case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
 case("linear_pad_mode", ("reflect", {"mode": "reflect"}))
 case("vector_only", ("vector", {"x": N(5), "axis": None}), ("axis", {"x": N(3, 4), "axis": 1}))
 case("unbroadcast",
@@ -475,12 +477,26 @@ def _materialize(value, rng):
     return value
 
 
+def _bind(rule, spec, rng):
+    """Bind a case to the rule's signature; a `*varargs` parameter's value is a tuple."""
+    values = {k: _materialize(v, rng) for k, v in spec.items()}
+    params = rule.py_signature.parameters
+    star = next((p for p in params.values() if p.kind is p.VAR_POSITIONAL), None)
+    if star is not None and star.name in values:
+        packed = tuple(_materialize(v, rng) for v in values.pop(star.name))
+        leading = [values.pop(p) for p, par in params.items()
+                   if par.kind is par.POSITIONAL_OR_KEYWORD]
+        bound = rule.py_signature.bind(*leading, *packed, **values)
+    else:
+        bound = rule.py_signature.bind(**values)
+    bound.apply_defaults()  # every parameter present, as the compiler binds a call
+    return dict(bound.arguments)
+
+
 def iter_cases():
     """Yield `(rule, case_id, args)` for every case: concrete arrays, defaults filled in."""
     for name in sorted(CASES):
         rule = RULES[name]
         for case_id, spec in CASES[name]:
             rng = np.random.default_rng(zlib.crc32(f"{name}/{case_id}".encode()))
-            bound = rule.py_signature.bind(**{k: _materialize(v, rng) for k, v in spec.items()})
-            bound.apply_defaults()  # every parameter present, as the compiler binds a call
-            yield rule, case_id, dict(bound.arguments)
+            yield rule, case_id, _bind(rule, spec, rng)

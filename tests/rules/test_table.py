@@ -302,3 +302,40 @@ def test_jvp(rule, case_id, args):
             # A contribution may be smaller than the output (broadcast by the compiler).
             full = np.broadcast_to(part, np.shape(out))
             _close(full, expected, f"jvp[{param}], output {k}")
+
+
+# ---------------------------------------------------------------- dtypes
+
+def _as_float32(value):
+    if ev.is_float_array(value):
+        return value.astype(np.float32)
+    if ev.leaves(value):
+        return type(value)(v.astype(np.float32) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("rule,case_id,args", ALL_CASES, ids=CASE_IDS)
+def test_formulas_keep_float32(rule, case_id, args):
+    """float32 in, float32 out: no formula may promote to float64 on its own."""
+    params = ev.differentiable_params(rule, args)
+    if rule.nondiff or not params:
+        pytest.skip("nothing to differentiate in this case")
+    args = {k: _as_float32(v) for k, v in args.items()}
+    ans = ev.primal(rule, args)
+    outs = ev.outputs(rule, ans)
+    if any(np.asarray(o).dtype != np.float32 for o in outs if np.asarray(o).dtype.kind == "f"):
+        pytest.skip("the primal itself is not float32 here")
+    gs = [np.ones(np.shape(o), np.float32) for o in outs]
+    g = tuple(gs) if ev.multi(rule) else gs[0]
+    for param in params:
+        value = args[param]
+        cot = ev.vjp(rule, param, args, ans, g)
+        cots = list(cot) if isinstance(value, (list, tuple)) else [cot]
+        for c in cots:
+            assert np.asarray(c).dtype == np.float32, f"vjp[{param}] is {np.asarray(c).dtype}"
+        tangent = ev.rebuild(value, [np.ones_like(v) for v in ev.leaves(value)])
+        out = ev.jvp(rule, param, args, ans, tangent)
+        for k, part in enumerate(tuple(out) if ev.multi(rule) else (out,)):
+            if np.asarray(outs[k]).dtype.kind == "f":
+                assert np.asarray(part).dtype == np.float32, \
+                    f"jvp[{param}] output {k} is {np.asarray(part).dtype}"
