@@ -46,6 +46,8 @@ def unbroadcast(x, shape):
         return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
+    if len(axes) == lead:  # only leading axes: the sum has the shape already
+        return x.sum(axis=axes)
     return x.sum(axis=axes).reshape(shape)
 
 
@@ -63,6 +65,8 @@ def matmul_bar(c, other, shape, which):
     `c` is the cotangent of the product, `other` the other operand. Handles 1-D
     operands (NumPy's promotion rules) and batch broadcasting (summed out).
     """
+    if len(shape) == 2 and c.ndim == 2 and other.ndim == 2:  # the common case, first
+        return c @ other.T if which == 0 else other.T @ c
     xp = _namespace(c)
     if which == 0:
         y = other
