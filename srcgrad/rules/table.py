@@ -17,6 +17,15 @@ contribution per output); constants (numbers, strings, None, True/False); and
 `==`, `and`, `or`, `not`, arithmetic on static values, and the constant `xp.inf`.
 A static condition may test whether an optional array parameter `is None`
 (`clip`'s bounds, `einsum`'s second operand): that is known when compiling.
+Conditional expressions also appear nested in argument position
+(`linrec((xp.ravel(x) if axis is None else x), ...)`) and in two renders
+(`einsum`, `pad`), always on static conditions.
+
+Sequence parameters (`arrays` of concatenate/stack) take a list of arrays: their
+VJP evaluates to a tuple with one cotangent per element, and their JVP reads
+`arrays_t`, a sequence of tangents (zeros for inactive elements). For
+multi-output rows `g` is a tuple with an entry for every output (zeros where an
+output has no cotangent); `concat_bar`/`stack_bar` have `len(arrays)` outputs.
 
 Note [Bilinear transposes]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
