@@ -127,9 +127,8 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     return source, pool
 
 
-# Reductions whose output is a scalar when reducing over all axes without keepdims.
-_FULL_REDUCTIONS = {"sum", "mean", "prod", "max", "min", "var", "std", "norm", "linalg_norm",
-                    "det", "linalg_det", "logsumexp", "dot_scalar", "vdot", "trace"}
+# Reductions whose output is 0-d when they reduce over all axes without keepdims.
+_FULL_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "var", "std", "norm"})
 
 
 def provably_scalar(ops, value) -> bool:
@@ -138,10 +137,10 @@ def provably_scalar(ops, value) -> bool:
     for op in ops:
         rule = rules.RULES[op.prim]
         args = dict(zip(rule.params, op.args))
-        if op.prim in _FULL_REDUCTIONS and op.prim not in ("det", "linalg_det", "trace"):
+        if op.prim in _FULL_REDUCTIONS:
             axis, keepdims = args.get("axis", Const(None)), args.get("keepdims", Const(False))
             if (isinstance(axis, Const) and axis.value is None and isinstance(keepdims, Const)
-                    and not keepdims.value and "ord" not in args):
+                    and not keepdims.value):
                 scalar.update(op.outs)
         elif rule.elementwise and all(
                 (isinstance(a, Var) and a in scalar) or (isinstance(a, Const) and numpy.ndim(a.value) == 0)
