@@ -448,7 +448,7 @@ class Tracer:
                 operands.append(to_operand(value if not isinstance(value, (int, float, str))
                                            and value is not None else Const(value)))
         if not any(True for o in operands for _ in _vars(o)):
-            return Const(_evaluate(rule, operands))
+            return Const(evaluate_static(rule, operands))
         # `nout` sees static values, and sequence operands as tuples (their length is static).
         known = {n: o.value if isinstance(o, Const) else from_operand(o)
                  for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}
@@ -554,7 +554,7 @@ def from_operand(operand):
     return operand
 
 
-def _evaluate(rule, operands):
+def evaluate_static(rule, operands):
     """Run a primitive on static operands at compile time."""
     env = dict(rules.FORMULA_GLOBALS)
     for name, operand in zip(rule.params, operands):

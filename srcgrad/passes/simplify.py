@@ -23,7 +23,7 @@ import numbers
 import numpy
 
 from srcgrad import rules
-from srcgrad.frontend.trace import _evaluate
+from srcgrad.frontend.trace import evaluate_static
 from srcgrad.ir.core import Const, Op, Var, substitute
 
 # Primitives whose result is floating point whatever their operands' dtypes.
@@ -69,7 +69,7 @@ def simplify(ops: list, keep: list) -> tuple:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
         if rule is not None and not any(True for _ in op.operand_vars()) and len(op.outs) == 1:
-            alias[op.outs[0]] = Const(_evaluate(rule, op.args))
+            alias[op.outs[0]] = Const(evaluate_static(rule, op.args))
             continue
         facts = (shape_class, producer, floats, scalars)
         replacement = _identity(op, *facts) if op.attrs.get("backward") else None
@@ -160,7 +160,7 @@ def _identity(op, shape_class, producer, floats, scalars):
         # Ask an earlier value of the same shape class, so the array itself may die.
         rep = shape_class.get(args[0], args[0])
         if rep is not args[0]:
-            return _reissue(op, (rep,))
+            return _Rewrite((rep,))
     if p == "power" and neutral(args[1], 1, args[0]):
         return args[0]
     if p == "expand_reduced" and (_is_none(args[2]) or _is_true(args[3])):
@@ -173,7 +173,7 @@ def _identity(op, shape_class, producer, floats, scalars):
         for i in (0, 1):
             scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer, scalars)
             if scalar is not None:
-                return _reissue(op, (scalar, args[1]) if i == 0 else (args[0], scalar))
+                return _Rewrite((scalar, args[1]) if i == 0 else (args[0], scalar))
     if p in ("unbroadcast", "broadcast_to") and isinstance(args[1], Var):
         shape_op = producer.get(args[1])
         if shape_op is not None and shape_op.prim == "shape" and _same_shape(
@@ -224,15 +224,10 @@ def _fold_broadcast_scalars(op, producer, scalars):
     if shape is None:
         return None
     if all(isinstance(v, Const) for v in values):
-        return _Rewrite((Const(_evaluate(rules.RULES[op.prim], values)), shape), prim="broadcast_to")
+        return _Rewrite((Const(evaluate_static(rules.RULES[op.prim], values)), shape), prim="broadcast_to")
     scalar = Var(f"_{op.outs[0].name.lstrip('_')}_scalar")
     pre = Op(op.prim, tuple(values), (scalar,), op.loc, {"backward": True})
     return _Rewrite((scalar, shape), prim="broadcast_to", before=(pre,))
-
-
-def _reissue(op, args):
-    """Signal: keep `op`, with new operands (and simplify it again)."""
-    return _Rewrite(args)
 
 
 class _Rewrite:
