@@ -73,11 +73,14 @@ def _autograd_twin(fn):
     return getattr(module, fn.__name__)
 
 
-@pytest.mark.parametrize("name,fn,make,wrt", CASES, ids=[c[0] for c in CASES])
+# autograd's ArrayBox cannot run these two (boolean-mask reads, the .dot method):
+# finite differences alone check them.
+AUTOGRAD_CASES = [c for c in CASES if c[0] not in ("indexing", "methods_and_attrs")]
+
+
+@pytest.mark.parametrize("name,fn,make,wrt", AUTOGRAD_CASES, ids=[c[0] for c in AUTOGRAD_CASES])
 def test_grad_matches_autograd(name, fn, make, wrt):
     autograd = pytest.importorskip("autograd")
-    if name in ("indexing", "methods_and_attrs"):
-        pytest.skip("autograd's ArrayBox lacks boolean-mask reads and the .dot method")
     args = make()
     twin = _autograd_twin(fn)
     expected = autograd.grad(twin, wrt)(*args)

@@ -500,3 +500,23 @@ def iter_cases():
         for case_id, spec in CASES[name]:
             rng = np.random.default_rng(zlib.crc32(f"{name}/{case_id}".encode()))
             yield rule, case_id, _bind(rule, spec, rng)
+
+
+def differentiable_cases(kind: str):
+    """The cases of rows with a `kind` ("vjp" or "jvp") formula and a float operand.
+
+    Cases with nothing to differentiate (non-differentiable rows, integer-only
+    operands) are not collected as tests at all: a skipped test proves nothing.
+    """
+    from tests.rules.evaluate import differentiable_params
+
+    for rule, case_id, args in iter_cases():
+        formulas = getattr(rule, kind)
+        if rule.nondiff or rule.static_out:
+            continue
+        if any(p in formulas for p in differentiable_params(rule, args)):
+            yield rule, case_id, args
+
+
+def case_ids(cases):
+    return [f"{rule.name}-{case_id}" for rule, case_id, _ in cases]
