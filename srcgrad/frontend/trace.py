@@ -448,7 +448,11 @@ class Tracer:
                 operands.append(to_operand(value if not isinstance(value, (int, float, str))
                                            and value is not None else Const(value)))
         if not any(True for o in operands for _ in _vars(o)):
-            return Const(evaluate_static(rule, operands))
+            try:
+                return Const(evaluate_static(rule, operands))
+            except Exception as err:  # static arguments NumPy (or a rule) refuses: say where
+                self.error(node, f"cannot compile this line: `{rule.name}` of its constant "
+                           f"arguments fails ({type(err).__name__}: {err})")
         # `nout` sees static values, and sequence operands as tuples (their length is static).
         known = {n: o.value if isinstance(o, Const) else from_operand(o)
                  for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}

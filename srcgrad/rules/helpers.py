@@ -29,7 +29,7 @@ __all__ = [
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
-    "ensure_scalar",
+    "ensure_scalar", "as_columns", "from_columns",
 ]
 
 
@@ -429,10 +429,15 @@ _INDEX_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 
 
 def linear_pad_mode(mode):
-    """`mode` itself when `numpy.pad` is linear in its input under it, else an error."""
+    """`mode` itself when `numpy.pad` is linear in its input under it, else an error.
+
+    Formulas call it on the static `mode`, so the compiler evaluates it while
+    tracing and an unsupported mode is a CompileError at the user's call.
+    """
     if mode == "constant" or mode in _INDEX_PAD_MODES:
         return mode
-    raise NotImplementedError(f"srcgrad: no derivative for numpy.pad(mode={mode!r})")
+    raise ValueError(f"no derivative for numpy.pad(mode={mode!r}); differentiable modes: "
+                     f"'constant', {', '.join(map(repr, _INDEX_PAD_MODES))}")
 
 
 def pad_bar(c, shape, pad_width, mode):
@@ -446,8 +451,6 @@ def pad_bar(c, shape, pad_width, mode):
     if mode == "constant":
         widths = numpy.broadcast_to(numpy.asarray(pad_width, dtype=numpy.int64), (nd, 2))
         return c[tuple(slice(int(b), int(b) + s) for (b, _), s in zip(widths, shape))]
-    if mode not in _INDEX_PAD_MODES:
-        raise NotImplementedError(f"srcgrad: no derivative for numpy.pad(mode={mode!r})")
     size = 1
     for s in shape:
         size *= s
@@ -539,3 +542,13 @@ def ensure_scalar(x, name):
         raise TypeError(f"grad of {name}() needs a scalar output; it returned an array of shape "
                         f"{x.shape}. Use sg.vjp, or reduce it (e.g. .sum())")
     return x
+
+
+def as_columns(x, b_ndim):
+    """`x` as a stack of columns (..., M, 1) when `solve`'s right-hand side was a vector."""
+    return x[..., None] if b_ndim == 1 else x
+
+
+def from_columns(x, b_ndim):
+    """The inverse of `as_columns`."""
+    return x[..., 0] if b_ndim == 1 else x

@@ -571,12 +571,25 @@ defrule("inv", "x", "xp.linalg.inv(x)", targets=("numpy.linalg.inv",),
         vjp={"x": f"-({_AT} @ g @ {_AT})"}, jvp={"x": "-(ans @ x_t @ ans)"},
         doc="batched")
 
+# NumPy 2 reads a 1-D `b` as one vector for every matrix in a batched `a`; the
+# derivatives work on columns (..., M, 1) in that case and on matrices otherwise.
+_COLS = "xp.ndim(b)"
 defrule("solve", "a, b", "xp.linalg.solve(a, b)", targets=("numpy.linalg.solve",),
-        vjp={"a": "-matmul_bar(xp.linalg.solve(xp.swapaxes(a, -1, -2), g), ans, xp.shape(a), 0)",
-             "b": "unbroadcast(xp.linalg.solve(xp.swapaxes(a, -1, -2), g), xp.shape(b))"},
-        jvp={"a": "-xp.linalg.solve(a, a_t @ ans)", "b": "xp.linalg.solve(a, b_t)"},
-        doc="b of shape (M,) or (..., M, K) (NumPy 2 rules); a 1-D b with a batched a "
-            "is not supported")
+        vjp={"a": f"-matmul_bar(xp.linalg.solve(xp.swapaxes(a, -1, -2), as_columns(g, {_COLS})),"
+                  f" as_columns(ans, {_COLS}), xp.shape(a), 0)",
+             "b": f"unbroadcast(from_columns(xp.linalg.solve(xp.swapaxes(a, -1, -2),"
+                  f" as_columns(g, {_COLS})), {_COLS}), xp.shape(b))"},
+        jvp={"a": f"-from_columns(xp.linalg.solve(a, a_t @ as_columns(ans, {_COLS})), {_COLS})",
+             "b": "xp.linalg.solve(a, b_t)"},
+        doc="b of shape (M,) (one vector, also for a batched a) or (..., M, K), as in NumPy 2")
+
+defrule("as_columns", "x, b_ndim", "as_columns(x, b_ndim)",
+        targets=("srcgrad.rules.helpers.as_columns",),
+        vjp={"x": "from_columns(g, b_ndim)"}, jvp={"x": "as_columns(x_t, b_ndim)"})
+
+defrule("from_columns", "x, b_ndim", "from_columns(x, b_ndim)",
+        targets=("srcgrad.rules.helpers.from_columns",),
+        vjp={"x": "as_columns(g, b_ndim)"}, jvp={"x": "from_columns(x_t, b_ndim)"})
 
 _INVT = "xp.swapaxes(xp.linalg.inv(x), -1, -2)"
 _DLOGDET = "xp.trace(xp.linalg.solve(x, x_t), axis1=-2, axis2=-1)"
@@ -713,10 +726,10 @@ defrule("pad", "x, pad_width, mode='constant', constant_values=0",
         "xp.pad(x, pad_width, mode=mode, constant_values=constant_values) if mode == 'constant'"
         " else xp.pad(x, pad_width, mode=mode)",
         targets=("numpy.pad",),
-        vjp={"x": "pad_bar(g, xp.shape(x), pad_width, mode)"},
+        vjp={"x": "pad_bar(g, xp.shape(x), pad_width, linear_pad_mode(mode))"},
         jvp={"x": "xp.pad(x_t, pad_width, mode=linear_pad_mode(mode))"},
         doc="modes constant (constant_values not differentiated), edge, reflect, symmetric, "
-            "wrap; other modes raise NotImplementedError when differentiated")
+            "wrap; other modes are refused at compile time (a CompileError at the call)")
 
 defrule("diff", "x, n=1, axis=-1", "xp.diff(x, n=n, axis=axis)", targets=("numpy.diff",),
         vjp={"x": "diff_bar(g, n, axis)"}, jvp={"x": "xp.diff(x_t, n=n, axis=axis)"},

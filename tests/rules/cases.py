@@ -397,7 +397,13 @@ case("solve",
      ("vector", {"a": WC(3), "b": N(3)}),
      ("matrix", {"a": WC(3), "b": N(3, 2)}),
      ("batch", {"a": WC(3, 2), "b": N(2, 3, 2)}),
-     ("broadcast-b", {"a": WC(3, 2), "b": N(3, 2)}))
+     ("broadcast-b", {"a": WC(3, 2), "b": N(3, 2)}),
+     # A 1-D b against a batch of as many matrices as b is long: NumPy 2 reads b as a
+     # vector; reading it as a matrix would still run, and be wrong.
+     ("batch-vector", {"a": WC(3, 3), "b": N(3)}))
+case("as_columns", ("vector-rhs", {"x": N(2, 3), "b_ndim": 1}), ("matrix-rhs", {"x": N(3, 2), "b_ndim": 2}))
+case("from_columns", ("vector-rhs", {"x": N(2, 3, 1), "b_ndim": 1}),
+     ("matrix-rhs", {"x": N(3, 2), "b_ndim": 2}))
 case("det", ("2d", {"x": WC(3)}), ("batch", {"x": WC(2, 3)}))
 case("slogdet", ("2d", {"x": WC(3)}), ("batch", {"x": WC(3, 2)}),
      ("negative", {"x": Fixed([[0.5, 2.0], [1.5, 0.3]])}))
