@@ -174,8 +174,24 @@ def test_matrix_norm_refuses_to_differentiate():
 
 
 def test_pad_mode_without_derivative_refuses():
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(ValueError, match="no derivative for numpy.pad"):
         _vjp("pad", "x", x=np.ones(3), pad_width=1, mode="maximum")
+
+
+def test_pad_mode_without_derivative_is_a_compile_error_at_the_call(tmp_path):
+    import importlib.util
+
+    import srcgrad as sg
+
+    path = tmp_path / "padmode.py"
+    path.write_text("import numpy as np\n\n\ndef f(x):\n"
+                    "    return np.sum(np.pad(x, 1, mode='maximum'))\n")
+    spec = importlib.util.spec_from_file_location("padmode", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(sg.CompileError) as info:
+        sg.grad(module.f)(np.ones(3))
+    assert info.value.lineno == 5 and "mode='maximum'" in str(info.value)
 
 
 def test_eigh_repeated_eigenvalues_stay_finite():
