@@ -480,6 +480,17 @@ def stack_bar(c, arrays, axis):
     return tuple(c[lead + (i,)] for i in range(len(arrays)))
 
 
+def _scatter_flat(c, shape, indices):
+    """Zeros of `shape` with `c` added at flat `indices` (repeats accumulate)."""
+    xp = _namespace(c)
+    size = 1
+    for s in shape:
+        size *= s
+    out = xp.zeros((size,), dtype=c.dtype)
+    xp.add.at(out, indices, c)
+    return xp.reshape(out, shape)
+
+
 def take_bar(c, shape, indices, axis):
     """Zeros of `shape` with `c` added where `numpy.take(x, indices, axis)` read.
 
@@ -487,12 +498,7 @@ def take_bar(c, shape, indices, axis):
     """
     xp = _namespace(c)
     if axis is None:
-        size = 1
-        for s in shape:
-            size *= s
-        out = xp.zeros((size,), dtype=c.dtype)
-        xp.add.at(out, indices, c)
-        return xp.reshape(out, shape)
+        return _scatter_flat(c, shape, indices)
     out = xp.zeros(shape, dtype=c.dtype)
     xp.add.at(out, (slice(None),) * (axis % len(shape)) + (indices,), c)
     return out
@@ -505,12 +511,7 @@ def take_along_bar(c, shape, indices, axis):
     """
     xp = _namespace(c)
     if axis is None:
-        size = 1
-        for s in shape:
-            size *= s
-        out = xp.zeros((size,), dtype=c.dtype)
-        xp.add.at(out, indices, c)
-        return xp.reshape(out, shape)
+        return _scatter_flat(c, shape, indices)
     nd = len(shape)
     ax = axis % nd
     index = []

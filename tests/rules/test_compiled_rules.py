@@ -135,20 +135,17 @@ VJP_CASES = compiled_cases("vjp")
 def test_rule_first_and_second_order_through_the_compiler(tmp_path, rule, case_id, args):
     module, wrt, values = _build(tmp_path, rule, args)
     assert wrt, "a differentiable case must have a float operand"
-    grads = sg.grad(module.f, wrt=tuple(wrt))(*values)
-    for i, g in zip(wrt, grads):
-        expected = numeric_grad(module.f, values, i)
-        if rule.name in _SYMMETRIC_INPUT:
-            g, expected = _sym(g), _sym(expected)
-        np.testing.assert_allclose(g, expected, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"first order, argument {i}")
+    _check_grad(rule, module.f, values, wrt, "first order", rtol=1e-5, atol=1e-6)
     rng = np.random.default_rng(3)
     directions = [rng.standard_normal(np.shape(values[i])) for i in wrt]
-    h_values = values + directions
-    h_grads = sg.grad(module.h, wrt=tuple(wrt))(*h_values)
-    for i, g in zip(wrt, h_grads):
-        expected = numeric_grad(module.h, h_values, i)
+    _check_grad(rule, module.h, values + directions, wrt, "second order", rtol=1e-4, atol=1e-5)
+
+
+def _check_grad(rule, fn, values, wrt, order, rtol, atol):
+    """sg.grad of `fn` against central differences, for every argument in `wrt`."""
+    grads = sg.grad(fn, wrt=tuple(wrt))(*values)
+    for i, g in zip(wrt, grads):
+        expected = numeric_grad(fn, values, i)
         if rule.name in _SYMMETRIC_INPUT:
             g, expected = _sym(g), _sym(expected)
-        np.testing.assert_allclose(g, expected, rtol=1e-4, atol=1e-5,
-                                   err_msg=f"second order, argument {i}")
+        np.testing.assert_allclose(g, expected, rtol=rtol, atol=atol, err_msg=f"{order}, argument {i}")
