@@ -1,10 +1,12 @@
 """The function transforms of API.md §1: grad, value_and_grad, vjp, source.
 
-A transform returns a plain function. Its first call parses the user function,
-looks the generated module up in the cache (memory, then disk) or compiles it, and
-from then on calls the generated function directly: no per-call hashing, source
-inspection or signature binding (DESIGN decision 11). The generated function has
-the user function's own parameters and defaults, so Python binds the arguments.
+A transform returns a plain function. Its first call with arguments of new shapes
+parses the user function, looks the generated module for those shapes up in the
+cache (memory, then disk) or compiles it (Note [Shape specialisation] in
+srcgrad.passes.shapes), and from then on a tuple of argument shapes picks the
+generated function: no per-call source inspection or signature binding (DESIGN
+decision 11). The generated function has the user function's own parameters and
+defaults, so Python binds the arguments.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
 from srcgrad.frontend.parse import parse_function
 from srcgrad.ir import tree as pytree
+from srcgrad.passes.shapes import ProbeFailed
 
 _MEMORY: dict = {}  # cache key -> loaded module namespace (this process)
 
@@ -29,13 +32,29 @@ class _Compiled:
 
     def __init__(self, fn, kind: str, wrt=None, single=False, has_aux=False):
         self.fn, self.kind, self.wrt, self.single, self.has_aux = fn, kind, wrt, single, has_aux
-        self.namespace = None
-        self.module_source = None
+        self.namespace = None  # the shape-generic variant's module globals, once loaded
+        self.module_source = None  # the source of the variant loaded last
         self.out_tree = None
         self.fn_name = None  # the name of the parsed function (set by load)
+        self._fs = None
 
-    def options(self) -> tuple:
-        return (self.kind, self.wrt, self.single, self.has_aux)
+    def options(self, shapes=None) -> tuple:
+        return (self.kind, self.wrt, self.single, self.has_aux, shapes)
+
+    def parsed(self):
+        if self._fs is None:
+            self._fs = parse_function(self.fn)
+            self.fn_name = self._fs.name
+        return self._fs
+
+    def specialized(self, args: tuple, shapes: tuple):
+        """The generated function for arguments of these shapes (`args` a first example)."""
+        full = inspect.signature(self.fn).bind(*args)
+        full.apply_defaults()
+        fs = self.parsed()
+        key = pipeline.cache_key(fs, self.options(shapes))
+        ns = self._load(fs, key, lambda: self._generate(fs, key or "uncached", tuple(full.args)))
+        return ns[_entry_names(self)[0]]
 
     def fingerprint(self) -> str | None:
         """For a compiled function referenced from other compiled code."""
@@ -45,21 +64,25 @@ class _Compiled:
         return None if fp is None else f"{self.kind}:{self.options()!r}:{fp}"
 
     def load(self) -> dict:
-        if self.namespace is not None:
-            return self.namespace
-        fs = parse_function(self.fn)
-        self.fn_name = fs.name
-        key = pipeline.cache_key(fs, self.options())
+        """The shape-generic variant (what `sg.source` shows before a call, and what
+        other compiled code traces when it calls this transform)."""
+        if self.namespace is None:
+            fs = self.parsed()
+            key = pipeline.cache_key(fs, self.options())
+            self.namespace = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
+        return self.namespace
+
+    def _load(self, fs, key, generate) -> dict:
+        """Module globals for `key`: from memory, the disk cache, or `generate()`."""
         hit = _MEMORY.get(key) if key else None
         if hit is not None:
-            self.namespace, self.module_source, self.out_tree = hit
-            return self.namespace
+            ns, self.module_source, self.out_tree = hit
+            return ns
         cache = default_cache()
         source = cache.get(key) if key else None
         constants: dict = {}
-        out_tree = None
         if source is None:
-            source, constants, out_tree = self._generate(fs, key or "uncached")
+            source, constants, out_tree = generate()
             path = cache.put(key, source) if key and not constants else ""
         else:
             path = str(cache.path_for(key))
@@ -67,7 +90,7 @@ class _Compiled:
         filename = path or pseudo_filename(key or f"{fs.name}-{id(self.fn):x}")
         namespace = {"xp": numpy, **rules.FORMULA_GLOBALS, **constants}
         ns = load_module(source, filename, namespace)
-        self.namespace, self.module_source, self.out_tree = ns, source, out_tree
+        self.module_source, self.out_tree = source, out_tree
         if key:
             _MEMORY[key] = (ns, source, out_tree)
         return ns
@@ -78,7 +101,7 @@ class _Compiled:
         graph, _ = pipeline.trace(fs)  # the vjp output structure is not in the module text
         return graph.out_tree
 
-    def _generate(self, fs, key: str) -> tuple:
+    def _generate(self, fs, key: str, args=None) -> tuple:
         origin = f"{_short_path(fs.filename)}:{fs.name}"
         if self.kind == "vjp":
             program = pipeline.vjp_program(fs)
@@ -86,7 +109,7 @@ class _Compiled:
         else:
             source, pool = pipeline.gradient_program(
                 fs, self.wrt, single=self.single, has_aux=self.has_aux,
-                with_value=self.kind == "value_and_grad")
+                with_value=self.kind == "value_and_grad", args=args)
             functions, constants, out_tree = [source], dict(pool.values), None
         module = emit.render_module(functions, version=pipeline.VERSION, origin=origin, key=key,
                                     helpers=emit.helpers_used(functions),
@@ -146,14 +169,23 @@ def _normalize_wrt(fn, wrt) -> tuple:
 def _transform(fn, kind: str, wrt, has_aux: bool):
     indices, single = _normalize_wrt(fn, wrt)
     compiled = _Compiled(fn, kind, indices, single, has_aux)
-    impl = None
+    variants: dict = {}  # argument shapes (a class for non-arrays) -> generated function
+    signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def transformed(*args, **kwargs):
-        nonlocal impl
+        if kwargs:  # the slow path: bind keywords to positions once per call
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        shapes = tuple([getattr(a, "shape", a.__class__) for a in args])
+        impl = variants.get(shapes)
         if impl is None:
-            impl = compiled.entry()
-        return impl(*args, **kwargs)
+            try:
+                impl = variants[shapes] = compiled.specialized(args, shapes)
+            except ProbeFailed:  # these arguments make the function itself fail:
+                return compiled.entry()(*args)  # let the generic code raise it, readably
+        return impl(*args)
 
     transformed.__srcgrad__ = compiled
     transformed.__wrapped__ = fn
@@ -278,7 +310,7 @@ class _CompiledJvp(_Compiled):
         graph, _ = pipeline.trace(fs)
         return graph.out_tree
 
-    def _generate(self, fs, key: str) -> tuple:
+    def _generate(self, fs, key: str, args=None) -> tuple:
         program = pipeline.jvp_program(fs, wrt=self.wrt)
         module = emit.render_module(program.sources, version=pipeline.VERSION,
                                     origin=f"{_short_path(fs.filename)}:{fs.name}", key=key,

@@ -26,6 +26,7 @@ from srcgrad.ir.core import Const, Var
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
+from srcgrad.passes.shapes import ProbeFailed, probe_shapes
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.vjp import reverse, zeros_for
 
@@ -49,10 +50,10 @@ def trace(fs: FunctionSource):
     return graph, namer
 
 
-def optimize(ops: list, results: list) -> tuple:
+def optimize(ops: list, results: list, shapes: dict | None = None) -> tuple:
     """simplify → cse → dce; returns (ops, results with removed values replaced)."""
     keep = [r for r in results if isinstance(r, Var)]
-    ops, alias = simplify(ops, keep)
+    ops, alias = simplify(ops, keep, shapes)
     results = [_follow(r, alias) for r in results]
     ops, alias = cse(ops)
     results = [_follow(r, alias) for r in results]
@@ -80,15 +81,23 @@ def _scalar_output(graph, has_aux: bool):
 
 
 def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=False,
-                     optimized=True, fn_name=None, pool=None) -> tuple:
+                     optimized=True, fn_name=None, pool=None, args=None) -> tuple:
     """(function source, ConstPool) of grad / value_and_grad of `fs` w.r.t. parameter indices.
 
     `single`: the user named one parameter (not a tuple), so one gradient is returned bare.
+    `args`: the first call's arguments (all of them, defaults applied) when compiling
+    a variant specialised to their shapes (Note [Shape specialisation]).
     """
     graph, namer = trace(fs)
     value, aux, aux_tree = _scalar_output(graph, has_aux)
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
+    if check_scalar and args is not None:  # a specialised variant checks once, here
+        out_shape = probe_shapes(graph.ops, graph.inputs, args).get(value)
+        if out_shape is not None:
+            check_scalar = False
+            if out_shape != ():
+                raise ProbeFailed("grad of a non-scalar output")  # the generic code says so
     if check_scalar:  # checked at run time by the identity `ensure_scalar`
         value = Tracer(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
     seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
@@ -97,8 +106,9 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
+    shapes = probe_shapes(ops, graph.inputs, args) if args is not None else None
     if optimized:
-        ops, results = optimize(ops, results)
+        ops, results = optimize(ops, results, shapes)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])

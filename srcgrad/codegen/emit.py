@@ -67,6 +67,10 @@ def _call(name, args):
 
 
 def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
+    if isinstance(value, numpy.generic) and value.dtype.kind in "fiub" and value.ndim == 0:
+        # a NumPy scalar keeps its dtype (NEP 50: it is not a weak Python scalar)
+        return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), value.dtype.name, ast.Load()),
+                        [ast.Constant(value.item())], [])
     if value is None or value is Ellipsis or isinstance(value, (bool, str, int)):
         return ast.Constant(value)
     if isinstance(value, float):
@@ -82,9 +86,6 @@ def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
         if in_index:
             return ast.Slice(*parts)
         return _call("slice", [p or ast.Constant(None) for p in parts])
-    if isinstance(value, numpy.generic) and value.dtype.kind in "fiub" and value.ndim == 0:
-        return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), value.dtype.name, ast.Load()),
-                        [ast.Constant(value.item())], [])
     if isinstance(value, type) and issubclass(value, numpy.generic):
         return ast.Attribute(ast.Name("xp", ast.Load()), value.__name__, ast.Load())
     if isinstance(value, numpy.dtype):

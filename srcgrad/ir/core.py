@@ -131,7 +131,7 @@ def substitute(ops: list, mapping: dict) -> list:
         return ops
 
     def fn(v):
-        while v in mapping:
+        while isinstance(v, Var) and v in mapping:
             v = mapping[v]
         return v
 

@@ -19,6 +19,7 @@ NumPy semantics (`x * 1.0` still turns an int array into floats).
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, field
 
 import numpy
 
@@ -58,50 +59,85 @@ def _float_result(op, floats) -> bool:
     return False
 
 
-def simplify(ops: list, keep: list) -> tuple:
+@dataclass
+class _Facts:
+    """What simplify knows about the values defined so far."""
+
+    shape_class: dict = field(default_factory=dict)  # Var -> representative (Note [Shape classes])
+    producer: dict = field(default_factory=dict)  # Var -> the op defining it
+    floats: set = field(default_factory=set)  # Vars known to be floating point
+    scalars: set = field(default_factory=set)  # Vars known to be Python/0-d scalars
+    shapes: dict = field(default_factory=dict)  # Var -> concrete shape (Note [Shape specialisation])
+
+
+def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
     """(simplified ops, {removed var: the operand standing for it}).
 
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
-    replaced by a temporary, the temporary takes its name.
+    replaced by a temporary, the temporary takes its name. `shapes` (from
+    srcgrad.passes.shapes) holds concrete shapes when compiling for known arguments.
     """
-    out, alias, shape_class, producer, floats, scalars = [], {}, {}, {}, set(), set()
+    out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}))
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
-        if rule is not None and not any(True for _ in op.operand_vars()) and len(op.outs) == 1:
-            alias[op.outs[0]] = Const(evaluate_static(rule, op.args))
+        folded = _fold(op, rule)
+        if folded is not None:
+            alias[op.outs[0]] = folded
             continue
-        facts = (shape_class, producer, floats, scalars)
-        replacement = _identity(op, *facts) if op.attrs.get("backward") else None
+        replacement = _rewrite(op, facts)
         while isinstance(replacement, _Rewrite):
-            for pre in replacement.before:  # new scalar ops the rewrite reads
-                _record(pre, out, shape_class, producer, floats, scalars)
+            for pre in replacement.before:  # new ops the rewrite reads
+                _record(pre, out, facts)
             op.args = tuple(replacement.args)
             op.prim = replacement.prim or op.prim
             rule = rules.RULES[op.prim]
-            replacement = _identity(op, *facts)
+            replacement = _fold(op, rule)
+            if replacement is not None:
+                break
+            replacement = _rewrite(op, facts)
         if replacement is not None and len(op.outs) == 1:
             alias[op.outs[0]] = replacement
             continue
-        _record(op, out, shape_class, producer, floats, scalars)
+        _record(op, out, facts)
     _rename_survivors(alias, keep)
     return out, alias
+
+
+def _fold(op, rule):
+    """The constant an op on constants computes, when it is a literal (never an array:
+    an array constant would be baked into the module and kept alive by it)."""
+    if rule is None or len(op.outs) != 1 or any(True for _ in op.operand_vars()):
+        return None
+    value = evaluate_static(rule, op.args)
+    if isinstance(value, numpy.ndarray) and value.ndim > 0:
+        return None
+    return Const(value)
+
+
+def _rewrite(op, facts):
+    """Shape-specialised rewrites apply to every op; algebraic ones to derivative code."""
+    replacement = _specialize(op, facts) if facts.shapes else None
+    if replacement is None and op.attrs.get("backward"):
+        replacement = _identity(op, facts)
+    return replacement
 
 
 # Static primitives whose result is a Python scalar (a count), not a tuple.
 _SCALAR_STATICS = frozenset({"reduced_size", "size", "ndim"})
 
 
-def _record(op, out, shape_class, producer, floats, scalars):
+def _record(op, out, facts):
     """Keep `op` and the facts about its outputs."""
     rule = rules.RULES[op.prim]
-    _classify(op, rule, shape_class, producer, scalars)
-    if _float_result(op, floats):
-        floats.update(op.outs)
-    if op.prim in _SCALAR_STATICS or (rule.elementwise and all(_is_scalar(a, scalars) for a in op.args)):
-        scalars.update(op.outs)
+    _classify(op, rule, facts.shape_class, facts.producer, facts.scalars)
+    if _float_result(op, facts.floats):
+        facts.floats.update(op.outs)
+    if op.prim in _SCALAR_STATICS or (rule.elementwise and all(
+            _is_scalar(a, facts.scalars) for a in op.args)):
+        facts.scalars.update(op.outs)
     for o in op.outs:
-        producer[o] = op
+        facts.producer[o] = op
     out.append(op)
 
 
@@ -134,9 +170,10 @@ def _is_scalar(a, scalars) -> bool:
     return (isinstance(a, Var) and a in scalars) or _is_scalar_const(a)
 
 
-def _identity(op, shape_class, producer, floats, scalars):
+def _identity(op, facts):
     """The operand `op` reduces to, a _Rewrite of it, or None."""
     p, args = op.prim, op.args
+    shape_class, producer, floats, scalars = facts.shape_class, facts.producer, facts.floats, facts.scalars
 
     def neutral(a, value, other):  # `other (op) a` is `other`, dtype included
         return _is_const(a, value) and (isinstance(a.value, int) or other in floats)
@@ -171,7 +208,7 @@ def _identity(op, shape_class, producer, floats, scalars):
             return folded
     if rules.RULES[p].elementwise and len(args) == 2:
         for i in (0, 1):
-            scalar = _broadcast_scalar(args[i], args[1 - i], shape_class, producer, scalars)
+            scalar = _broadcast_scalar(args[i], args[1 - i], facts)
             if scalar is not None:
                 return _Rewrite((scalar, args[1]) if i == 0 else (args[0], scalar))
     if p in ("unbroadcast", "broadcast_to") and isinstance(args[1], Var):
@@ -182,6 +219,77 @@ def _identity(op, shape_class, producer, floats, scalars):
     return None
 
 
+def _specialize(op, facts):
+    """Rewrites valid for the argument shapes a variant is compiled for.
+
+    Note [Shape specialisation] in srcgrad.passes.shapes: every Var in
+    `facts.shapes` has that shape on every call this variant serves.
+    """
+    p, args, shapes = op.prim, op.args, facts.shapes
+    if p == "broadcast_to" and _is_scalar_const(args[0]) and isinstance(args[1], Const) \
+            and args[1].value == () and not isinstance(args[0].value, numpy.ndarray):
+        return args[0]  # a scalar "broadcast" to 0-d: the scalar itself
+    if p == "shape" and isinstance(args[0], Var) and args[0] in shapes:
+        return Const(shapes[args[0]])
+    if p == "ensure_scalar" and isinstance(args[0], Var) and shapes.get(args[0]) == ():
+        return args[0]  # this variant's output is 0-d: nothing left to check
+    statics = args[2:] if p == "matmul_bar" else args[1:]
+    if p not in ("unbroadcast", "broadcast_to", "expand_reduced", "matmul_bar") or not all(
+            isinstance(a, Const) for a in statics):
+        return None
+    known = shapes.get(args[0]) if isinstance(args[0], Var) else numpy.shape(args[0].value)
+    if p in ("unbroadcast", "broadcast_to") and known == args[1].value:
+        return args[0]
+    if p == "unbroadcast" and known is not None:
+        return _sum_to(op, known, args[1].value, facts)
+    if p == "expand_reduced":
+        shape, axis, keepdims = (a.value for a in args[1:])
+        if keepdims or axis is None:
+            return args[0]  # already broadcastable against `shape`
+        target = tuple(1 if i in _normalize_axes(axis, len(shape)) else n for i, n in enumerate(shape))
+        return args[0] if known == target else _Rewrite((args[0], Const(target)), prim="reshape")
+    if p == "matmul_bar":
+        # A 2-D other operand, as a person writes it: g @ y.T and x.T @ g (g 1-D or 2-D).
+        other, target, which = args[1], args[2].value, args[3].value
+        other_shape = shapes.get(other) if isinstance(other, Var) else None
+        if known is None or other_shape is None or len(other_shape) != 2 or len(known) > 2:
+            return None
+        t_shape = other_shape[::-1]
+        product = (known[:-1] + t_shape[1:]) if which == 0 else (t_shape[:-1] + known[1:])
+        inner = (known[-1], t_shape[0]) if which == 0 else (t_shape[-1], known[0])
+        if product != tuple(target) or inner[0] != inner[1]:
+            return None
+        t = Var(f"_{other.name.lstrip('_')}_T")
+        facts.shapes[t] = t_shape
+        pre = Op("T", (other,), (t,), op.loc, {"backward": True})
+        return _Rewrite((args[0], t) if which == 0 else (t, args[0]), prim="matmul", before=(pre,))
+    return None
+
+
+def _sum_to(op, known, target, facts):
+    """`unbroadcast` from shape `known` to `target` as a plain NumPy sum (and reshape)."""
+    lead = len(known) - len(target)
+    if lead < 0 or any(m == 1 and n != 1 for m, n in zip(known[lead:], target)):
+        return _Rewrite((op.args[0], Const(tuple(target))), prim="broadcast_to")  # smaller: up
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(target)
+                                      if n == 1 and known[lead + i] != 1)
+    if any(m != n and m != 1 and n != 1 for m, n in zip(known[lead:], target)):
+        return None
+    summed = tuple(n for i, n in enumerate(known) if i not in axes)
+    sum_args = (op.args[0], Const(axes if len(axes) != 1 else axes[0]), Const(False))
+    if summed == tuple(target):
+        return _Rewrite(sum_args, prim="sum")
+    partial = Var(f"_{op.outs[0].name.lstrip('_')}_sum")
+    facts.shapes[partial] = summed
+    pre = Op("sum", sum_args, (partial,), op.loc, {"backward": True})
+    return _Rewrite((partial, Const(tuple(target))), prim="reshape", before=(pre,))
+
+
+def _normalize_axes(axis, ndim):
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return {a % ndim for a in axes}
+
+
 def _is_none(a) -> bool:
     return isinstance(a, Const) and a.value is None
 
@@ -190,12 +298,15 @@ def _is_true(a) -> bool:
     return isinstance(a, Const) and a.value is True
 
 
-def _broadcast_scalar(a, other, shape_class, producer, scalars):
+def _broadcast_scalar(a, other, facts):
     """`c` when `a` is `broadcast_to(c, shape(b))` for a scalar c and `other` has
     b's shape: the elementwise op broadcasts c itself."""
+    shape_class, producer = facts.shape_class, facts.producer
     op = producer.get(a) if isinstance(a, Var) else None
-    if op is None or op.prim != "broadcast_to" or not _is_scalar(op.args[0], scalars):
+    if op is None or op.prim != "broadcast_to" or not _is_scalar(op.args[0], facts.scalars):
         return None
+    if isinstance(op.args[1], Const):  # a specialised shape
+        return op.args[0] if facts.shapes.get(other) == op.args[1].value else None
     shape_op = producer.get(op.args[1]) if isinstance(op.args[1], Var) else None
     if shape_op is not None and shape_op.prim == "shape" and _same_shape(
             other, shape_op.args[0], shape_class):

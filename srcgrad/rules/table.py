@@ -662,6 +662,10 @@ defrule("transpose", "x, axes=None", "xp.transpose(x, axes)",
         jvp={"x": "xp.transpose(x_t, axes)"},
         doc="also x.T (all axes reversed)")
 
+# `x.T` of a known 2-D array: what shape-specialised code writes for matmul cotangents
+# (srcgrad.passes.simplify); `xp.transpose` costs a Python-level call.
+defrule("T", "x", "x.T", vjp={"x": "xp.transpose(g)"}, jvp={"x": "xp.transpose(x_t)"})
+
 defrule("matrix_transpose", "x", "xp.swapaxes(x, -1, -2)",
         targets=("numpy.matrix_transpose", "numpy.linalg.matrix_transpose"), attribute="mT",
         vjp={"x": "xp.swapaxes(g, -1, -2)"}, jvp={"x": "xp.swapaxes(x_t, -1, -2)"})

@@ -151,10 +151,12 @@ case("size", ("x", {"x": N(2, 3)}))
 case("dtype", ("x", {"x": N(2, 3)}))
 case("result_type", ("x", {"x": N(2, 3)}), ("x-and-scalar", {"x": N(2, 3), "more": (1.0,)}))
 case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
+case("T", ("matrix", {"x": N(3, 4)}), ("vector", {"x": N(4)}))
 case("reduced_size", ("tuple", {"shape": (3, 4, 5), "axis": (0, -1)}),
      ("none", {"shape": (3, 4), "axis": None}))
 case("inverse_axes", ("perm", {"axes": (2, -3, 1)}))
 case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
+case("T", ("matrix", {"x": N(3, 4)}), ("vector", {"x": N(4)}))
 case("linear_pad_mode", ("reflect", {"mode": "reflect"}))
 case("vector_only", ("vector", {"x": N(5), "axis": None}), ("axis", {"x": N(3, 4), "axis": 1}))
 case("unbroadcast",

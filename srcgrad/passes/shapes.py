@@ -1,0 +1,150 @@
+"""Shapes of every value, for one combination of argument shapes.
+
+Note [Shape specialisation]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Generic generated code must work for any shapes, so it carries plumbing:
+`unbroadcast(g, xp.shape(x))`, `matmul_bar(...)`, `xp.shape(...)` of values
+computed only for their shape. Hand-written NumPy has none of it, because its
+author knows the shapes. So does srcgrad once the first call shows them: the
+transform compiles a variant per tuple of argument shapes (an O(1) guard picks it;
+DESIGN decision 11), and this pass finds the shape of each value by running the
+ops once on the first call's arguments.
+
+A shape found that way holds for every call with the same argument shapes only
+if it depends on shapes alone. It does not when an op reads a *value* as a
+shape parameter: a boolean mask, `x[:k]` with an integer argument `k`,
+`np.zeros(n)` with `n = np.sum(mask)`. Such values are *unstable*: their shape
+is not recorded, so the simplifier keeps the generic code for them and for all
+that follows from them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.ir.core import Const, Pack, Var
+
+
+class ProbeFailed(Exception):
+    """Running the ops on the example arguments raised (a singular matrix, a
+    non-scalar loss): the caller runs the generic code instead, which raises the
+    same error from a generated line the user can read."""
+
+
+_SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
+
+
+@functools.cache
+def _code(render: str):
+    return compile(render, "<rule>", "eval")
+
+
+def _value(operand, env):
+    if isinstance(operand, Var):
+        return env[operand]
+    if isinstance(operand, Pack):
+        items = tuple(_value(i, env) for i in operand.items)
+        if operand.style == "slice":
+            return slice(*items)
+        return items if operand.style == "tuple" else list(items)
+    return operand.value
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (numpy.ndarray, numpy.generic)) and not isinstance(
+        value, numpy.integer) or hasattr(value, "__array_namespace__")
+
+
+def probe_shapes(ops: list, inputs: list, args: tuple) -> dict:
+    """{Var: shape} for the values whose shape depends on argument shapes alone."""
+    env = dict(zip(inputs, args))
+    shapes: dict = {}
+    derived: set = set()  # values computed from shapes only (shape tuples, sizes, counts)
+    for v, a in zip(inputs, args):
+        if _is_array(a) or isinstance(a, (int, float, complex, bool)):
+            shapes[v] = numpy.shape(a)
+    for op in ops:
+        rule = rules.RULES[op.prim]
+        namespace = dict(rules.FORMULA_GLOBALS)
+        namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
+        try:
+            result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
+        except Exception as err:
+            raise ProbeFailed(f"{op.prim}: {err}") from err
+        outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
+        for o, value in zip(op.outs, outs):
+            env[o] = value
+        if _stable(op, rule, env, shapes, derived):
+            if op.prim in _SHAPE_FACTS or all(
+                    v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):
+                derived.update(op.outs)
+            for o in op.outs:
+                shapes[o] = numpy.shape(env[o])
+    return shapes
+
+
+def _reads_arrays(op, env) -> bool:
+    return any(_is_array(env[v]) for v in op.operand_vars())
+
+
+def _stable(op, rule, env, shapes, derived) -> bool:
+    """Whether op's output shapes follow from its operands' shapes alone."""
+    if op.prim in ("getitem", "scatter_index"):
+        return op.args[0] not in () and _operand_stable(op.args[0], env, shapes, derived) \
+            and _index_stable(op.args[2] if op.prim == "scatter_index" else op.args[1],
+                              env, shapes, derived) \
+            and (op.prim != "scatter_index" or _static_stable(op.args[1], derived))
+    data = set(rule.vjp) | set(rule.jvp)
+    for param, operand in zip(rule.params, op.args):
+        if rule.elementwise or param in data or (rule.nondiff and _holds_array(operand, env)):
+            if not _operand_stable(operand, env, shapes, derived):
+                return False
+        elif not _static_stable(operand, derived):
+            return False
+    return True
+
+
+def _holds_array(operand, env) -> bool:
+    return any(_is_array(env[v]) for v in _vars(operand))
+
+
+def _operand_stable(operand, env, shapes, derived) -> bool:
+    """A data operand: its shape (not its value) must be known."""
+    return all(v in shapes or v in derived for v in _vars(operand))
+
+
+def _static_stable(operand, derived) -> bool:
+    """A parameter operand (axis, shape, repeats): its value must come from shapes."""
+    return all(v in derived for v in _vars(operand))
+
+
+def _index_stable(index, env, shapes, derived) -> bool:
+    """An index: integer arrays matter by shape, masks and slice bounds by value."""
+    parts = index.items if isinstance(index, Pack) and index.style != "slice" else (index,)
+    for part in parts:
+        if isinstance(part, Const):
+            continue
+        if isinstance(part, Pack):  # a slice with dynamic bounds
+            if not _static_stable(part, derived):
+                return False
+            continue
+        value = env[part]
+        if getattr(value, "dtype", None) is not None and value.dtype.kind == "b":
+            return False  # a boolean mask selects a data-dependent number of elements
+        if _is_array(value):
+            if part not in shapes:
+                return False
+        elif not isinstance(value, (int, numpy.integer)):
+            return False
+    return True
+
+
+def _vars(operand):
+    if isinstance(operand, Var):
+        yield operand
+    elif isinstance(operand, Pack):
+        for item in operand.items:
+            yield from _vars(item)
