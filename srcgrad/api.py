@@ -166,27 +166,84 @@ def _normalize_wrt(fn, wrt) -> tuple:
     return tuple(indices), single
 
 
+class _Dispatch:
+    """The function a transform returns, and the variants behind it.
+
+    The returned object is a real Python function with the user function's
+    signature whose code is generated (templates/dispatch.py.j2): it compares each
+    argument's shape (or, for Python scalars, its class) with those of the variant
+    used last and calls it directly; a miss looks the variant for the new shapes up
+    (compiling it once) and regenerates the guards for it.
+    """
+
+    def __init__(self, fn, compiled):
+        self.fn, self.compiled = fn, compiled
+        self.variants: dict = {}  # guard values -> generated function
+        self.signature = inspect.signature(fn)
+        plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
+        self.params = list(self.signature.parameters) if plain else None
+        self.globals = {"_miss": self.miss, "_impl": None}
+        self.function = self._function(guards=())
+
+    def _function(self, guards):
+        if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
+            def function(*args, **kwargs):
+                return self.miss(*args, **kwargs)
+            return function
+        params = []
+        for i, (name, p) in enumerate(self.signature.parameters.items()):
+            if p.default is p.empty:
+                params.append(name)
+            else:
+                self.globals[f"_default{i}"] = p.default
+                params.append(f"{name}=_default{i}")
+        text = emit.render_dispatcher(self.fn.__name__, params, self.params, list(guards))
+        code = compile(text, f"<srcgrad dispatch {self.fn.__qualname__}>", "exec")
+        namespace = self.globals
+        exec(code, namespace)  # noqa: S102 (our own generated text)
+        return namespace.pop(self.fn.__name__)
+
+    def miss(self, *args, **kwargs):
+        if kwargs or len(args) != len(self.signature.parameters):
+            bound = self.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        key = tuple([_guard_value(a) for a in args])
+        impl = self.variants.get(key)
+        if impl is None:
+            try:
+                impl = self.variants[key] = self.compiled.specialized(args, key)
+            except ProbeFailed:  # these arguments make the function itself fail:
+                return self.compiled.entry()(*args)  # let the generic code raise it, readably
+        self._retarget(key, impl)
+        return impl(*args)
+
+    def _retarget(self, key, impl):
+        """Make the guards of the returned function those of `key`'s variant."""
+        if self.params is None:
+            return
+        guards = []
+        for i, (name, value) in enumerate(zip(self.params, key)):
+            self.globals[f"_g{i}"] = value
+            if isinstance(value, tuple):
+                guards.append(f"{name}.shape == _g{i}")
+            else:
+                guards.append(f"{name}.__class__ is _g{i}")
+        self.globals["_impl"] = impl
+        self.function.__code__ = self._function(guards).__code__
+
+
+def _guard_value(a):
+    """What a variant is specialised on: an array's shape, or a Python value's class."""
+    shape = getattr(a, "shape", None)
+    return shape if isinstance(shape, tuple) else a.__class__
+
+
 def _transform(fn, kind: str, wrt, has_aux: bool):
     indices, single = _normalize_wrt(fn, wrt)
     compiled = _Compiled(fn, kind, indices, single, has_aux)
-    variants: dict = {}  # argument shapes (a class for non-arrays) -> generated function
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def transformed(*args, **kwargs):
-        if kwargs:  # the slow path: bind keywords to positions once per call
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            args = bound.args
-        shapes = tuple([getattr(a, "shape", a.__class__) for a in args])
-        impl = variants.get(shapes)
-        if impl is None:
-            try:
-                impl = variants[shapes] = compiled.specialized(args, shapes)
-            except ProbeFailed:  # these arguments make the function itself fail:
-                return compiled.entry()(*args)  # let the generic code raise it, readably
-        return impl(*args)
-
+    transformed = _Dispatch(fn, compiled).function
+    functools.update_wrapper(transformed, fn)
     transformed.__srcgrad__ = compiled
     transformed.__wrapped__ = fn
     transformed.__name__ = f"{kind}_{fn.__name__}"
@@ -208,15 +265,48 @@ def value_and_grad(f=None, wrt=0, *, has_aux=False):
 
 
 _VJP: dict = {}  # function -> _Compiled, so repeated sg.vjp(f, ...) calls compile once
+_VJP_HOOKS: dict = {}  # function -> _CompiledVjpHooks: the saved-tensor-hook variant
+
+
+class _CompiledVjpHooks(_Compiled):
+    """The variant of `sg.vjp` run while saved-tensor hooks are active: `f_fwd(pack_hook,
+    ...)`, `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks], srcgrad.passes.hooks)."""
+
+    def __init__(self, fn):
+        super().__init__(fn, "vjp")
+
+    def options(self) -> tuple:
+        return super().options() + ("saved_tensors_hooks",)
+
+    def _generate(self, fs, key: str) -> tuple:
+        program = pipeline.vjp_program(fs, hooks=True)
+        module = emit.render_module(program.sources, version=pipeline.VERSION,
+                                    origin=f"{_short_path(fs.filename)}:{fs.name}", key=key,
+                                    helpers=emit.helpers_used(program.sources),
+                                    constants=sorted(program.constants))
+        return module, program.constants, program.out_tree
 
 
 def vjp(f, *primals):
-    """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal."""
-    compiled = _VJP.get(f)
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal.
+
+    The saved-tensor hooks active now (`sg.autograd.graph.saved_tensors_hooks`) pack
+    what custom Functions save; `vjp_fn` unpacks it with the same pair.
+    """
+    from srcgrad.autograd.graph import current_hooks
+
+    hooks = current_hooks()
+    table, make = (_VJP, lambda: _Compiled(f, "vjp")) if hooks is None else (
+        _VJP_HOOKS, lambda: _CompiledVjpHooks(f))
+    compiled = table.get(f)
     if compiled is None:
-        compiled = _VJP[f] = _Compiled(f, "vjp")
+        compiled = table[f] = make()
     fwd, bwd = compiled.entry(0), compiled.entry(1)
-    out_leaves, saved = fwd(*primals)
+    if hooks is None:
+        out_leaves, saved = fwd(*primals)
+    else:
+        out_leaves, saved = fwd(hooks[0], *primals)
+        bwd = functools.partial(bwd, hooks[1])
     out_tree = compiled.out_tree
     out = pytree.unflatten(out_tree, out_leaves)
 
@@ -252,6 +342,7 @@ def cache_clear() -> None:
     """Empty the in-memory and on-disk module caches."""
     _MEMORY.clear()
     _VJP.clear()
+    _VJP_HOOKS.clear()
     default_cache().clear()
 
 

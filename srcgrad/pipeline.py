@@ -23,6 +23,7 @@ from srcgrad.frontend.parse import FunctionSource
 from srcgrad.frontend.resolve import fingerprint
 from srcgrad.frontend.trace import Namer, Tracer
 from srcgrad.ir.core import Const, Var
+from srcgrad.passes import hooks as hooks_pass
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
@@ -106,9 +107,11 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
-    shapes = probe_shapes(ops, graph.inputs, args) if args is not None else None
+    arrays: set = set()
+    shapes = probe_shapes(ops, graph.inputs, args, arrays) if args is not None else None
     if optimized:
         ops, results = optimize(ops, results, shapes)
+    _prefer_methods(ops, arrays)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
@@ -159,25 +162,37 @@ def provably_scalar(ops, value) -> bool:
     return value in scalar
 
 
-def vjp_program(fs, optimized=True) -> Functions:
-    """Forward (returns outputs and saved values) and backward functions of `fs`."""
+def vjp_program(fs, optimized=True, hooks=False) -> Functions:
+    """Forward (returns outputs and saved values) and backward functions of `fs`.
+
+    `hooks`: the saved-tensor-hook variant, `f_fwd(pack_hook, ...)` and
+    `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks] in srcgrad.passes.hooks).
+    """
     graph, namer = trace(fs)
+    hook_vars = (Var(namer.fresh("pack_hook"), "static"),
+                 Var(namer.fresh("unpack_hook"), "static")) if hooks else None
     seeds, cotangent_params = [], []
     for i, out in enumerate(graph.outputs):
         ct = Var(namer.fresh(names.cotangent_name(out.name) if isinstance(out, Var) else f"_ct{i}"))
         cotangent_params.append(ct)
         if isinstance(out, Var):
             seeds.append((out, ct))
-    backward, grads = reverse(graph.ops, graph.inputs, seeds, namer)
+    backward, grads = reverse(graph.ops, graph.inputs, seeds, namer, hooks=hook_vars)
     tracer = Tracer(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in graph.inputs]
     ops = graph.ops + backward
-    results = list(graph.outputs) + grad_list
+    alive: list = []
+    if hooks:
+        ops, alive = hooks_pass.place_packs(ops)
+    results = list(graph.outputs) + grad_list + alive
     if optimized:
         ops, results = optimize(ops, results)
-    outputs, grad_list = results[:len(graph.outputs)], results[len(graph.outputs):]
-    names.tidy_temporaries(ops, [v.name for v in graph.inputs + cotangent_params])
-    forward, backward, saved = saved_pass.split(ops, graph.inputs, cotangent_params)
+    n_out, n_grad = len(graph.outputs), len(grad_list)
+    outputs, grad_list = results[:n_out], results[n_out:n_out + n_grad]
+    hook_params = list(hook_vars) if hooks else []
+    names.tidy_temporaries(ops, [v.name for v in graph.inputs + cotangent_params + hook_params])
+    forward, backward, saved = saved_pass.split(ops, graph.inputs + hook_params[:1],
+                                                cotangent_params + hook_params[1:])
     # A gradient that *is* a forward value (d(x*y)/dx = y) is read by the backward too.
     defined_forward = set(graph.inputs) | {o for op in forward for o in op.outs}
     for g in grad_list:
@@ -187,14 +202,26 @@ def vjp_program(fs, optimized=True) -> Functions:
     fwd_name, bwd_name = names.forward_fn_name(fs.name), names.backward_fn_name(fs.name)
     out_src = _tuple_src([emit.operand_source(o, pool) for o in outputs], single=False)
     saved_src = _tuple_src([v.name for v in saved], single=False)
-    fwd = emit.render_function(fwd_name, _params(graph, pool), emit.block_lines(forward, pool),
+    fwd_params = [v.name for v in hook_params[:1]] + _params(graph, pool)
+    fwd = emit.render_function(fwd_name, fwd_params, emit.block_lines(forward, pool),
                                f"{out_src}, {saved_src}")
     unpack = [f"{', '.join(v.name for v in saved)}, = _saved"] if saved else []
     bwd_body = unpack + ([""] if unpack else []) + emit.block_lines(backward, pool, backward=True)
-    bwd = emit.render_function(bwd_name, ["_saved"] + [c.name for c in cotangent_params], bwd_body,
+    bwd_params = [v.name for v in hook_params[1:]] + ["_saved"] + [c.name for c in cotangent_params]
+    bwd = emit.render_function(bwd_name, bwd_params, bwd_body,
                                _tuple_src([emit.operand_source(g, pool) for g in grad_list],
                                           single=False))
     return Functions([fwd, bwd], (fwd_name, bwd_name), dict(pool.values), graph.out_tree)
+
+
+def _prefer_methods(ops, arrays):
+    """Write `x.sum(axis=0)` rather than `xp.sum(x, axis=0)` where x is known to be a
+    NumPy array: the method skips NumPy's Python-level dispatch (half the cost on
+    small arrays). Only specialised variants know; generic code keeps `xp.` calls."""
+    for op in ops:
+        rule = rules.RULES[op.prim]
+        if rule.method and op.args and isinstance(op.args[0], Var) and op.args[0] in arrays:
+            op.attrs["as_method"] = rule.method
 
 
 _VIEWS = ("getitem", "reshape", "transpose", "T", "swapaxes", "moveaxis", "expand_dims",

@@ -150,8 +150,19 @@ def _same_const(value, default) -> bool:
 def op_expr(op, pool: ConstPool) -> ast.expr:
     rule = rules.RULES[op.prim]
     template = _copy(_template(rule.render))
+    method = op.attrs.get("as_method")
+    if method and _is_namespace_call(template, rule.params[0]):
+        # xp.f(x, *rest) -> x.method(*rest): the receiver is known to be an array
+        template.func = ast.Attribute(template.args[0], method, ast.Load())
+        template.args = template.args[1:]
     operands = dict(zip(rule.params, op.args))
     return _Substitute(rule, operands, pool).visit(template)
+
+
+def _is_namespace_call(node, first_param) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "xp"
+            and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == first_param)
 
 
 def _copy(node):
@@ -160,6 +171,8 @@ def _copy(node):
 
 def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
+    if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
+        return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
     if len(op.outs) == 1 and callable(rules.RULES[op.prim].nout):
         targets += ","
     return f"{targets} = {ast.unparse(op_expr(op, pool))}"
@@ -219,6 +232,15 @@ def render_function(name: str, params: list, body: list, result: str, doc: str =
         name=name, params=params, body=body, result=result, doc=doc)
     ast.parse(text)
     return text.rstrip("\n")
+
+
+def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
+    """The function a transform returns: O(1) guards on argument shapes pick the
+    variant compiled for them (Note [Shape specialisation]); anything else misses."""
+    text = _environment().get_template("dispatch.py.j2").render(
+        name=name, params=params, args=args, guards=guards)
+    ast.parse(text)
+    return text
 
 
 def render_module(functions: list, *, version: str, origin: str, key: str, helpers=(),

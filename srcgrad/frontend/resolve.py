@@ -80,6 +80,10 @@ def _value_print(value, stack, parse_function) -> str | None:
         return "rule:" + rule.name
     if isinstance(value, types.BuiltinFunctionType) and getattr(builtins, value.__name__, None) is value:
         return "builtin:" + value.__name__
+    if isinstance(value, type) and getattr(value, "_srcgrad_function", False):
+        from srcgrad.frontend.function import fingerprint_function  # a custom Function class
+
+        return fingerprint_function(value, stack)
     if isinstance(value, types.FunctionType):
         inner = getattr(value, "__srcgrad__", None)
         if inner is not None:

@@ -77,6 +77,21 @@ class Scope:
         self.locate = locate  # gast node -> Loc
 
 
+class TraceObject:
+    """A compile-time object that user code uses as a value: a custom Function's `ctx`
+    (srcgrad.frontend.function). The tracer asks it for attributes, attribute
+    stores and method calls instead of evaluating them."""
+
+    def trace_getattr(self, tracer, name, node):
+        raise NotImplementedError
+
+    def trace_setattr(self, tracer, name, value, node):
+        raise NotImplementedError
+
+    def trace_method(self, tracer, name, args, kwargs, node):
+        raise NotImplementedError
+
+
 class Tracer:
     def __init__(self, namer: Namer, ops: list | None = None):
         self.namer = namer
@@ -140,7 +155,12 @@ class Tracer:
         elif isinstance(node, gast.Expr):
             if isinstance(node.value, gast.Constant):
                 return  # a docstring or a bare literal
+            if self._is_ctx_call(node.value, scope):  # `ctx.save_for_backward(x)`
+                self.expr(node.value, scope)
+                return
             self.fail(node, "an expression statement", "assign its result or remove it")
+        elif isinstance(node, gast.If):
+            self._static_if(node, scope)
         elif isinstance(node, gast.Pass):
             return
         elif isinstance(node, gast.FunctionDef):
@@ -148,6 +168,26 @@ class Tracer:
         else:
             self.fail(node, f"the statement `{type(node).__name__}`",
                       "see API.md for what compiled functions may contain")
+
+    def _is_ctx_call(self, node, scope) -> bool:
+        """A method call on a TraceObject (Note [Custom Functions] in frontend.function)."""
+        return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+                and isinstance(node.func.value, gast.Name)
+                and isinstance(scope.env.get(node.func.value.id), TraceObject))
+
+    def _static_if(self, node, scope):
+        """An `if` on a condition known at compile time (`if g is not None:`): the taken
+        branch is traced, the other dropped. Dynamic conditions are not supported yet."""
+        test = self.expr(node.test, scope)
+        if not isinstance(test, Const):
+            self.fail(node, "an `if` on a condition that depends on array values",
+                      "use `np.where(cond, a, b)`")
+        for stmt in node.body if test.value else node.orelse:
+            self.loc = scope.locate(stmt)
+            if isinstance(stmt, gast.Return):
+                self.fail(stmt, "a `return` inside an `if`", "assign a result and return it "
+                          "at the end of the function")
+            self.stmt(stmt, scope)
 
     def bind(self, target, value, scope):
         if isinstance(target, gast.Name):
@@ -164,6 +204,9 @@ class Tracer:
                 self.fail(target, f"unpacking {len(value)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, value):
                 self.bind(t, v, scope)
+        elif isinstance(target, gast.Attribute) and isinstance(
+                base := self.expr(target.value, scope), TraceObject):
+            base.trace_setattr(self, target.attr, value, target)  # `ctx.z = z`
         else:
             self.fail(target, f"assignment to `{_describe(target)}`",
                       "assign to a plain name")
@@ -299,6 +342,8 @@ class Tracer:
 
     def expr_Attribute(self, node, scope):
         base = self.expr(node.value, scope)
+        if isinstance(base, TraceObject):
+            return base.trace_getattr(self, node.attr, node)
         if isinstance(base, Const):
             try:
                 return Const(getattr(base.value, node.attr))
@@ -356,6 +401,8 @@ class Tracer:
             base = self.expr(func.value, scope)
             if isinstance(base, Var):
                 return self.method_call(base, func.attr, args, kwargs, node)
+            if isinstance(base, TraceObject):
+                return base.trace_method(self, func.attr, args, kwargs, node)
             if not isinstance(base, Const):
                 self.fail(node, f"the method `.{func.attr}()` of a tuple, list or dict")
             try:
@@ -382,6 +429,11 @@ class Tracer:
         return self.apply(rule, [base, *args], kwargs, node)
 
     def call(self, callee, args, kwargs, node):
+        from srcgrad.frontend import function as custom
+
+        cls = custom.applied_class(callee)
+        if cls is not None:  # `MyFn.apply(...)` of a custom Function
+            return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):
             return self.inline(callee.fs_for(self), args, kwargs, node)
         rule = rules.lookup_callable(callee)
@@ -482,7 +534,7 @@ class Tracer:
         bound.apply_defaults()
         env = {}
         for name, value in bound.arguments.items():
-            if isinstance(value, (tuple, list, dict, Var, Const)):
+            if isinstance(value, (tuple, list, dict, Var, Const, TraceObject)):
                 env[name] = value
             else:
                 env[name] = Const(value)

@@ -25,6 +25,8 @@ import re
 import numpy
 
 from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.frontend import function as custom
 from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.passes.simplify import _classify
@@ -53,9 +55,26 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
             producer[o] = op
         out.append(op)
 
+    custom_body = custom.body_ops(ops)
     for op in ops:
         record(op)
         rule = rules.RULES[op.prim]
+        # ---- custom Functions (Note [Custom Functions] in srcgrad.frontend.function)
+        if id(op) in custom_body:
+            continue  # the user's jvp gives the tangents of the call's outputs
+        if op.prim == "custom_call":
+            if any(v in tangents for v in custom.differentiable_inputs(op).items):
+                tracer = Tracer(namer)
+                tracer.loc = op.loc
+                tangents.update(custom.trace_jvp(tracer, op, tangents))
+                for new in tracer.ops:
+                    new.attrs["backward"] = True
+                    record(new)
+            continue
+        if op.prim == "differentiable_once" and isinstance(op.args[0], Var) and op.args[0] in tangents:
+            raise CompileError.at(op.loc, "trying to differentiate twice a function that was "
+                                  f"marked with @once_differentiable ({op.args[1].value})")
+        # ---- end custom Functions
         if rule.nondiff or rule.static_out or not any(o.kind == "array" for o in op.outs):
             continue
         active = [(p, a) for p, a in zip(rule.params, op.args)

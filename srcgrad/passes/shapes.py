@@ -58,9 +58,17 @@ def _is_array(value) -> bool:
         value, numpy.integer) or hasattr(value, "__array_namespace__")
 
 
-def probe_shapes(ops: list, inputs: list, args: tuple) -> dict:
-    """{Var: shape} for the values whose shape depends on argument shapes alone."""
+def probe_shapes(ops: list, inputs: list, args: tuple, arrays: set | None = None) -> dict:
+    """{Var: shape} for the values whose shape depends on argument shapes alone.
+
+    `arrays`, when given, receives the Vars whose values are NumPy ndarrays (they
+    have every method: `x.sum()` costs half of `np.sum(x)`; NumPy scalars lack some,
+    like `.dot`). Whether a value is one depends only on the classes of the
+    arguments, which a variant's guard fixes.
+    """
     env = dict(zip(inputs, args))
+    arrays = set() if arrays is None else arrays
+    arrays.update(v for v, a in zip(inputs, args) if isinstance(a, numpy.ndarray))
     shapes: dict = {}
     derived: set = set()  # values computed from shapes only (shape tuples, sizes, counts)
     for v, a in zip(inputs, args):
@@ -77,6 +85,8 @@ def probe_shapes(ops: list, inputs: list, args: tuple) -> dict:
         outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
         for o, value in zip(op.outs, outs):
             env[o] = value
+            if isinstance(value, numpy.ndarray):
+                arrays.add(o)
         if _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
                     v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):

@@ -231,6 +231,16 @@ def _specialize(op, facts):
         return args[0]  # a scalar "broadcast" to 0-d: the scalar itself
     if p == "shape" and isinstance(args[0], Var) and args[0] in shapes:
         return Const(shapes[args[0]])
+    if p in ("reshape", "broadcast_to") and isinstance(args[1], Const):
+        inner = facts.producer.get(args[0]) if isinstance(args[0], Var) else None
+        if inner is not None and inner.prim == "broadcast_to" and _is_scalar(inner.args[0], facts.scalars):
+            return _Rewrite((inner.args[0], args[1]), prim="broadcast_to")  # still one scalar
+    if rules.RULES[p].elementwise and len(args) == 2:
+        for i in (0, 1):  # f(broadcast_to(a, s), b) with b of shape s is f(a, b)
+            inner = facts.producer.get(args[i]) if isinstance(args[i], Var) else None
+            if inner is not None and inner.prim == "broadcast_to" and isinstance(inner.args[1], Const) \
+                    and isinstance(args[1 - i], Var) and shapes.get(args[1 - i]) == inner.args[1].value:
+                return _Rewrite((inner.args[0], args[1]) if i == 0 else (args[0], inner.args[0]))
     if p == "ensure_scalar" and isinstance(args[0], Var) and shapes.get(args[0]) == ():
         return args[0]  # this variant's output is 0-d: nothing left to check
     statics = args[2:] if p == "matmul_bar" else args[1:]
@@ -276,9 +286,12 @@ def _sum_to(op, known, target, facts):
     if any(m != n and m != 1 and n != 1 for m, n in zip(known[lead:], target)):
         return None
     summed = tuple(n for i, n in enumerate(known) if i not in axes)
-    sum_args = (op.args[0], Const(axes if len(axes) != 1 else axes[0]), Const(False))
+    axis = Const(axes if len(axes) != 1 else axes[0])
     if summed == tuple(target):
-        return _Rewrite(sum_args, prim="sum")
+        return _Rewrite((op.args[0], axis, Const(False)), prim="sum")
+    if lead == 0:  # only size-1 axes of the target: keep them
+        return _Rewrite((op.args[0], axis, Const(True)), prim="sum")
+    sum_args = (op.args[0], axis, Const(False))
     partial = Var(f"_{op.outs[0].name.lstrip('_')}_sum")
     facts.shapes[partial] = summed
     pre = Op("sum", sum_args, (partial,), op.loc, {"backward": True})

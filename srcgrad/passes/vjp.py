@@ -25,6 +25,8 @@ import functools
 import gast
 
 from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.frontend import function as custom
 from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.passes.activity import active_vars
@@ -36,11 +38,13 @@ def parse_formula(text: str):
     return gast.parse(text, mode="eval").body
 
 
-def reverse(ops: list, wrt: list, seeds: list, namer) -> tuple:
+def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None) -> tuple:
     """(backward ops, {wrt var: cotangent operand or None}).
 
     `seeds` pairs output operands with their cotangents (a Var input of the
-    backward, or Const(1.0) for the scalar output of `grad`).
+    backward, or Const(1.0) for the scalar output of `grad`). `hooks`, the
+    `(pack, unpack)` Vars of the saved-tensor-hook variant (srcgrad.passes.hooks),
+    makes custom Functions pack and unpack what they save.
     """
     active = active_vars(ops, wrt, [v for v, _ in seeds])
     classes = shape_classes(ops)
@@ -72,6 +76,19 @@ def reverse(ops: list, wrt: list, seeds: list, namer) -> tuple:
         if not any(o in contributions for o in op.outs):
             continue
         rule = rules.RULES[op.prim]
+        # ---- custom Functions (Note [Custom Functions] in srcgrad.frontend.function)
+        if op.prim == "custom_call":
+            tracer.loc = op.loc
+            cts = {o: total(o) for o in op.outs}
+            grads = custom.trace_backward(tracer, op, cts, active, classes, hooks)
+            for arg, ct in zip(op.args[1].items, grads):
+                if ct is not None:
+                    _distribute(arg, ct, active, contributions)
+            continue
+        if op.prim == "differentiable_once":
+            raise CompileError.at(op.loc, "trying to differentiate twice a function that was "
+                                  f"marked with @once_differentiable ({op.args[1].value})")
+        # ---- end custom Functions
         if rule.nondiff:
             continue
         tracer.loc = op.loc

@@ -30,6 +30,7 @@ __all__ = [
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
+    "check_grad", "differentiable_once",
 ]
 
 
@@ -553,3 +554,35 @@ def as_columns(x, b_ndim):
 def from_columns(x, b_ndim):
     """The inverse of `as_columns`."""
     return x[..., 0] if b_ndim == 1 else x
+
+
+# ---------------------------------------------------------------- custom Functions
+# Note [Custom Functions] in srcgrad.frontend.function.
+
+def check_grad(grad, shape, name, index):
+    """A custom Function's gradient for an input of `shape`, checked as torch does.
+
+    A gradient of another shape is accepted when the input's shape broadcasts to it,
+    and summed down to the input's shape; anything else is an error.
+    """
+    gshape = tuple(getattr(grad, "shape", ()))
+    if gshape == tuple(shape):
+        return grad
+    try:
+        ok = numpy.broadcast_shapes(tuple(shape), gshape) == gshape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - got "
+                           f"{list(gshape)} but expected shape compatible with {list(shape)}")
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and gshape[lead + i] != 1)
+    xp = _namespace(grad)
+    return xp.reshape(xp.sum(grad, axis=axes), tuple(shape))
+
+
+def differentiable_once(x, name):
+    """`x` itself: a gradient an `@once_differentiable` backward returned. The compiler
+    refuses to differentiate it again (a CompileError naming `name`)."""
+    return x

@@ -456,7 +456,9 @@ for _name in ("max", "min"):
     _share = f"{_mask} / {_count(_mask)}"
     defrule(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
             targets=(f"numpy.{_name}", f"numpy.a{_name}"), method=_name,
-            vjp={"x": f"{_G} * {_share}"},
+            # the cotangent is divided by the tie count before it meets the full-size
+            # mask: one pass over x fewer than g * mask / count
+            vjp={"x": f"({_G} / {_count(_mask)}) * {_mask}"},
             jvp={"x": _reduce_jvp(_share)},
             doc="ties: the gradient is split evenly among the elements equal to the result")
 
@@ -784,3 +786,27 @@ defrule("getitem", "x, index", "x[index]",
 defrule("ensure_scalar", "x, name", "ensure_scalar(x, name)",
         targets=("srcgrad.rules.helpers.ensure_scalar",),
         vjp={"x": "g"}, jvp={"x": "x_t"})
+
+
+# ---------------------------------------------------------------- custom Functions
+# Note [Custom Functions] in srcgrad.frontend.function. `custom_call` names the
+# outputs of a Function's inlined forward; its derivatives are the user's
+# backward/jvp, traced by the passes (never formulas), so it is a structural row.
+defrule("custom_call", "outputs, inputs", "outputs", nondiff=True,
+        nout=lambda args: len(args["outputs"]))
+
+defrule("check_grad", "grad, shape, name, index", "check_grad(grad, shape, name, index)",
+        targets=("srcgrad.rules.helpers.check_grad",),
+        vjp={"grad": "unbroadcast(g, xp.shape(grad))"},
+        jvp={"grad": "check_grad(grad_t, shape, name, index)"})
+
+# Differentiating it is a CompileError (srcgrad.passes.vjp / jvp): it only appears in
+# generated backward code, so reaching it means a second derivative.
+defrule("differentiable_once", "x, name", "differentiable_once(x, name)",
+        targets=("srcgrad.rules.helpers.differentiable_once",),
+        vjp={"x": "differentiable_once(g, name)"}, jvp={"x": "differentiable_once(x_t, name)"})
+
+# Saved-tensor hooks (Note [Saved-tensor hooks] in srcgrad.passes.hooks): `pack`
+# and `unpack` are the hook functions, parameters of the generated forward/backward.
+defrule("saved_pack", "pack, x", "pack(x)", nondiff=True)
+defrule("saved_unpack", "unpack, packed", "unpack(packed)", nondiff=True)

@@ -147,14 +147,14 @@ def grad_loss(W, X, Y):
     _shape_6 = xp.shape(_max)
     grad_max = unbroadcast(_negative_1, _shape_6)
     _equal = logits == _max
-    _multiply_3 = grad_max * _equal
     _sum_2 = xp.sum(_equal, axis=1, keepdims=True)
     _result_type = xp.result_type(logits)
     _astype = xp.astype(_sum_2, _result_type)
-    _divide = _multiply_3 / _astype
+    _divide = grad_max / _astype
+    _multiply_3 = _divide * _equal
 
     # grad of: logits = X @ W  (softmax.py:12)
-    grad_logits = _unbroadcast_1 + _divide
+    grad_logits = _unbroadcast_1 + _multiply_3
     _shape_7 = xp.shape(W)
     grad_W = matmul_bar(grad_logits, X, _shape_7, 1)
     return grad_W

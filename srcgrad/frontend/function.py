@@ -1,0 +1,484 @@
+"""Custom Functions (`sg.autograd.Function` subclasses) in compiled code.
+
+Note [Custom Functions]
+~~~~~~~~~~~~~~~~~~~~~~~
+`y = MyFn.apply(a, b)` in compiled code is traced in the style of JAX's
+`custom_vjp`, keeping the IR flat:
+
+* `forward`'s body is traced inline (as any user function), its `ctx` parameter
+  bound to a `TraceCtx` that records `save_for_backward`, `save_for_forward`,
+  attribute stores (`ctx.z = z`), `mark_non_differentiable` and
+  `set_materialize_grads`. The ops it emits are listed in `FunctionCall.body`.
+* One op `custom_call` follows: an identity on the forward's outputs (generated
+  code just names them: `y = out`) whose operands are `(Pack(forward outputs),
+  Pack(inputs))` and whose `attrs["function"]` is the `FunctionCall` record.
+  Activity analysis treats it as differentiable in its *inputs* only, so reverse
+  mode never differentiates the forward's own ops: the `custom_call` branch of
+  srcgrad.passes.vjp traces the user's `backward` instead (`trace_backward`),
+  and forward mode the user's `jvp` (`trace_jvp`), skipping the body's ops
+  (`body_ops`).
+* The generated code is plain code: the forward's ops, then the user's backward
+  ops. Differentiating it again (grad of grad) differentiates the user's backward
+  *and* the forward's ops that computed what it saved, so a saved intermediate is
+  differentiated exactly (where torch treats it as a constant); a gradient
+  returned by an `@once_differentiable` backward goes through the identity
+  `differentiable_once`, which makes a second derivative reaching it a
+  CompileError. Gradients are checked at run time by `check_grad` (shape, torch's
+  sum-to rule) unless their shape is provably the input's.
+* With saved-tensor hooks (`sg.vjp` under `saved_tensors_hooks`), each value
+  `save_for_backward` saved is packed right after the call (`saved_pack`, in the
+  forward) and unpacked at each `ctx.saved_tensors` access (`saved_unpack`, in
+  the backward): Note [Saved-tensor hooks] in srcgrad.passes.hooks.
+
+`ParsedFunction` is the parsed class, shared with the eager runtime; `FunctionCall`
+is what one `apply` site recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from dataclasses import dataclass, field
+
+from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.frontend.parse import FunctionSource, parse_function
+from srcgrad.frontend.trace import TraceObject, to_operand
+from srcgrad.ir.core import Const, Op, Pack, Var
+from srcgrad.ir.tree import flatten, unflatten
+
+
+# ---------------------------------------------------------------------- the parsed class
+@dataclass(frozen=True, eq=False)
+class ParsedFunction:
+    """A Function subclass with its methods parsed (for the compiler and the runtime)."""
+
+    cls: type
+    name: str  # the class name; the backward node is `<name>Backward`
+    forward: FunctionSource  # takes ctx first unless `setup_context` is set
+    setup_context: FunctionSource | None  # the `setup_context(ctx, inputs, output)` style
+    backward: FunctionSource | None  # `backward`, or its alias `vjp`; None if neither
+    jvp: FunctionSource | None
+    once_differentiable: bool  # backward was decorated with @once_differentiable
+
+    @property
+    def node_name(self) -> str:
+        return f"{self.name}Backward"
+
+
+_PARSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def is_function_class(value) -> bool:
+    return isinstance(value, type) and getattr(value, "_srcgrad_function", False)
+
+
+def applied_class(callee):
+    """The Function subclass when `callee` is its bound `apply`, else None."""
+    owner = getattr(callee, "__self__", None)
+    if is_function_class(owner) and getattr(callee, "__name__", None) == "apply":
+        return owner
+    return None
+
+
+def parse_function_class(cls, loc=None) -> ParsedFunction:
+    """Parse `cls`'s static methods (cached per class); CompileError on torch's class errors."""
+    hit = _PARSED.get(cls)
+    if hit is not None:
+        return hit
+    from srcgrad.autograd.function import Function
+
+    def overridden(name):
+        return getattr(cls, name) is not getattr(Function, name)
+
+    if not overridden("forward"):
+        raise CompileError.at(loc, "You must implement the forward function for custom "
+                              "autograd.Function.")
+    if overridden("backward") and overridden("vjp"):
+        raise CompileError.at(loc, "Implementing both 'backward' and 'vjp' for a custom Function "
+                              "is not allowed. You should only implement one of them.")
+    backward = cls.backward if overridden("backward") else cls.vjp if overridden("vjp") else None
+    parsed = ParsedFunction(
+        cls=cls, name=cls.__name__, forward=parse_function(cls.forward),
+        setup_context=parse_function(cls.setup_context) if overridden("setup_context") else None,
+        backward=parse_function(backward) if backward is not None else None,
+        jvp=parse_function(cls.jvp) if overridden("jvp") else None,
+        once_differentiable=bool(getattr(backward, "_srcgrad_once_differentiable", False)))
+    _PARSED[cls] = parsed
+    return parsed
+
+
+def fingerprint_function(cls, stack) -> str | None:
+    """A Function class's part of a cache key: its methods' sources and free names."""
+    from srcgrad.frontend.resolve import fingerprint
+
+    try:
+        parsed = parse_function_class(cls)
+    except Exception:
+        return None
+    parts = [f"function:{parsed.name}:{parsed.once_differentiable}"]
+    for fs in (parsed.forward, parsed.setup_context, parsed.backward, parsed.jvp):
+        fp = "-" if fs is None else fingerprint(fs, stack)
+        if fp is None:
+            return None
+        parts.append(fp)
+    return ":".join(parts)
+
+
+# ---------------------------------------------------------------------- one call site
+@dataclass(eq=False)
+class FunctionCall:
+    """What one `MyFn.apply(...)` recorded while its forward was traced."""
+
+    parsed: ParsedFunction
+    inputs: tuple  # tvalues bound to forward's parameters (defaults applied), no ctx
+    out_tree: object  # how the forward's result nests (srcgrad.ir.tree)
+    out_leaves: tuple  # its leaves, the custom_call outputs in place of forward Vars
+    saved: tuple = ()  # save_for_backward's arguments (Vars, Const(None) or Const arrays)
+    saved_forward: tuple = ()  # save_for_forward's arguments
+    attributes: dict = field(default_factory=dict)  # ctx.<name> = tvalue
+    non_differentiable: frozenset = frozenset()  # indices into out_leaves
+    materialize_grads: bool = True
+    loc: object = None  # the apply call
+    body: tuple = ()  # the ops the forward's body emitted (forward mode skips them)
+
+    def __repr__(self) -> str:  # cse compares attrs by repr: one record per call
+        return f"<{self.parsed.name}.apply #{id(self):x}>"
+
+
+_METHODS = ("save_for_backward", "save_for_forward", "mark_dirty", "mark_non_differentiable",
+            "set_materialize_grads")
+
+
+class TraceCtx(TraceObject):
+    """The `ctx` a Function's method sees while it is traced."""
+
+    def __init__(self, call_name: str, phase: str, call_loc, needs_input_grad=(), saved=(),
+                 attributes=None, unpack=None):
+        self.call_name, self.phase, self.call_loc = call_name, phase, call_loc
+        self.needs_input_grad = tuple(needs_input_grad)
+        self.saved, self.saved_forward = tuple(saved), ()
+        self.attributes = dict(attributes or {})
+        self.unpack = unpack  # tracer -> tuple of saved values (hook variant)
+        self.non_differentiable: tuple = ()
+        self.materialize_grads = True
+
+    def trace_getattr(self, tracer, name, node):
+        if name == "saved_tensors":
+            if self.phase in ("forward", "setup_context"):
+                return ()
+            return self.unpack(tracer) if self.unpack is not None else self.saved
+        if name == "needs_input_grad":
+            return Const(self.needs_input_grad)
+        if name in self.attributes:
+            return self.attributes[name]
+        if name in _METHODS:
+            tracer.fail(node, f"`ctx.{name}` used as a value", f"call it: `ctx.{name}(...)`")
+        tracer.error(node, f"ctx has no attribute `{name}` (set it in forward: `ctx.{name} = ...`)")
+
+    def trace_setattr(self, tracer, name, value, node):
+        if name in _METHODS or name in ("saved_tensors", "needs_input_grad"):
+            tracer.error(node, f"cannot assign to `ctx.{name}`")
+        self.attributes[name] = value
+
+    def trace_method(self, tracer, name, args, kwargs, node):
+        if name not in _METHODS:
+            tracer.error(node, f"ctx has no method `{name}`")
+        if self.phase not in ("forward", "setup_context"):
+            tracer.error(node, f"ctx.{name}() should only be called from inside forward()")
+        if kwargs:
+            tracer.error(node, f"ctx.{name}() takes positional arguments only")
+        if name == "mark_dirty":
+            where = tracer.loc
+            raise CompileError.at(self.call_loc, "in-place Functions are not supported in compiled "
+                                  f"code yet: {self.call_name}.forward calls ctx.mark_dirty "
+                                  f"({where})", hint="return a new array instead of mutating "
+                                  "an input, or call the Function outside compiled code")
+        if name == "save_for_backward":
+            for i, a in enumerate(args):
+                if not _savable(a):
+                    tracer.error(node, "save_for_backward can only save variables, but argument "
+                                 f"{i} is of type {_type_name(a)}")
+            self.saved = tuple(args)
+        elif name == "save_for_forward":
+            if not all(_savable(a) for a in args):
+                tracer.error(node, "save_for_forward expects all arguments to be tensors; you "
+                             "should save non-tensors as attributes on ctx.")
+            self.saved_forward = tuple(args)
+        elif name == "mark_non_differentiable":
+            self.non_differentiable = tuple(args)
+        elif name == "set_materialize_grads":
+            if len(args) != 1 or not isinstance(args[0], Const):
+                tracer.error(node, "ctx.set_materialize_grads() takes one constant bool")
+            self.materialize_grads = bool(args[0].value)
+        return Const(None)
+
+
+def _savable(value) -> bool:
+    from srcgrad.autograd.function import is_array
+
+    return isinstance(value, Var) or (isinstance(value, Const) and (
+        value.value is None or is_array(value.value)))
+
+
+def _type_name(value) -> str:
+    if isinstance(value, Const):
+        return type(value.value).__name__
+    return type(value).__name__
+
+
+def _is_tensor_input(value) -> bool:
+    from srcgrad.autograd.function import is_array
+
+    return isinstance(value, Var) or (isinstance(value, Const) and is_array(value.value))
+
+
+# ---------------------------------------------------------------------- forward
+def trace_apply(tracer, cls, args, kwargs, node):
+    """Trace `cls.apply(*args, **kwargs)`: the forward inline, then one `custom_call` op."""
+    from srcgrad.autograd.function import bind_inputs
+
+    call_loc = tracer.loc
+    parsed = parse_function_class(cls, call_loc)
+    try:
+        inputs = bind_inputs(cls, args, kwargs)
+    except TypeError as err:
+        tracer.error(node, f"bad call to `{parsed.name}.apply`: {err}")
+    ctx = TraceCtx(parsed.name, "forward", call_loc,
+                   needs_input_grad=[isinstance(v, Var) and v.kind == "array" for v in inputs])
+    start = len(tracer.ops)
+    if parsed.setup_context is not None:
+        output = tracer.inline(parsed.forward, list(inputs), {}, node)
+        ctx.phase = "setup_context"
+        tracer.inline(parsed.setup_context, [ctx, tuple(inputs), output], {}, node)
+    else:
+        output = tracer.inline(parsed.forward, [ctx, *inputs], {}, node)
+    ctx.phase = "done"
+    tracer.loc = call_loc
+    leaves, tree = flatten(output, is_leaf=lambda v: isinstance(v, (Var, Const)))
+    nondiff = set()
+    for marked in ctx.non_differentiable:
+        hits = [i for i, leaf in enumerate(leaves) if leaf is marked]
+        if not isinstance(marked, Var) or not hits:
+            tracer.error(node, f"{parsed.name}: mark_non_differentiable only accepts outputs "
+                         "of forward")
+        nondiff.update(hits)
+    var_leaves = [(i, leaf) for i, leaf in enumerate(leaves) if isinstance(leaf, Var)]
+    if not var_leaves:
+        return output  # nothing dynamic comes out: nothing to differentiate
+    outs = []
+    for i, leaf in var_leaves:
+        kind = "static" if i in nondiff or leaf.kind != "array" else "array"
+        outs.append(Var(tracer.namer.fresh("_" + leaf.name.lstrip("_")), kind))
+    new_leaves = list(leaves)
+    for (i, _), out in zip(var_leaves, outs):
+        new_leaves[i] = out
+    call = FunctionCall(parsed, tuple(inputs), tree, tuple(new_leaves), saved=ctx.saved,
+                        saved_forward=ctx.saved_forward, attributes=ctx.attributes,
+                        non_differentiable=frozenset(nondiff),
+                        materialize_grads=ctx.materialize_grads, loc=call_loc,
+                        body=tuple(tracer.ops[start:]))
+    operands = Pack(tuple(leaf for _, leaf in var_leaves)), Pack(tuple(_input_operand(v) for v in inputs))
+    tracer.ops.append(Op("custom_call", operands, tuple(outs), call_loc, {"function": call}))
+    return unflatten(tree, new_leaves)
+
+
+def _input_operand(value):
+    try:
+        return to_operand(value)
+    except TypeError:  # a dict argument: not differentiable through the call
+        return Const(None)
+
+
+def body_ops(ops) -> set:
+    """ids of the ops of the inlined forward bodies of the custom_calls in `ops`."""
+    return {id(b) for op in ops if op.prim == "custom_call" for b in op.attrs["function"].body}
+
+
+def differentiable_inputs(op) -> Pack:
+    """The operands a `custom_call` is differentiable in: its top-level array inputs."""
+    return Pack(tuple(a for a in op.args[1].items if isinstance(a, Var) and a.kind == "array"))
+
+
+def _output_slots(call):
+    """(per forward output: its leaf index or None), one per top-level output."""
+    tree = call.out_tree
+    if tree[0] in ("tuple", "list"):
+        slots, k = [], 0
+        for child in tree[1]:
+            slots.append(k if child == ("leaf",) else None)
+            k += _count_leaves(child)
+        return slots
+    return [0] if tree == ("leaf",) else [None]
+
+
+def _count_leaves(tree) -> int:
+    if tree[0] == "leaf":
+        return 1
+    return sum(_count_leaves(c) for c in tree[1])
+
+
+# ---------------------------------------------------------------------- reverse mode
+_access = itertools.count()
+
+
+def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=None) -> list:
+    """The cotangent operand (or None) of each input of a `custom_call` op.
+
+    `cotangents` maps the op's outputs to their summed cotangents; `classes` are
+    shape classes (Note [Shape classes]) for eliding `check_grad`; `hooks` is
+    `(pack Var, unpack Var)` in the saved-tensor-hook variant.
+    """
+    call: FunctionCall = op.attrs["function"]
+    parsed = call.parsed
+    if parsed.backward is None:
+        raise CompileError.at(call.loc, "You must implement either the backward or vjp method for "
+                              "your custom autograd.Function to use it with backward mode AD.")
+    leaf_of = {o: leaf for o, leaf in zip(op.outs, op.args[0].items)}
+    grads_in = []
+    for slot in _output_slots(call):
+        out = call.out_leaves[slot] if slot is not None else None
+        if not isinstance(out, Var):
+            grads_in.append(Const(None))
+            continue
+        ct = cotangents.get(out)
+        if ct is None:
+            ct = _zeros(tracer, out) if call.materialize_grads else Const(None)
+        grads_in.append(ct)
+    inputs = op.args[1].items
+    needs = tuple(isinstance(a, Var) and a in active for a in inputs)
+    unpack = _unpacker(tracer, op, call, hooks) if hooks is not None else None
+    ctx = TraceCtx(parsed.name, "backward", call.loc, needs_input_grad=needs, saved=call.saved,
+                   attributes=call.attributes, unpack=unpack)
+    result = tracer.inline(parsed.backward, [ctx, *grads_in], {}, None)
+    tracer.loc = op.loc
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    n = len(call.inputs)
+    extra_ok = all(isinstance(r, Const) and r.value is None for r in results[n:])
+    if len(results) < n or not extra_ok:
+        raise CompileError.at(call.loc, f"function {parsed.node_name} returned an incorrect number "
+                              f"of gradients (expected {n}, got {len(results)})")
+    grads = []
+    for i, (given, r) in enumerate(zip(call.inputs, results)):
+        if isinstance(r, Const) and r.value is None:
+            grads.append(None)
+            continue
+        if not _is_tensor_input(given):
+            raise CompileError.at(call.loc, f"function {parsed.node_name} returned a gradient "
+                                  f"different than None at position {i + 1}, but the "
+                                  "corresponding forward input was not a Variable")
+        if not (isinstance(r, Var) or (isinstance(r, Const) and _is_tensor_input(r))):
+            raise CompileError.at(call.loc, f"expected Variable or None (got {_type_name(r)}) "
+                                  f"from {parsed.node_name} at position {i + 1}")
+        arg = inputs[i]
+        if not (isinstance(arg, Var) and arg in active):
+            grads.append(None)  # torch drops a gradient for an input that needs none
+            continue
+        if not _same_class(r, arg, classes, tracer.ops, leaf_of):
+            shape = tracer.apply(rules.RULES["shape"], [arg], {})
+            r = tracer.apply(rules.RULES["check_grad"], [r, shape, Const(parsed.node_name),
+                                                         Const(i)], {})
+        if parsed.once_differentiable:
+            r = tracer.apply(rules.RULES["differentiable_once"], [r, Const(parsed.node_name)], {})
+        grads.append(r)
+    return grads
+
+
+def _zeros(tracer, v):
+    shape = tracer.apply(rules.RULES["shape"], [v], {})
+    dtype = tracer.apply(rules.RULES["dtype"], [v], {})
+    return tracer.apply(rules.RULES["zeros"], [shape, dtype], {})
+
+
+def _same_class(a, b, classes, new_ops, leaf_of) -> bool:
+    """Whether `a` provably has `b`'s shape (classes extended over the backward's ops)."""
+    from srcgrad.passes.simplify import _classify
+
+    if not isinstance(a, Var):
+        return False
+    classes = dict(classes)
+    for out, leaf in leaf_of.items():  # a custom_call output has its forward output's shape
+        classes[out] = classes.get(leaf, leaf)
+    producer: dict = {}
+    for new in new_ops:
+        _classify(new, rules.RULES.get(new.prim), classes, producer)
+        for o in new.outs:
+            producer[o] = new
+
+    def rep(v):
+        return classes.get(v, v)
+
+    return a is b or rep(a) is rep(b)
+
+
+def _unpacker(tracer, op, call, hooks):
+    """Pack every saved Var once (in the forward) and unpack at each access."""
+    pack_fn, unpack_fn = hooks
+    packed = []
+    for i, v in enumerate(call.saved):
+        if isinstance(v, Var):
+            out = Var(tracer.namer.fresh("_packed_" + v.name.lstrip("_")), "static")
+            tracer.ops.append(Op("saved_pack", (pack_fn, v), (out,), call.loc,
+                                 {"hook": ("pack", call, i), "after": op}))
+            packed.append((v, out))
+        else:
+            packed.append((v, None))
+
+    def unpack(tr):
+        values = []
+        for v, p in packed:
+            if p is None:
+                values.append(v)
+                continue
+            out = Var(tr.namer.fresh("_" + v.name.lstrip("_")), "array")
+            tr.ops.append(Op("saved_unpack", (unpack_fn, p), (out,), tr.loc,
+                             {"hook": ("unpack", next(_access))}))
+            values.append(out)
+        return tuple(values)
+
+    return unpack
+
+
+# ---------------------------------------------------------------------- forward mode
+def trace_jvp(tracer, op, tangents: dict) -> dict:
+    """{custom_call output: tangent} from the user's `jvp`."""
+    call: FunctionCall = op.attrs["function"]
+    parsed = call.parsed
+    if parsed.jvp is None:
+        raise CompileError.at(call.loc, "You must implement the jvp function for custom "
+                              "autograd.Function to use it with forward mode AD.")
+    tangent_args = []
+    for a in op.args[1].items:
+        if isinstance(a, Var) and a.kind == "array":
+            t = tangents.get(a)
+            if t is None:
+                t = tracer.apply(rules.RULES["zeros_like"], [a], {}) if call.materialize_grads \
+                    else Const(None)
+            tangent_args.append(t)
+        else:
+            tangent_args.append(Const(None))
+    needs = tuple(isinstance(a, Var) and a in tangents for a in op.args[1].items)
+    ctx = TraceCtx(parsed.name, "jvp", call.loc, needs_input_grad=needs, saved=call.saved_forward,
+                   attributes=call.attributes)
+    result = tracer.inline(parsed.jvp, [ctx, *tangent_args], {}, None)
+    tracer.loc = op.loc
+    slots = _output_slots(call)
+    results = list(result) if isinstance(result, (tuple, list)) and len(slots) > 1 else [result]
+    if len(results) != len(slots):
+        raise CompileError.at(call.loc, f"function {parsed.name}'s jvp returned an incorrect number "
+                              f"of tangents (expected {len(slots)}, got {len(results)})")
+    out_tangents = {}
+    for pos, (slot, r) in enumerate(zip(slots, results)):
+        is_none = isinstance(r, Const) and r.value is None
+        out = call.out_leaves[slot] if slot is not None else None
+        differentiable = isinstance(out, Var) and out.kind == "array"
+        if not differentiable:
+            if not is_none:
+                raise CompileError.at(call.loc, f"Function's jvp returned a gradient at position "
+                                      f"{pos}, but  the corresponding forward output is not a "
+                                      "differentiable Tensor.You should return None at that "
+                                      "position instead.")
+            continue
+        if not is_none:
+            out_tangents[out] = r
+    return out_tangents
