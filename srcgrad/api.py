@@ -224,19 +224,21 @@ class _Dispatch:
             return
         guards = []
         for i, (name, value) in enumerate(zip(self.params, key)):
-            self.globals[f"_g{i}"] = value
-            if isinstance(value, tuple):
-                guards.append(f"{name}.shape == _g{i}")
+            if isinstance(value, tuple):  # (shape, dtype) of an array
+                self.globals[f"_g{i}"], self.globals[f"_d{i}"] = value
+                guards.append(f"{name}.shape == _g{i} and {name}.dtype is _d{i}")
             else:
+                self.globals[f"_g{i}"] = value
                 guards.append(f"{name}.__class__ is _g{i}")
         self.globals["_impl"] = impl
         self.function.__code__ = self._function(guards).__code__
 
 
 def _guard_value(a):
-    """What a variant is specialised on: an array's shape, or a Python value's class."""
+    """What a variant is specialised on: an array's shape and dtype, or a Python
+    value's class."""
     shape = getattr(a, "shape", None)
-    return shape if isinstance(shape, tuple) else a.__class__
+    return (shape, a.dtype) if isinstance(shape, tuple) else a.__class__
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):

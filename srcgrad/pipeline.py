@@ -27,7 +27,8 @@ from srcgrad.passes import hooks as hooks_pass
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
-from srcgrad.passes.shapes import ProbeFailed, probe_shapes
+from srcgrad.passes.inplace import reuse_buffers
+from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.vjp import reverse, zeros_for
 
@@ -94,7 +95,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
     if check_scalar and args is not None:  # a specialised variant checks once, here
-        out_shape = probe_shapes(graph.ops, graph.inputs, args).get(value)
+        out_shape = probe(graph.ops, graph.inputs, args).shapes.get(value)
         if out_shape is not None:
             check_scalar = False
             if out_shape != ():
@@ -107,13 +108,14 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
-    arrays: set = set()
-    shapes = probe_shapes(ops, graph.inputs, args, arrays) if args is not None else None
+    found = probe(ops, graph.inputs, args) if args is not None else Probe()
     if optimized:
-        ops, results = optimize(ops, results, shapes)
-    _prefer_methods(ops, arrays)
+        ops, results = optimize(ops, results, found.shapes)
+    _prefer_methods(ops, found.arrays)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
+    if args is not None and optimized:
+        reuse_buffers(ops, graph.inputs, grad_list + rest, found)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()
     forward = [op for op in ops if not op.attrs.get("backward")]

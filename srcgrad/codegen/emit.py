@@ -171,6 +171,12 @@ def _copy(node):
 
 def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
+    into = op.attrs.get("out")
+    if into is not None:  # srcgrad.passes.inplace: the result reuses a dead operand's buffer
+        from srcgrad.passes.inplace import ufunc_name
+
+        args = ", ".join(operand_source(a, pool) for a in op.args)
+        return f"{targets} = xp.{ufunc_name(op.prim)}({args}, out={into.name})"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
         return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
     if len(op.outs) == 1 and callable(rules.RULES[op.prim].nout):

@@ -21,6 +21,7 @@ that follows from them.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 
 import numpy
 
@@ -58,18 +59,30 @@ def _is_array(value) -> bool:
         value, numpy.integer) or hasattr(value, "__array_namespace__")
 
 
-def probe_shapes(ops: list, inputs: list, args: tuple, arrays: set | None = None) -> dict:
-    """{Var: shape} for the values whose shape depends on argument shapes alone.
+@dataclass
+class Probe:
+    """What running the ops once on example arguments showed."""
 
-    `arrays`, when given, receives the Vars whose values are NumPy ndarrays (they
-    have every method: `x.sum()` costs half of `np.sum(x)`; NumPy scalars lack some,
-    like `.dot`). Whether a value is one depends only on the classes of the
-    arguments, which a variant's guard fixes.
-    """
+    # Var -> shape, for values whose shape depends on argument shapes alone
+    shapes: dict = field(default_factory=dict)
+    # Vars whose values are NumPy ndarrays (they have every method: `x.sum()` costs
+    # half of `np.sum(x)`; NumPy scalars lack some, like `.dot`), and their dtypes.
+    # Both follow from the arguments' classes, shapes and dtypes, which a variant's
+    # guard fixes.
+    dtypes: dict = field(default_factory=dict)
+
+    @property
+    def arrays(self):
+        return self.dtypes.keys()
+
+
+def probe(ops: list, inputs: list, args: tuple) -> Probe:
+    """Run `ops` on `args`, recording what every variant for these argument shapes,
+    dtypes and classes can rely on (Note [Shape specialisation])."""
     env = dict(zip(inputs, args))
-    arrays = set() if arrays is None else arrays
-    arrays.update(v for v, a in zip(inputs, args) if isinstance(a, numpy.ndarray))
-    shapes: dict = {}
+    found = Probe()
+    shapes, dtypes = found.shapes, found.dtypes
+    dtypes.update((v, a.dtype) for v, a in zip(inputs, args) if isinstance(a, numpy.ndarray))
     derived: set = set()  # values computed from shapes only (shape tuples, sizes, counts)
     for v, a in zip(inputs, args):
         if _is_array(a) or isinstance(a, (int, float, complex, bool)):
@@ -86,14 +99,14 @@ def probe_shapes(ops: list, inputs: list, args: tuple, arrays: set | None = None
         for o, value in zip(op.outs, outs):
             env[o] = value
             if isinstance(value, numpy.ndarray):
-                arrays.add(o)
+                dtypes[o] = value.dtype
         if _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
                     v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):
                 derived.update(op.outs)
             for o in op.outs:
                 shapes[o] = numpy.shape(env[o])
-    return shapes
+    return found
 
 
 def _reads_arrays(op, env) -> bool:
