@@ -336,8 +336,9 @@ def source(g) -> str:
     compiled = getattr(g, "__srcgrad__", None)
     if compiled is None:
         raise TypeError(f"sg.source: {g!r} was not returned by a srcgrad transform")
-    compiled.load()
-    return compiled.module_source
+    if getattr(compiled, "module_source", None) is None:  # not called yet: the generic variant
+        compiled.load()
+    return compiled.module_source  # else the variant that ran last
 
 
 def cache_clear() -> None:

@@ -189,6 +189,14 @@ def _identity(op, facts):
         return args[1]
     if p == "divide" and neutral(args[1], 1, args[0]) and args[0] in floats:
         return args[0]
+    if p in ("add", "subtract"):  # a + (-b) -> a - b, a - (-b) -> a + b, (-a) + b -> b - a
+        negated = [isinstance(a, Var) and producer.get(a) is not None
+                   and producer[a].prim == "negative" for a in args]
+        if negated[1]:
+            inner = producer[args[1]].args[0]
+            return _Rewrite((args[0], inner), prim="subtract" if p == "add" else "add")
+        if negated[0] and p == "add":
+            return _Rewrite((args[1], producer[args[0]].args[0]), prim="subtract")
     if p == "negative" and isinstance(args[0], Var):
         inner = producer.get(args[0])
         if inner is not None and inner.prim == "negative":

@@ -21,10 +21,9 @@ def grad_f(x):
     _multiply_4 = _multiply_2 * _subtract
     _multiply_5 = _multiply_1 * x
     _multiply_6 = _multiply_1 * _negative
-    _negative_1 = -_multiply_5
     _cos = xp.cos(x)
     _multiply_7 = _exp * _cos
     _add = _multiply_4 + _multiply_6
-    _add_1 = _add + _negative_1
+    _add_1 = _add - _multiply_5
     grad_x = _add_1 + _multiply_7
     return grad_x
