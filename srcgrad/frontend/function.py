@@ -266,9 +266,12 @@ def trace_apply(tracer, cls, args, kwargs, node):
     var_leaves = [(i, leaf) for i, leaf in enumerate(leaves) if isinstance(leaf, Var)]
     if not var_leaves:
         return output  # nothing dynamic comes out: nothing to differentiate
+    # An output is differentiable (whatever computed it: `np.round` in a straight-through
+    # estimator) unless marked non-differentiable or a static value (a shape, a size).
+    static = {o for op in tracer.ops[start:] if rules.RULES[op.prim].static_out for o in op.outs}
     outs = []
     for i, leaf in var_leaves:
-        kind = "static" if i in nondiff or leaf.kind != "array" else "array"
+        kind = "static" if i in nondiff or leaf in static else "array"
         outs.append(Var(tracer.namer.fresh("_" + leaf.name.lstrip("_")), kind))
     new_leaves = list(leaves)
     for (i, _), out in zip(var_leaves, outs):

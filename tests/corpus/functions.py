@@ -442,3 +442,7 @@ def f_two_calls(x, y):
     """Two Functions in sequence (pack/unpack order under hooks)."""
     e = Exp.apply(x)
     return Func.apply(e, y, 2)
+
+
+def f_two_calls_sum(x, y):
+    return np.sum(f_two_calls(x, y))

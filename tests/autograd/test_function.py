@@ -1,0 +1,186 @@
+"""Custom Functions applied eagerly to plain arrays (outside compiled code), and the
+saved-tensor-hook context managers (spec/torch_semantics.md §5 and §7)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.autograd import Function, FunctionCtx
+from srcgrad.autograd.function import run_forward
+from srcgrad.autograd.graph import (
+    current_hooks,
+    disable_saved_tensors_hooks,
+    save_on_cpu,
+    saved_tensors_hooks,
+)
+from tests.corpus import functions as F
+
+
+def test_public_names():
+    assert sg.autograd.Function is Function
+    assert sg.autograd.function.once_differentiable is F.once_differentiable
+    assert sg.autograd.graph.saved_tensors_hooks is saved_tensors_hooks
+
+
+def test_apply_runs_forward_and_returns_its_output():
+    a, b = np.array([1.0, 2.0]), np.array([2.0, 3.0])
+    np.testing.assert_allclose(F.Func.apply(a, b, 4), a * b + b * 4 + a * 4 * b)
+    np.testing.assert_allclose(F.Exp.apply(a), np.exp(a))
+
+
+def test_ctx_records_saved_values_and_attributes():
+    a, b = np.array([1.0, 2.0]), np.array([2.0, 3.0])
+    out, ctx = run_forward(F.Func, (a, b, 4), {})
+    x, y, w, o = ctx.saved_tensors
+    assert x is a and y is b and o is out
+    np.testing.assert_allclose(w, a * 4)
+    assert ctx.z == 4
+    assert ctx.needs_input_grad == (False, False, False)  # plain arrays need no gradient
+
+
+def test_saved_tensors_inside_forward_is_empty():
+    seen = []
+
+    class Peek(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            seen.append(ctx.saved_tensors)
+            return x
+
+    Peek.apply(np.ones(2))
+    assert seen == [()]
+
+
+def test_two_outputs_and_mark_non_differentiable():
+    x = np.array([3.0, 1.0, 2.0])
+    ordered, idx = F.Sort.apply(x)
+    np.testing.assert_allclose(ordered, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(idx, [1, 2, 0])
+    _, ctx = run_forward(F.Sort, (x,), {})
+    assert len(ctx.non_differentiable) == 1 and ctx.non_differentiable[0] is ctx.saved_tensors[1]
+
+
+def test_set_materialize_grads_and_save_for_forward():
+    _, ctx = run_forward(F.MaterializeOff, (np.ones(2),), {})
+    assert ctx.materialize_grads is False
+    _, ctx = run_forward(F.MulXYZ, (np.ones(2), np.ones(2), 4.0), {})
+    assert len(ctx.saved_for_forward) == 2 and ctx.z == 4.0
+
+
+def test_keyword_arguments_bind_to_forward():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(F.MulConst.apply(x, k=3.0), [3.0, 6.0])
+
+
+def test_setup_context_style_with_default_arguments():
+    x = np.array([3.0])
+    np.testing.assert_allclose(F.PowSetup.apply(x), [9.0])
+    np.testing.assert_allclose(F.PowSetup.apply(x, 3), [27.0])
+    out, ctx = run_forward(F.PowSetup, (x,), {})
+    assert ctx.k == 2 and ctx.saved_tensors[0] is x
+
+
+def test_save_for_backward_only_takes_arrays():
+    with pytest.raises(TypeError, match="save_for_backward can only save variables, but argument 1 "
+                                        "is of type int"):
+        F.SaveInt.apply(np.ones(2))
+    ctx = FunctionCtx()
+    ctx.save_for_backward(None, np.ones(1))  # None is allowed
+    with pytest.raises(AssertionError, match="save_for_forward expects all arguments to be tensors"):
+        ctx.save_for_forward(np.ones(1), 3)
+
+
+def test_mark_dirty_returns_the_input_itself():
+    x = np.array([1.0, 2.0])
+    out = F.Dirty.apply(x)
+    assert out is x
+    np.testing.assert_allclose(x, [2.0, 4.0])
+
+
+def test_mark_dirty_of_a_tensor_not_returned_raises():
+    with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward method "
+                                           "were not returned as output"):
+        F.DirtyNotReturned.apply(np.ones(2))
+
+
+def test_mark_dirty_of_a_non_input_warns():
+    class NotInput(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 3
+            y += 1
+            ctx.mark_dirty(y)
+            return y
+
+    with pytest.warns(UserWarning, match=r"ctx.mark_dirty\(\) received a tensor that was not an input"):
+        NotInput.apply(np.ones(2))
+
+
+def test_forward_not_implemented():
+    with pytest.raises(NotImplementedError, match="You must implement the forward function"):
+        F.Function.apply(np.ones(1))
+
+
+def test_instantiation_warns_and_legacy_call_raises():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn = F.Exp()
+    assert any(issubclass(w.category, DeprecationWarning) and "should not be instantiated" in str(w.message)
+               for w in caught)
+    with pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward"):
+        fn(np.ones(1))
+
+
+def test_forward_without_ctx_and_no_setup_context():
+    class NoCtx(Function):
+        @staticmethod
+        def forward(x):
+            return x
+
+    with pytest.raises(TypeError):
+        NoCtx.apply(np.ones(1))
+
+
+# ---------------------------------------------------------------- saved-tensor hook contexts
+
+def _pack(x):
+    return x
+
+
+def test_hooks_nest_innermost_wins():
+    assert current_hooks() is None
+    with saved_tensors_hooks(_pack, _pack) as outer:
+        inner_pair = (lambda x: x, lambda x: x)
+        with saved_tensors_hooks(*inner_pair):
+            assert current_hooks() == inner_pair
+        assert current_hooks() == (outer.pack_hook, outer.unpack_hook)
+    assert current_hooks() is None
+
+
+def test_disable_saved_tensors_hooks_either_order():
+    with disable_saved_tensors_hooks("my error message"):
+        with pytest.raises(RuntimeError, match="^my error message$"):
+            with saved_tensors_hooks(_pack, _pack):
+                pass
+        with disable_saved_tensors_hooks("inner"):
+            with pytest.raises(RuntimeError, match="^inner$"):
+                with save_on_cpu():
+                    pass
+    with saved_tensors_hooks(_pack, _pack):
+        with pytest.raises(RuntimeError, match="^my error message$"):
+            with disable_saved_tensors_hooks("my error message"):
+                pass
+    assert current_hooks() is None
+
+
+def test_save_on_cpu_is_the_identity_for_numpy():
+    x = np.arange(3.0)
+    with save_on_cpu() as hooks:
+        pack, unpack = current_hooks()
+        assert unpack(pack(x)) is x
+    assert hooks.pin_memory is False

@@ -1,0 +1,66 @@
+"""Golden file: the generated `sg.vjp` module of a function calling two custom Functions
+(tests/corpus/functions.py:f_two_calls), hook-free and with saved-tensor hooks.
+
+The hook variant's functions are renamed `*_hooks` so both fit one importable file.
+Regenerate with `SRCGRAD_UPDATE_GOLDEN=1 pytest tests/golden`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+import srcgrad as sg
+from srcgrad import pipeline
+from srcgrad.autograd.graph import saved_tensors_hooks
+from srcgrad.codegen import emit
+from srcgrad.frontend.parse import parse_function
+from tests.corpus import functions as F
+
+HERE = Path(__file__).parent
+GOLDEN = HERE / "custom_function_vjp.py"
+
+
+def _module_text() -> str:
+    fs = parse_function(F.f_two_calls)
+    plain = pipeline.vjp_program(fs).sources
+    hooked = [s.replace("def f_two_calls_fwd(", "def f_two_calls_fwd_hooks(")
+               .replace("def f_two_calls_bwd(", "def f_two_calls_bwd_hooks(")
+              for s in pipeline.vjp_program(fs, hooks=True).sources]
+    sources = plain + hooked
+    return emit.render_module(sources, version=pipeline.VERSION,
+                              origin="tests/corpus/functions.py:f_two_calls", key="standalone",
+                              helpers=emit.helpers_used(sources), standalone=True)
+
+
+def test_emitted_source_matches_golden():
+    text = _module_text()
+    if os.environ.get("SRCGRAD_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text)
+    assert GOLDEN.exists(), f"no golden file {GOLDEN.name}: run with SRCGRAD_UPDATE_GOLDEN=1"
+    assert text == GOLDEN.read_text(), "emitted source of f_two_calls changed; review the diff"
+
+
+def test_golden_module_runs_and_is_right():
+    namespace: dict = {}
+    exec(compile(GOLDEN.read_text(), GOLDEN.name, "exec"), namespace)
+    rng = np.random.default_rng(1)
+    x, y, ct = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(3)
+    want_out, want_fn = sg.vjp(F.f_two_calls, x, y)
+    want = want_fn(ct)
+    (out,), saved = namespace["f_two_calls_fwd"](x, y)
+    np.testing.assert_allclose(out, want_out, rtol=1e-12)
+    for a, b in zip(namespace["f_two_calls_bwd"](saved, ct), want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    log = []
+    pack, unpack = (lambda t: log.append("pack") or t), (lambda t: log.append("unpack") or t)
+    (out,), saved = namespace["f_two_calls_fwd_hooks"](pack, x, y)
+    grads = namespace["f_two_calls_bwd_hooks"](unpack, saved, ct)
+    assert log == ["pack"] * 5 + ["unpack"] * 5
+    with saved_tensors_hooks(pack, unpack):
+        _, hooked_fn = sg.vjp(F.f_two_calls, x, y)
+    for a, b, c in zip(grads, want, hooked_fn(ct)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+        np.testing.assert_allclose(c, b, rtol=1e-12)

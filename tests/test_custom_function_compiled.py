@@ -1,0 +1,262 @@
+"""Custom Functions inside compiled code: `sg.grad`, `sg.vjp`, `sg.jvp` of functions that
+call `MyFn.apply` (Note [Custom Functions] in srcgrad.frontend.function), checked
+against central differences; errors per spec/torch_semantics.md §5; saved-tensor
+hooks per §7 (Note [Saved-tensor hooks] in srcgrad.passes.hooks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
+from tests.conftest import numeric_grad
+from tests.corpus import functions as F
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal(4)
+Y = RNG.standard_normal(4)
+
+CASES = [
+    (F.f_func, (X, Y)),
+    (F.f_func_twice, (X, Y)),
+    (F.f_exp, (X,)),
+    (F.f_sort, (RNG.permutation(5) * 0.5 + RNG.standard_normal(5) * 0.01, RNG.standard_normal(5))),
+    (F.f_simple, (X,)),
+    (F.f_materialize_off, (X,)),
+    (F.f_mulxyz, (np.array(1.0), np.array(2.0))),
+    (F.f_sq, (X,)),
+    (F.f_pow, (X,)),
+    (F.f_mulconst, (X,)),
+    (F.f_needs, (X, Y)),
+    (F.f_extra_none, (X,)),
+    (F.f_broadcast_grad, (X,)),
+    (F.f_cube, (X,)),
+    (F.f_two_calls, (X, Y)),
+]
+
+
+def _scalar(f):
+    return lambda *a: np.sum(f(*a))
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_grad_matches_central_differences(f, args):
+    grads = sg.grad(_scalar_fn(f), wrt=tuple(range(len(args))))(*args)
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, numeric_grad(_scalar(f), args, i), rtol=1e-6, atol=1e-7)
+
+
+def _scalar_fn(f):
+    return f if f not in (F.f_two_calls,) else F.f_two_calls_sum
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_vjp_matches_grad(f, args):
+    out, vjp_fn = sg.vjp(f, *args)
+    np.testing.assert_allclose(out, f(*args))
+    grads = vjp_fn(np.ones_like(out))
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, numeric_grad(_scalar(f), args, i), rtol=1e-6, atol=1e-7)
+
+
+def test_the_seed_example_values():
+    """torch: d = Func.apply(1., 2., 4); d.backward() gives a.grad = 10, b.grad = 9."""
+    ga, gb = sg.grad(F.f_func, wrt=(0, 1))(np.array(1.0), np.array(2.0))
+    assert (float(ga), float(gb)) == (10.0, 9.0)
+
+
+def test_straight_through_uses_the_custom_backward():
+    x = np.array([0.4, 1.6, -2.2])
+    np.testing.assert_allclose(sg.grad(F.f_straight_through)(x), 2 * np.round(x))
+
+
+def test_forward_mode_uses_the_custom_jvp():
+    """torch test_custom_function_save_for_forward: primal 8, tangent 8."""
+    out, tangent = sg.jvp(F.f_mulxyz, (np.array(1.0), np.array(2.0)), (np.array(1.0), np.array(0.0)))
+    assert (float(out), float(tangent)) == (8.0, 8.0)
+    out, tangent = sg.jvp(F.f_mulxyz, (X, Y), (Y, X))
+    np.testing.assert_allclose(tangent, 4.0 * (Y * Y + X * X))
+
+
+def test_forward_mode_without_jvp_is_an_error():
+    with pytest.raises(sg.CompileError, match="You must implement the jvp function"):
+        sg.jvp(F.f_exp, (X,), (X,))
+
+
+def test_generated_code_names_the_outputs_and_keeps_the_users_lines():
+    text = sg.source(sg.grad(F.f_func, wrt=(0, 1)))
+    assert "w = a * 4" in text
+    assert "# grad of: gx = grad_out * (y + y * z)" in text
+    assert "differentiable_once" in text and "FuncBackward" in text
+
+
+# ---------------------------------------------------------------- higher order
+
+def test_double_backward_through_a_differentiable_backward():
+    """torch probe 5.custom_fn_double_backward_via_differentiable_backward: Sq at 3 gives g=6, gg=2."""
+    x = np.array(3.0)
+    assert float(sg.grad(F.f_sq)(x)) == 6.0
+    assert float(sg.grad(sg.grad(F.f_sq))(x)) == 2.0
+
+
+def test_a_saved_intermediate_differentiated_twice_is_right():
+    """Cube saves the intermediate x*x; the generated code recomputes it from x, so the
+    second derivative (6x) is exact (torch would treat it as a constant)."""
+    x = np.array(0.7)
+    np.testing.assert_allclose(sg.grad(sg.grad(F.f_cube))(x), 6 * 0.7, rtol=1e-12)
+    hess = sg.hessian(lambda_cube)(X)
+    np.testing.assert_allclose(hess, np.diag(6 * X), rtol=1e-12, atol=1e-12)
+    d = sg.grad(F.f_func_twice, wrt=0)
+    np.testing.assert_allclose(sg.grad(lambda_first(d))(X, Y),
+                               numeric_grad(lambda_first(d), (X, Y), 0), rtol=1e-5, atol=1e-6)
+
+
+def lambda_cube(x):
+    return F.f_cube(x)
+
+
+def lambda_first(d):
+    def first(x, y):
+        return np.sum(d(x, y))
+    first.__qualname__ = first.__name__ = "first"
+    return first
+
+
+def test_once_differentiable_refuses_a_second_reverse_derivative():
+    with pytest.raises(sg.CompileError, match="trying to differentiate twice a function that was "
+                                              r"marked with @once_differentiable \(SqOnceBackward\)"):
+        sg.grad(sg.grad(F.f_sq_once))(np.array(3.0))
+
+
+def test_once_differentiable_refuses_forward_over_reverse():
+    with pytest.raises(sg.CompileError, match="@once_differentiable"):
+        sg.hessian(F.f_sq_once)(X)
+
+
+def test_once_differentiable_first_order_is_fine():
+    np.testing.assert_allclose(sg.grad(F.f_sq_once)(X), 2 * X)
+
+
+# ---------------------------------------------------------------- errors
+
+def test_too_few_gradients():
+    with pytest.raises(sg.CompileError, match=r"function TooFewBackward returned an incorrect number "
+                                              r"of gradients \(expected 2, got 1\)"):
+        sg.grad(F.f_too_few)(X, Y)
+
+
+def test_extra_non_none_gradient():
+    with pytest.raises(sg.CompileError, match=r"function ExtraValueBackward returned an incorrect "
+                                              r"number of gradients \(expected 1, got 2\)"):
+        sg.grad(F.f_extra_value)(X)
+
+
+def test_gradient_for_a_non_tensor_input():
+    with pytest.raises(sg.CompileError, match="returned a gradient different than None at position 2, "
+                                              "but the corresponding forward input was not a Variable"):
+        sg.grad(F.f_grad_for_non_tensor)(X)
+
+
+def test_wrong_gradient_shape_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match=r"Function WrongShapeBackward returned an invalid gradient "
+                                           r"at index 0 - got \[10\] but expected shape compatible "
+                                           r"with \[4\]"):
+        sg.grad(F.f_wrong_shape)(X)
+
+
+def test_mark_dirty_in_compiled_code():
+    with pytest.raises(sg.CompileError, match="in-place Functions are not supported in compiled code "
+                                              "yet") as info:
+        sg.grad(F.f_dirty)(X)
+    assert info.value.lineno == F.f_dirty.__code__.co_firstlineno + 1  # the apply call
+
+
+def test_no_backward():
+    with pytest.raises(sg.CompileError, match="You must implement either the backward or vjp method"):
+        sg.grad(F.f_no_backward)(X)
+
+
+def test_save_for_backward_of_a_number():
+    with pytest.raises(sg.CompileError, match="save_for_backward can only save variables, but "
+                                              "argument 1 is of type int"):
+        sg.grad(F.f_save_int)(X)
+
+
+# ---------------------------------------------------------------- saved-tensor hooks
+
+class Recorder:
+    def __init__(self):
+        self.log = []
+
+    def pack(self, x):
+        self.log.append(("pack", np.array(x)))
+        return ("packed", len(self.log), x)
+
+    def unpack(self, packed):
+        self.log.append(("unpack", np.array(packed[2])))
+        return packed[2]
+
+    def kinds(self):
+        return [k for k, _ in self.log]
+
+
+def test_pack_at_forward_unpack_at_backward_counts_and_order():
+    rec = Recorder()
+    with saved_tensors_hooks(rec.pack, rec.unpack):
+        out, vjp_fn = sg.vjp(F.f_two_calls, X, Y)
+    # Exp saves one value, Func four; packed at forward time, in save order.
+    assert rec.kinds() == ["pack"] * 5
+    e = np.exp(X)
+    for (_, got), want in zip(rec.log, [e, e, Y, e * 2, out]):
+        np.testing.assert_allclose(got, want)
+    grads = vjp_fn(np.ones(4))
+    # The backward runs Func's backward first, then Exp's: one unpack per saved value.
+    assert rec.kinds() == ["pack"] * 5 + ["unpack"] * 5
+    np.testing.assert_allclose(rec.log[-1][1], e)
+    plain_out, plain_fn = sg.vjp(F.f_two_calls, X, Y)  # no hooks: the hook-free variant
+    assert len(rec.log) == 10
+    for a, b in zip(grads, plain_fn(np.ones(4))):
+        np.testing.assert_allclose(a, b)
+
+
+def test_hooks_bound_at_forward_time():
+    rec = Recorder()
+    out, vjp_fn = sg.vjp(F.f_exp, X)
+    with saved_tensors_hooks(rec.pack, rec.unpack):
+        vjp_fn(np.array(1.0))  # saved without hooks: none apply now
+    assert rec.log == []
+
+
+def test_hooks_can_transform_saved_values():
+    """torch §7 case 2: scaling hooks change what the backward sees."""
+    with saved_tensors_hooks(lambda t: 2 * t, lambda t: t):
+        _, vjp_fn = sg.vjp(F.f_sq, X)
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], 4 * X)
+
+
+def test_innermost_hooks_apply():
+    with saved_tensors_hooks(lambda t: 3 * t, lambda t: 3 * t):
+        with saved_tensors_hooks(lambda t: 5 * t, lambda t: 5 * t):
+            _, vjp_fn = sg.vjp(F.f_sq, X)
+    np.testing.assert_allclose(vjp_fn(np.array(1.0))[0], 2 * 5 * 5 * X)
+
+
+def test_save_on_cpu_gives_the_same_gradients():
+    with save_on_cpu():
+        _, vjp_fn = sg.vjp(F.f_func, X, Y)
+    _, plain = sg.vjp(F.f_func, X, Y)
+    for a, b in zip(vjp_fn(np.array(1.0)), plain(np.array(1.0))):
+        np.testing.assert_allclose(a, b)
+
+
+def test_hook_variant_is_a_separate_module():
+    from srcgrad import api
+
+    with saved_tensors_hooks(lambda t: t, lambda t: t):
+        sg.vjp(F.f_exp, X)
+    sg.vjp(F.f_exp, X)
+    hooked, plain = api._VJP_HOOKS[F.f_exp], api._VJP[F.f_exp]
+    assert "def f_exp_fwd(pack_hook, x):" in hooked.module_source
+    assert "pack_hook" not in plain.module_source
+    assert hooked.options() != plain.options()
