@@ -260,3 +260,11 @@ def test_hook_variant_is_a_separate_module():
     assert "def f_exp_fwd(pack_hook, x):" in hooked.module_source
     assert "pack_hook" not in plain.module_source
     assert hooked.options() != plain.options()
+
+
+def test_needs_input_grad_is_static_from_activity():
+    """Only x is differentiated: the backward's `g * x if ctx.needs_input_grad[1]` folds away."""
+    g = sg.grad(F.f_needs, wrt=0)
+    np.testing.assert_allclose(g(X, Y), Y)
+    text = sg.source(g)
+    assert "gx = " in text and "gy = " not in text
