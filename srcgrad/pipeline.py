@@ -28,6 +28,7 @@ from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
 from srcgrad.passes.inplace import reuse_buffers
+from srcgrad.passes.invariance import zero_edges
 from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.vjp import reverse, zeros_for
@@ -103,7 +104,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     if check_scalar:  # checked at run time by the identity `ensure_scalar`
         value = Tracer(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
     seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
-    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer)
+    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer, zero_edges=zero_edges(graph.ops))
     tracer = Tracer(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
@@ -179,7 +180,8 @@ def vjp_program(fs, optimized=True, hooks=False) -> Functions:
         cotangent_params.append(ct)
         if isinstance(out, Var):
             seeds.append((out, ct))
-    backward, grads = reverse(graph.ops, graph.inputs, seeds, namer, hooks=hook_vars)
+    backward, grads = reverse(graph.ops, graph.inputs, seeds, namer, hooks=hook_vars,
+                              zero_edges=zero_edges(graph.ops))
     tracer = Tracer(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in graph.inputs]
     ops = graph.ops + backward

@@ -197,6 +197,11 @@ def _identity(op, facts):
             return _Rewrite((args[0], inner), prim="subtract" if p == "add" else "add")
         if negated[0] and p == "add":
             return _Rewrite((args[1], producer[args[0]].args[0]), prim="subtract")
+    if p == "sum" and isinstance(args[0], Var) and producer.get(args[0]) is not None \
+            and producer[args[0]].prim == "negative":  # sum(-a) -> -sum(a): negate the small one
+        partial = Var(f"_{op.outs[0].name.lstrip('_')}_sum")
+        pre = Op("sum", (producer[args[0]].args[0], *args[1:]), (partial,), op.loc, {"backward": True})
+        return _Rewrite((partial,), prim="negative", before=(pre,))
     if p == "negative" and isinstance(args[0], Var):
         inner = producer.get(args[0])
         if inner is not None and inner.prim == "negative":

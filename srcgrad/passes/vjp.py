@@ -38,13 +38,14 @@ def parse_formula(text: str):
     return gast.parse(text, mode="eval").body
 
 
-def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None) -> tuple:
+def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=frozenset()) -> tuple:
     """(backward ops, {wrt var: cotangent operand or None}).
 
     `seeds` pairs output operands with their cotangents (a Var input of the
     backward, or Const(1.0) for the scalar output of `grad`). `hooks`, the
     `(pack, unpack)` Vars of the saved-tensor-hook variant (srcgrad.passes.hooks),
-    makes custom Functions pack and unpack what they save.
+    makes custom Functions pack and unpack what they save. `zero_edges` lists
+    `(id(op), param)` edges known to carry no derivative (srcgrad.passes.invariance).
     """
     active = active_vars(ops, wrt, [v for v, _ in seeds])
     classes = shape_classes(ops)
@@ -102,7 +103,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None) -> tuple:
         env.update(g=g, ans=ans)
         out_mask = masks.get(op.outs[0]) if rule.elementwise else None
         for param, arg in zip(rule.params, op.args):
-            if param not in rule.vjp or not any(v in active for v in operand_vars(arg)):
+            if param not in rule.vjp or not any(v in active for v in operand_vars(arg)) \
+                    or (id(op), param) in zero_edges:
                 continue
             ct = tracer.trace_formula(parse_formula(rule.vjp[param]), env, op.loc)
             mask = None

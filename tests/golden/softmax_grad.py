@@ -142,19 +142,9 @@ def grad_loss(W, X, Y):
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)  # for stability only  (softmax.py:13)
     grad_shifted = _unbroadcast + _multiply_2
     _shape_5 = xp.shape(logits)
-    _unbroadcast_1 = unbroadcast(grad_shifted, _shape_5)
-    _negative_1 = -grad_shifted
-    _shape_6 = xp.shape(_max)
-    grad_max = unbroadcast(_negative_1, _shape_6)
-    _equal = logits == _max
-    _sum_2 = xp.sum(_equal, axis=1, keepdims=True)
-    _result_type = xp.result_type(logits)
-    _astype = xp.astype(_sum_2, _result_type)
-    _divide = grad_max / _astype
-    _multiply_3 = _divide * _equal
+    grad_logits = unbroadcast(grad_shifted, _shape_5)
 
     # grad of: logits = X @ W  (softmax.py:12)
-    grad_logits = _unbroadcast_1 + _multiply_3
-    _shape_7 = xp.shape(W)
-    grad_W = matmul_bar(grad_logits, X, _shape_7, 1)
+    _shape_6 = xp.shape(W)
+    grad_W = matmul_bar(grad_logits, X, _shape_6, 1)
     return grad_W
