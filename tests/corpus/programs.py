@@ -106,3 +106,26 @@ def int_astype(x):
 
 def poly4(x):
     return x + x ** 2 + x ** 3 + x ** 4
+
+
+def log_softmax_loss(x, Y):
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.sum(Y * logp)
+
+
+def softmax_probs(x, w):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return np.sum(w * (e / np.sum(e, axis=-1, keepdims=True)))
+
+
+def shifted_used_elsewhere(x):
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return np.sum(logp) + np.sum(shifted ** 2)
+
+
+def logsumexp(x):
+    m = np.max(x, axis=1, keepdims=True)
+    return np.sum(m + np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)))
