@@ -10,7 +10,9 @@ its result into one of its operands when, for the variant being compiled (Note
 * it is a fresh ndarray this function allocated (a ufunc result, a matmul, a
   reduction over an axis), never an argument or something returned, and every op
   that reads it makes new arrays (so no view of it can be alive),
-* it has the result's shape and dtype (so the write neither broadcasts nor casts).
+* it has the result's shape and dtype (so the write neither broadcasts nor casts),
+* it has at least MIN_SIZE elements: below that, `out=`'s keyword costs more than
+  the allocation it saves (measured: 326 ns vs 278 ns for 64 float64s).
 
 The op then renders as `out = xp.<ufunc>(x, y, out=<operand>)`: SSA names stay,
 and the reuse is visible in the generated code.
@@ -25,6 +27,8 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.ir.core import Var, operand_vars
+
+MIN_SIZE = 512
 
 # Primitives whose result is a freshly allocated array (for ndarray results).
 _FRESH_NON_UFUNCS = frozenset({"matmul", "dot", "sum", "mean", "prod", "max", "min", "var", "std",
@@ -67,7 +71,7 @@ def reuse_buffers(ops: list, inputs: list, results: list, probe) -> None:
 
 def _dead_operand(op, index, last_use, keep, fresh, probe):
     out = op.outs[0]
-    if out not in probe.dtypes or out not in probe.shapes:
+    if out not in probe.dtypes or out not in probe.shapes or numpy.prod(probe.shapes[out]) < MIN_SIZE:
         return None
     reads = [a for a in op.args if isinstance(a, Var)]
     for a in reads:

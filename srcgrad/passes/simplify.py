@@ -25,7 +25,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.frontend.trace import evaluate_static
-from srcgrad.ir.core import Const, Op, Var, substitute
+from srcgrad.ir.core import Const, Op, Var, substitute, uses
 
 # Primitives whose result is floating point whatever their operands' dtypes.
 _FLOAT_RESULTS = frozenset("""
@@ -68,6 +68,7 @@ class _Facts:
     floats: set = field(default_factory=set)  # Vars known to be floating point
     scalars: set = field(default_factory=set)  # Vars known to be Python/0-d scalars
     shapes: dict = field(default_factory=dict)  # Var -> concrete shape (Note [Shape specialisation])
+    uses: dict = field(default_factory=dict)  # Var -> reads in the input ops (an upper bound)
 
 
 def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
@@ -77,7 +78,7 @@ def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
     replaced by a temporary, the temporary takes its name. `shapes` (from
     srcgrad.passes.shapes) holds concrete shapes when compiling for known arguments.
     """
-    out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}))
+    out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}), uses=uses(ops))
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
@@ -189,6 +190,9 @@ def _identity(op, facts):
         return args[1]
     if p == "divide" and neutral(args[1], 1, args[0]) and args[0] in floats:
         return args[0]
+    factored = _common_factor(op, facts)
+    if factored is not None:
+        return factored
     if p in ("add", "subtract"):  # a + (-b) -> a - b, a - (-b) -> a + b, (-a) + b -> b - a
         negated = [isinstance(a, Var) and producer.get(a) is not None
                    and producer[a].prim == "negative" for a in args]
@@ -314,6 +318,37 @@ def _sum_to(op, known, target, facts):
 def _normalize_axes(axis, ndim):
     axes = axis if isinstance(axis, tuple) else (axis,)
     return {a % ndim for a in axes}
+
+
+def _scaled(v, facts):
+    """(k, a) when `v` is `k * a` for a scalar constant k, read nowhere else."""
+    op = facts.producer.get(v) if isinstance(v, Var) else None
+    if op is None or op.prim != "multiply" or facts.uses.get(v, 0) != 1:
+        return None
+    k, a = op.args
+    if _is_scalar_const(a):
+        k, a = a, k
+    return (k.value, a) if _is_scalar_const(k) and not isinstance(k.value, numpy.ndarray) else None
+
+
+def _common_factor(op, facts):
+    """k*a + k*b -> k*(a + b), k*a - k*b -> k*(a - b), k*a + (-k)*b -> k*(a - b):
+    one full-size multiply fewer (derivative code is full of such scaled terms)."""
+    if op.prim not in ("add", "subtract"):
+        return None
+    left, right = _scaled(op.args[0], facts), _scaled(op.args[1], facts)
+    if left is None or right is None or left[0] == 0:
+        return None
+    (k, a), (m, b) = left, right
+    if m == k:
+        inner = op.prim
+    elif m == -k:
+        inner = "subtract" if op.prim == "add" else "add"
+    else:
+        return None
+    combined = Var(f"_{op.outs[0].name.lstrip('_')}_terms")
+    pre = Op(inner, (a, b), (combined,), op.loc, {"backward": True})
+    return _Rewrite((Const(k), combined), prim="multiply", before=(pre,))
 
 
 def _is_none(a) -> bool:
