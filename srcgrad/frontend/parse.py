@@ -38,6 +38,42 @@ class FunctionSource:
         return self.node.name
 
 
+def _source_lines(fn, code):
+    """(lines, first line number) of a function's definition.
+
+    The code object knows where the definition starts and (through its positions,
+    Python 3.11+) where its last statement ends, so the lines come straight from
+    linecache; `inspect.getsourcelines` tokenizes to find the end, which costs
+    milliseconds on a process's first call (DESIGN decision 11).
+    """
+    positions = getattr(code, "co_positions", None)
+    lines = linecache.getlines(code.co_filename)
+    if positions is None or not lines or code.co_name == "<lambda>":
+        return inspect.getsourcelines(fn)
+    end = _last_line(code)
+    first = code.co_firstlineno
+    chunk = lines[first - 1:end]
+    text = textwrap.dedent("".join(chunk))
+    try:
+        tree = gast.parse(text)
+    except SyntaxError:
+        return inspect.getsourcelines(fn)
+    if not tree.body or not isinstance(tree.body[0], gast.FunctionDef):
+        return inspect.getsourcelines(fn)
+    return chunk, first
+
+
+def _last_line(code) -> int:
+    end = code.co_firstlineno
+    for _, line_end, _, _ in code.co_positions():
+        if line_end is not None and line_end > end:
+            end = line_end
+    for const in code.co_consts:
+        if hasattr(const, "co_positions"):
+            end = max(end, _last_line(const))
+    return end
+
+
 def parse_function(fn) -> FunctionSource:
     """Parse `fn`'s source; CompileError when there is none to read."""
     compiled = getattr(fn, "__srcgrad__", None)
@@ -54,7 +90,7 @@ def parse_function(fn) -> FunctionSource:
         raise CompileError(f"cannot compile {fn!r}: it is not a Python function",
                            hint="pass a function defined with `def` in a file")
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = _source_lines(fn, code)
     except (OSError, TypeError) as err:
         raise CompileError(f"cannot read the source of {fn.__qualname__}: {err}",
                            filename=code.co_filename, lineno=code.co_firstlineno,

@@ -85,11 +85,48 @@ class Op:
     # Static, primitive-specific data that is not an operand. Used by `getitem`
     # (the index template) and by structural primitives; empty for table rows.
     attrs: dict = field(default_factory=dict)
+    # Nested bodies of control-flow ops (Note [Regions]); empty for every other op.
+    blocks: tuple = ()
 
     def operand_vars(self) -> Iterator[Var]:
-        """The Vars this op reads, looking inside Packs."""
+        """The Vars this op reads, looking inside Packs and nested blocks."""
         for a in self.args:
             yield from operand_vars(a)
+        for block in self.blocks:
+            yield from block.free_vars()
+
+
+@dataclass(eq=False)
+class Block:
+    """A nested body: `ops` run in order, then `results` are its values.
+
+    Note [Regions]
+    ~~~~~~~~~~~~~~
+    Control flow is structured: an `if` is one op `cond(pred)` with a then-block
+    and an else-block; a loop is one op `for_range(start, stop, step)` or `while`
+    with a body block. A block reads values of the enclosing code directly (its
+    *free* Vars), as Python code in a branch or loop body does, so every pass that
+    asks an op what it reads (`Op.operand_vars`) sees them, and top-level passes
+    (DCE, liveness, buffer reuse) treat a control-flow op as one op. Values a loop
+    carries from one iteration to the next are block `params` (bound at the top of
+    each iteration) paired with block `results` (their values at its end).
+    """
+
+    ops: list
+    results: list  # operands: the block's values (branch values, carried values)
+    params: list = field(default_factory=list)  # Vars bound on entry (loop-carried, index)
+
+    def free_vars(self) -> Iterator[Var]:
+        defined = set(self.params)
+        for op in self.ops:
+            for v in op.operand_vars():
+                if v not in defined:
+                    yield v
+            defined.update(op.outs)
+        for r in self.results:
+            for v in operand_vars(r):
+                if v not in defined:
+                    yield v
 
 
 @dataclass(eq=False)
@@ -137,6 +174,9 @@ def substitute(ops: list, mapping: dict) -> list:
 
     for op in ops:
         op.args = tuple(map_operand(a, fn) for a in op.args)
+        for block in op.blocks:
+            substitute(block.ops, mapping)
+            block.results = [map_operand(r, fn) for r in block.results]
     return ops
 
 
