@@ -54,12 +54,20 @@ def trace(fs: FunctionSource):
 
 
 def optimize(ops: list, results: list, shapes: dict | None = None) -> tuple:
-    """simplify → cse → dce; returns (ops, results with removed values replaced)."""
+    """simplify → cse → dce; returns (ops, results with removed values replaced).
+
+    Nested blocks (Note [Regions]) are optimised on their own, after their op: the
+    enclosing level treats a control-flow op as one op reading its blocks' free Vars.
+    """
     keep = [r for r in results if isinstance(r, Var)]
     ops, alias = simplify(ops, keep, shapes)
     results = [_follow(r, alias) for r in results]
     ops, alias = cse(ops)
     results = [_follow(r, alias) for r in results]
+    ops = dce(ops, results)
+    for op in ops:
+        for block in op.blocks:
+            block.ops, block.results = optimize(block.ops, block.results, shapes)
     return dce(ops, results), results
 
 

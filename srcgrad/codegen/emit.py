@@ -179,9 +179,52 @@ def op_statement(op, pool: ConstPool) -> str:
         return f"{targets} = xp.{ufunc_name(op.prim)}({args}, out={into.name})"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
         return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
+    if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])
+        return f"{targets}, = {op.args[0].name}.pop()" if op.outs else f"{op.args[0].name}.pop()"
+    if not op.outs:
+        return ast.unparse(op_expr(op, pool))
     if len(op.outs) == 1 and callable(rules.RULES[op.prim].nout):
         targets += ","
     return f"{targets} = {ast.unparse(op_expr(op, pool))}"
+
+
+def control_lines(op, pool: ConstPool, backward: bool) -> list:
+    """`if`/`for`/`while` statements for a control-flow op (Note [Regions])."""
+    def body(block, extra=()):
+        lines = block_lines(block.ops, pool, backward=backward) + list(extra)
+        return ["    " + line if line else "" for line in (lines or ["pass"])]
+
+    def assign(targets, values):
+        pairs = [(t, v) for t, v in zip(targets, values) if t != v]
+        if not pairs:
+            return []
+        return [f"{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
+
+    names = [o.name for o in op.outs]
+    if op.prim == "cond":
+        then, other = op.blocks
+        return ([f"if {operand_source(op.args[0], pool)}:"]
+                + body(then, assign(names, [operand_source(r, pool) for r in then.results]))
+                + ["else:"]
+                + body(other, assign(names, [operand_source(r, pool) for r in other.results])))
+    block = op.blocks[0]
+    carried = [p.name for p in block.params[1:]]
+    inits = [operand_source(a, pool) for a in op.args[-1].items]
+    results = [operand_source(r, pool) for r in block.results]
+    if op.prim == "while_loop":
+        flag = block.params[0].name
+        return (assign([flag] + carried, [operand_source(op.args[0], pool)] + inits)
+                + [f"while {flag}:"]
+                + body(block, assign([flag] + carried, results))
+                + assign(names, carried))
+    start, stop, step = (operand_source(a, pool) for a in op.args[:3])
+    bounds = stop if start == "0" and step == "1" else (
+        f"{start}, {stop}" if step == "1" else f"{start}, {stop}, {step}")
+    iterable = f"range({bounds})" + ("[::-1]" if op.attrs.get("reverse") else "")
+    return (assign(carried, inits)
+            + [f"for {block.params[0].name} in {iterable}:"]
+            + body(block, assign(carried, results))
+            + assign(names, carried))
 
 
 def operand_source(operand, pool: ConstPool) -> str:
@@ -202,7 +245,11 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
                 where = f"({os.path.basename(loc.file)}:{loc.line})"
                 lines.append(f"# grad of: {loc.text}  {where}" if backward else f"# {loc.text}  {where}")
             last = key
-        lines.append(op_statement(op, pool))
+        if rules.RULES[op.prim].control:
+            lines.extend(control_lines(op, pool, backward))
+            last = object()  # a comment again after the block
+        else:
+            lines.append(op_statement(op, pool))
     return lines
 
 

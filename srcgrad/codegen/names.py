@@ -41,10 +41,10 @@ def tidy_temporaries(ops: list, keep_names) -> None:
     import re
 
     taken = set(keep_names)
-    for op in ops:
+    for op in _walk(ops):
         taken.update(o.name for o in op.outs if not o.name.startswith("_"))
     counters: dict = {}
-    for op in ops:
+    for op in _walk(ops):
         for o in op.outs:
             if not o.name.startswith("_"):
                 continue
@@ -57,3 +57,17 @@ def tidy_temporaries(ops: list, keep_names) -> None:
             counters[base] = n + 1
             taken.add(name)
             o.name = name
+
+
+def _walk(ops):
+    """Every op, nested blocks' ops after their op; block params as pseudo-ops."""
+    for op in ops:
+        yield op
+        for block in op.blocks:
+            yield _Params(block.params)
+            yield from _walk(block.ops)
+
+
+class _Params:
+    def __init__(self, params):
+        self.outs = params

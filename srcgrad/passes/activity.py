@@ -19,6 +19,8 @@ def _differentiable_args(op):
 
         return [("inputs", differentiable_inputs(op))]
     rule = rules.RULES[op.prim]
+    if rule.control:  # Note [Regions]: through everything the op and its blocks read
+        return [(None, v) for v in dict.fromkeys(op.operand_vars())]
     if rule.nondiff or rule.static_out:
         return []
     return [(p, a) for p, a in zip(rule.params, op.args) if p in rule.vjp]

@@ -6,6 +6,7 @@ compute the same values. Formulas often recompute `xp.shape(x)` or a transpose.
 
 from __future__ import annotations
 
+from srcgrad import rules
 from srcgrad.ir.core import Pack, Var, substitute
 
 
@@ -27,6 +28,9 @@ def cse(ops: list) -> tuple:
     seen, alias, out = {}, {}, []
     for op in ops:
         substitute([op], alias)
+        if op.blocks or rules.RULES[op.prim].effect:  # never merged; blocks cleaned on their own
+            out.append(op)
+            continue
         key = (op.prim, tuple(_key(a) for a in op.args),
                tuple(sorted((k, repr(v)) for k, v in op.attrs.items() if k != "backward")))
         earlier = seen.get(key)

@@ -87,26 +87,68 @@ def probe(ops: list, inputs: list, args: tuple) -> Probe:
     for v, a in zip(inputs, args):
         if _is_array(a) or isinstance(a, (int, float, complex, bool)):
             shapes[v] = numpy.shape(a)
+    _execute(ops, env, found, derived, record=True)
+    return found
+
+
+def _execute(ops, env, found, derived, record):
+    """Run ops; with `record`, note shapes, dtypes and shape-derived values.
+
+    Inside a branch or a loop body nothing is recorded: a value there may differ in
+    shape from one iteration (or branch) to the next, so its shape is not a fact of
+    the variant (Note [Shape specialisation])."""
+    shapes, dtypes = found.shapes, found.dtypes
     for op in ops:
         rule = rules.RULES[op.prim]
-        namespace = dict(rules.FORMULA_GLOBALS)
-        namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
         try:
-            result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
+            if rule.control:
+                outs = _run_control(op, env, found, derived)
+            else:
+                namespace = dict(rules.FORMULA_GLOBALS)
+                namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
+                result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
+                if op.prim == "tape_pop":
+                    outs = result
+                else:
+                    outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
+        except ProbeFailed:
+            raise
         except Exception as err:
             raise ProbeFailed(f"{op.prim}: {err}") from err
-        outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
         for o, value in zip(op.outs, outs):
             env[o] = value
-            if isinstance(value, numpy.ndarray):
+            if record and isinstance(value, numpy.ndarray):
                 dtypes[o] = value.dtype
-        if _stable(op, rule, env, shapes, derived):
+        if record and not rule.control and _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
                     v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):
                 derived.update(op.outs)
             for o in op.outs:
                 shapes[o] = numpy.shape(env[o])
-    return found
+
+
+def _run_control(op, env, found, derived):
+    """The values of a control-flow op's outputs (Note [Regions])."""
+    def run(block):
+        _execute(block.ops, env, found, derived, record=False)
+        return [_value(r, env) for r in block.results]
+
+    if op.prim == "cond":
+        return run(op.blocks[0] if _value(op.args[0], env) else op.blocks[1])
+    block = op.blocks[0]
+    carried = [_value(a, env) for a in op.args[-1].items]
+    if op.prim == "while_loop":
+        running = _value(op.args[0], env)
+        while running:
+            env.update(zip(block.params, [running, *carried]))
+            running, *carried = run(block)
+        return carried
+    start, stop, step = (_value(a, env) for a in op.args[:3])
+    indices = range(start, stop, step)
+    for i in indices[::-1] if op.attrs.get("reverse") else indices:
+        env.update(zip(block.params, [i, *carried]))
+        carried = run(block)
+    return carried
 
 
 def _reads_arrays(op, env) -> bool:

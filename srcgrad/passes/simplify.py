@@ -108,7 +108,8 @@ def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
 def _fold(op, rule):
     """The constant an op on constants computes, when it is a literal (never an array:
     an array constant would be baked into the module and kept alive by it)."""
-    if rule is None or len(op.outs) != 1 or any(True for _ in op.operand_vars()):
+    if rule is None or len(op.outs) != 1 or rule.control or rule.effect or any(
+            True for _ in op.operand_vars()):
         return None
     value = evaluate_static(rule, op.args)
     if isinstance(value, numpy.ndarray) and value.ndim > 0:

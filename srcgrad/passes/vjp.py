@@ -31,6 +31,7 @@ from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.passes.activity import active_vars
 from srcgrad.passes.simplify import shape_classes
+from srcgrad.passes.vjp_control import reverse_region
 
 
 @functools.cache
@@ -73,6 +74,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     def same_shape(a, b):
         return isinstance(a, Var) and classes.get(a, a) is classes.get(b, b)
 
+    pending: list = []  # (forward op, op to insert before it): loops' tapes
+
     for op in reversed(ops):
         if not any(o in contributions for o in op.outs):
             continue
@@ -90,6 +93,12 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
             raise CompileError.at(op.loc, "trying to differentiate twice a function that was "
                                   f"marked with @once_differentiable ({op.args[1].value})")
         # ---- end custom Functions
+        if rule.control:  # Note [Reverse mode of control flow]
+            tracer.loc = op.loc
+            cts = [total(o) for o in op.outs]
+            for arg, ct in reverse_region(op, cts, tracer, namer, active, pending):
+                _distribute(arg, ct, active, contributions)
+            continue
         if rule.nondiff:
             continue
         tracer.loc = op.loc
@@ -120,6 +129,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     grads = {w: total(w) for w in wrt}
     for new in tracer.ops:
         new.attrs["backward"] = True
+    for before, new in pending:
+        ops.insert(ops.index(before), new)
     return tracer.ops, grads
 
 

@@ -55,6 +55,10 @@ class Rule:
     # Number of outputs: an int, or a function of the bound static arguments
     # (a dict name -> value) for primitives like `split`.
     nout: int | Callable = 1
+    # A structural primitive with nested blocks (`cond`, loops: Note [Regions]) or a
+    # side effect (a tape push): passes treat these specially, never as formulas.
+    control: bool = False
+    effect: bool = False  # must run even when no output is read
     doc: str = ""  # a line for the conventions table (kinks, ties, zeros)
 
     @property

@@ -810,3 +810,18 @@ defrule("differentiable_once", "x, name", "differentiable_once(x, name)",
 # and `unpack` are the hook functions, parameters of the generated forward/backward.
 defrule("saved_pack", "pack, x", "pack(x)", nondiff=True)
 defrule("saved_unpack", "unpack, packed", "unpack(packed)", nondiff=True)
+
+
+# ---------------------------------------------------------------- control flow (Note [Regions])
+# Structural: codegen writes `if`/`for`/`while` blocks and passes/vjp.py differentiates
+# them; the renders are never used. Their derivatives are not formulas.
+defrule("cond", "pred", "pred", control=True, doc="if/else on a run-time condition")
+defrule("for_range", "start, stop, step, inits", "range(start, stop, step)", control=True,
+        doc="a loop over range(...) with loop-carried values")
+defrule("while_loop", "test, inits", "test", control=True,
+        doc="a while loop; the test is carried")
+# The tape of a loop's reverse mode: values its adjoint reads, one entry per iteration.
+defrule("tape_new", "", "[]", nondiff=True, static_out=True, effect=True)
+defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect=True, nout=0)
+defrule("tape_pop", "tape", "tape.pop()", nondiff=True, effect=True)
+defrule("tape_len", "tape", "len(tape)", nondiff=True, static_out=True)

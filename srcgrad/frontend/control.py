@@ -1,0 +1,297 @@
+"""Tracing control flow: `if`, `for`, `while`, early `return` → region ops.
+
+Note [Tracing control flow]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A condition or trip count known at compile time is decided while tracing: the
+taken branch is traced, a loop over a tuple or list is traced once per element.
+Otherwise the construct becomes one op with nested blocks (Note [Regions]):
+
+* `if c:` → `cond(c)` with a then-block and an else-block; each block's results
+  are the values, at its end, of the names either branch assigns, and the op's
+  outputs rebind those names.
+* `for i in range(a, b, s):` (also `for row in x`, `enumerate(x)`, `zip(x, y)`)
+  → `for_range(a, b, s, inits)`; names assigned in the body that exist before the
+  loop are *carried*: block params bound at the top of each iteration, block
+  results at its end, op outputs after the loop. No unrolling: code size and
+  compile time do not grow with the trip count.
+* `while c:` → `while_loop(c0, inits)`, the condition traced before the loop and
+  again at the end of the body, so it is one more carried value (`:=` in the
+  condition assigns like any statement).
+* An `if` with a `return` in a branch takes the rest of the function into the
+  branch that falls through, so both branches end in a return and the function's
+  result is the `cond`'s outputs.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from srcgrad.ir.core import Block, Const, Op, Pack, Var
+from srcgrad.ir.tree import flatten, unflatten
+
+
+def always_returns(stmts) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, gast.Return):
+        return True
+    return isinstance(last, gast.If) and always_returns(last.body) and always_returns(last.orelse)
+
+
+def contains_return(stmts) -> bool:
+    return any(isinstance(n, gast.Return) for s in stmts for n in gast.walk(s))
+
+
+def assigned_names(stmts) -> list:
+    """Names a statement list assigns, in order of first assignment."""
+    names: dict = {}
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                names.setdefault(n.id, None)
+    return list(names)
+
+
+def _leaves(value):
+    return flatten(value, is_leaf=lambda v: isinstance(v, (Var, Const)))
+
+
+class ControlFlow:
+    """Control-flow statements, mixed into the Tracer (srcgrad.frontend.trace)."""
+
+    # ------------------------------------------------------------------ blocks
+    def trace_block(self, stmts, scope, bindings=None, prologue=None, epilogue=None):
+        """(ops, env after, returned value, epilogue value): `stmts` traced into a new
+        op list, in a copy of the scope's env updated with `bindings`; `prologue(scope)`
+        runs first and `epilogue(scope)` last, both inside the block."""
+        saved_ops, saved_env = self.ops, scope.env
+        self.ops, scope.env = [], {**saved_env, **(bindings or {})}
+        try:
+            if prologue is not None:
+                prologue(scope)
+            returned = self.trace_statements(stmts, scope)
+            tail = epilogue(scope) if epilogue is not None and returned is None else None
+            return self.ops, scope.env, returned, tail
+        finally:
+            self.ops, scope.env = saved_ops, saved_env
+
+    def trace_statements(self, stmts, scope):
+        """Trace statements; the value of a `return` reached, else None."""
+        for i, stmt in enumerate(stmts):
+            self.loc = scope.locate(stmt)
+            if isinstance(stmt, gast.Return):
+                return Const(None) if stmt.value is None else self.expr(stmt.value, scope)
+            if isinstance(stmt, gast.If) and contains_return([stmt]):
+                return self.if_with_return(stmt, stmts[i + 1:], scope)
+            if isinstance(stmt, (gast.For, gast.While)) and contains_return(stmt.body):
+                self.fail(stmt, "a `return` inside a loop",
+                          "set a result variable and `break` out, then return after the loop")
+            self.stmt(stmt, scope)
+        return None
+
+    # ------------------------------------------------------------------ if
+    def trace_if(self, node, scope):
+        test = self.expr(node.test, scope)
+        if isinstance(test, Const):
+            self.trace_statements(node.body if test.value else node.orelse, scope)
+            return
+        then_ops, then_env, _, _ = self.trace_block(node.body, scope)
+        else_ops, else_env, _, _ = self.trace_block(node.orelse, scope)
+        before = scope.env
+        merged = {}
+        for name in dict.fromkeys(list(then_env) + list(else_env)):
+            a, b = then_env.get(name), else_env.get(name)
+            if a is None or b is None:
+                continue  # defined in one branch only: not defined after the `if`
+            if a is before.get(name) and b is before.get(name):
+                continue
+            merged[name] = (a, b)
+        values = self.merge_branches(node, test, then_ops, else_ops,
+                                     [v[0] for v in merged.values()], [v[1] for v in merged.values()],
+                                     list(merged))
+        scope.env.update(zip(merged, values))
+
+    def if_with_return(self, node, rest, scope):
+        test = self.expr(node.test, scope)
+        then_stmts = node.body if always_returns(node.body) else node.body + rest
+        else_stmts = node.orelse if always_returns(node.orelse) else node.orelse + rest
+        if isinstance(test, Const):
+            return self.trace_statements(then_stmts if test.value else else_stmts, scope)
+        then_ops, _, then_value, _ = self.trace_block(then_stmts, scope)
+        else_ops, _, else_value, _ = self.trace_block(else_stmts, scope)
+        if then_value is None or else_value is None:
+            self.fail(node, "a function that returns on some paths only",
+                      "return a value at the end of the function")
+        (result,) = self.merge_branches(node, test, then_ops, else_ops, [then_value], [else_value],
+                                        ["result"])
+        return result
+
+    def merge_branches(self, node, test, then_ops, else_ops, then_values, else_values, names):
+        """Emit `cond`; returns the merged value per name (containers merged leafwise)."""
+        then_leaves, else_leaves, trees, outs = [], [], [], []
+        for name, a, b in zip(names, then_values, else_values):
+            la, ta = _leaves(a)
+            lb, tb = _leaves(b)
+            if ta != tb:
+                self.fail(node, f"`{name}` holding differently shaped containers in the two branches")
+            trees.append((ta, len(la)))
+            then_leaves += la
+            else_leaves += lb
+            outs += [Var(self.namer.fresh(name), _kind(x, y)) for x, y in zip(la, lb)]
+        self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
+                           blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
+        merged, i = [], 0
+        for tree, n in trees:
+            merged.append(unflatten(tree, outs[i:i + n]))
+            i += n
+        return merged
+
+    # ------------------------------------------------------------------ loops
+    def trace_for(self, node, scope):
+        if node.orelse:
+            self.fail(node, "`for ... else`", "use a flag variable")
+        plan = self.loop_plan(node, scope)
+        if plan is None:  # a static sequence: one trace per element
+            items = self.static_items(node, scope)
+            for item in items:
+                self.bind(node.target, item, scope)
+                self.trace_loop_body(node, scope)
+            return
+        start, stop, step, per_index = plan
+        carried = [n for n in assigned_names(node.body) + _target_names(node.target)
+                   if n in scope.env and n not in _target_names(node.target)]
+        index = Var(self.namer.fresh(_index_name(node.target)), "static")
+        params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
+        body_ops, env_after, _, _ = self.trace_block(
+            node.body, scope, dict(zip(carried, params)),
+            prologue=lambda inner: self.bind(node.target, per_index(index), inner))
+        self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
+                        body_ops, env_after)
+
+    def trace_while(self, node, scope):
+        if node.orelse:
+            self.fail(node, "`while ... else`", "use a flag variable")
+        carried = [n for n in assigned_names([node.test] + node.body) if n in scope.env]
+        test = self.expr(node.test, scope)  # the first test, before the loop (`:=` binds here)
+        carried = [n for n in assigned_names([node.test] + node.body) if n in scope.env]
+        if isinstance(test, Const) and not test.value:
+            return  # never entered
+        params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
+        flag = Var(self.namer.fresh("_running"), "static")
+        body_ops, env_after, _, next_test = self.trace_block(
+            node.body, scope, dict(zip(carried, params)),
+            epilogue=lambda inner: self.expr(node.test, inner))
+        self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
+                        extra_param=flag, extra_result=next_test)
+
+    def close_loop(self, node, scope, prim, args, carried, params, bound, body_ops, env_after,
+                   extra_param=None, extra_result=None):
+        inits, results = [], []
+        for name, param in zip(carried, params):
+            init, result = scope.env[name], env_after.get(name, param)
+            for value in (init, result):
+                if not isinstance(value, (Var, Const)):
+                    self.fail(node, f"`{name}`, a tuple, list or dict, changing in a loop",
+                              "keep arrays in separate variables, or write into a preallocated "
+                              "array with x[i] = v")
+            inits.append(init)
+            results.append(result)
+        block_params = bound + params
+        if extra_param is not None:  # a while loop's test, carried like a variable
+            block_params = [extra_param] + block_params
+            results = [extra_result] + results
+        outs = tuple(Var(self.namer.fresh(n), p.kind) for n, p in zip(carried, params))
+        self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
+                           blocks=(Block(body_ops, results, block_params),)))
+        scope.env.update(zip(carried, outs))
+
+    def trace_loop_body(self, node, scope):
+        for stmt in node.body:
+            self.loc = scope.locate(stmt)
+            if isinstance(stmt, (gast.Break, gast.Continue)):
+                self.fail(stmt, f"`{type(stmt).__name__.lower()}` in a loop over a tuple or list",
+                          "loop over range(len(...)) instead")
+            self.stmt(stmt, scope)
+
+    def loop_plan(self, node, scope):
+        """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
+        it = node.iter
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
+                and not it.keywords:
+            args = [self.expr(a, scope) for a in it.args]
+            if len(args) == 1:
+                args = [Const(0), args[0]]
+            start, stop, step = (args + [Const(1)])[:3]
+            if all(isinstance(a, Const) for a in (start, stop, step)) and _subscripts_containers(
+                    node, scope):
+                return None  # `for i in range(3): layers[i]`: the index must be static
+            return start, stop, step, lambda i: i
+        value = self.expr(it, scope) if not _is_builtin_call(it, ("enumerate", "zip")) else None
+        if isinstance(value, Var):  # rows of an array
+            return Const(0), self._length(value), Const(1), lambda i: self._row(value, i)
+        if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1:
+            seq = self.expr(it.args[0], scope)
+            if isinstance(seq, Var):
+                return Const(0), self._length(seq), Const(1), lambda i: (i, self._row(seq, i))
+        if _is_builtin_call(it, ("zip",)):
+            seqs = [self.expr(a, scope) for a in it.args]
+            if any(isinstance(s, Var) for s in seqs) and all(isinstance(s, Var) for s in seqs):
+                return (Const(0), self._length(seqs[0]), Const(1),
+                        lambda i: tuple(self._row(s, i) for s in seqs))
+        return None
+
+    def static_items(self, node, scope):
+        value = self.expr(node.iter, scope)
+        if isinstance(value, Const):
+            try:
+                return [Const(v) for v in value.value]
+            except TypeError:
+                self.fail(node.iter, "a loop over a value that is not iterable")
+        if isinstance(value, dict):
+            return [Const(k) for k in value]
+        if isinstance(value, (tuple, list)):
+            return list(value)
+        self.fail(node.iter, "this loop's iterable", "loop over range(...), an array, or a list")
+
+    def _length(self, array):
+        from srcgrad import rules
+
+        shape = self.apply(rules.RULES["shape"], [array], {})
+        return self.apply(rules.RULES["getitem"], [shape, Const(0)], {})
+
+    def _row(self, array, index):
+        from srcgrad import rules
+
+        return self.apply(rules.RULES["getitem"], [array, index], {})
+
+
+def _kind(*values) -> str:
+    return "array" if any(isinstance(v, Var) and v.kind == "array" for v in values) else (
+        "static" if all(isinstance(v, Var) for v in values) else "array")
+
+
+def _target_names(target) -> list:
+    return [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
+
+
+def _index_name(target) -> str:
+    names = _target_names(target)
+    return names[0] if len(names) == 1 and isinstance(target, gast.Name) else "_i"
+
+
+def _is_builtin_call(node, names) -> bool:
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id in names
+
+
+def _subscripts_containers(node, scope) -> bool:
+    """Whether the loop body subscripts a tuple/list/dict with the loop variable."""
+    names = set(_target_names(node.target))
+    for n in gast.walk(gast.Module(body=node.body, type_ignores=[])):
+        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) \
+                and isinstance(scope.env.get(n.value.id), (tuple, list, dict)) \
+                and any(isinstance(m, gast.Name) and m.id in names for m in gast.walk(n.slice)):
+            return True
+    return False
+
+

@@ -1,0 +1,151 @@
+"""Reverse mode through `cond`, `for_range` and `while_loop` (Note [Regions]).
+
+Note [Reverse mode of control flow]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`cond`: each branch is differentiated on its own (the block's results seeded with
+the op outputs' cotangents) into a backward `cond` on the same predicate, whose
+outputs are the cotangents of the outer values either branch reads (zeros from the
+branch that does not). A forward branch value its backward reads is *exported*:
+it becomes one more output of the forward `cond` (None from the other branch), so
+the backward reads a top-level value like any other (and `sg.vjp` can save it).
+
+Loops: the body is differentiated once, as a block, with the carried values and the
+outer values it reads as `wrt`. What the backward body reads of the forward body is
+pushed on a *tape* (a Python list created before the loop) at the end of every
+iteration, and popped at the top of every backward iteration, which runs the
+iterations in reverse (`range(...)[::-1]`, or as many times as the tape is long
+for a `while`). Cotangents of carried values are the backward loop's carried
+values; those of outer values read in the body are accumulated in carried sums.
+Generated code grows with the body, never with the trip count.
+"""
+
+from __future__ import annotations
+
+from srcgrad import rules
+from srcgrad.ir.core import Block, Const, Op, Pack, Var, substitute
+
+
+def reverse_region(op, cts, tracer, namer, active, pending):
+    """Emit the backward of control-flow `op`; [(outer operand, cotangent)].
+
+    `cts` are the cotangents of op.outs (None: zero). `pending` collects
+    (forward op, new op) pairs to insert before the forward op (tapes).
+    """
+    if op.prim == "cond":
+        return _reverse_cond(op, cts, tracer, namer, active)
+    return _reverse_loop(op, cts, tracer, namer, active, pending)
+
+
+def _zeros_like(v, tracer):
+    return tracer.apply(rules.RULES["zeros_like"], [v], {})
+
+
+def _block_reverse(block_ops, wrt, seeds, namer):
+    from srcgrad.passes.vjp import reverse
+
+    return reverse(block_ops, wrt, seeds, namer)
+
+
+def _defined(block) -> set:
+    return set(block.params) | {o for op in block.ops for o in op.outs}
+
+
+# ---------------------------------------------------------------------- cond
+def _reverse_cond(op, cts, tracer, namer, active):
+    pred = op.args[0]
+    free = [v for v in dict.fromkeys(op.operand_vars()) if v in active and v.kind == "array"
+            and v is not pred]
+    if not free:
+        return []
+    outs = [Var(namer.fresh("grad_" + v.name.lstrip("_"))) for v in free]
+    blocks = []
+    for block in op.blocks:
+        seeds = [(r, ct) for r, ct in zip(block.results, cts) if ct is not None and isinstance(r, Var)]
+        b_ops, grads = _block_reverse(block.ops, free, seeds, namer)
+        inner = type(tracer)(namer, b_ops)
+        results = [grads[v] if grads[v] is not None else _zeros_like(v, inner) for v in free]
+        _export(op, block, b_ops, results, namer)
+        blocks.append(Block(b_ops, results))
+    tracer.ops.append(Op("cond", (pred,), tuple(outs), op.loc, {"backward": True}, tuple(blocks)))
+    return list(zip(free, outs))
+
+
+def _export(op, block, b_ops, b_results, namer):
+    """Make the forward values of `block` that its backward reads outputs of `op`."""
+    defined = _defined(block)
+    needed = [v for v in dict.fromkeys(Block(b_ops, b_results).free_vars()) if v in defined]
+    if not needed:
+        return
+    mapping = {}
+    for v in needed:
+        out = Var(namer.fresh(v.name.lstrip("_") + "_saved"), v.kind)
+        for other in op.blocks:
+            other.results.append(v if other is block else Const(None))
+        op.outs = op.outs + (out,)
+        mapping[v] = out
+    substitute(b_ops, mapping)
+    b_results[:] = [mapping.get(r, r) if isinstance(r, Var) else r for r in b_results]
+
+
+# ---------------------------------------------------------------------- loops
+def _reverse_loop(op, cts, tracer, namer, active, pending):
+    body = op.blocks[0]
+    is_while = op.prim == "while_loop"
+    inits = list(op.args[-1].items)
+    params = body.params[1:] if not is_while else body.params[1:]
+    index = body.params[0] if not is_while else None
+    results = body.results[1:] if is_while else body.results
+    carried = [(p, r, init, out, ct) for p, r, init, out, ct
+               in zip(params, results, inits, op.outs, cts) if p.kind == "array"]
+    defined = _defined(body)
+    free = [v for v in dict.fromkeys(body.free_vars()) if v in active and v.kind == "array"]
+    if not carried and not free:
+        return []
+    # The body's backward, given the cotangents of its results at the end of an iteration.
+    g_params = [Var(namer.fresh("grad_" + p.name.lstrip("_"))) for p, *_ in carried]
+    seeds = [(r, g) for (p, r, *_), g in zip(carried, g_params) if isinstance(r, Var)]
+    wrt = [p for p, *_ in carried] + free
+    b_ops, grads = _block_reverse(body.ops, wrt, seeds, namer)
+    inner = type(tracer)(namer, b_ops)
+    defined = _defined(body)  # again: nested control flow may have exported values
+    # What the backward body reads of the forward body travels on a tape.
+    tape = Var(namer.fresh("_tape"), "static")
+    pending.append((op, Op("tape_new", (), (tape,), op.loc)))
+    b_results_probe = [grads[p] for p, *_ in carried] + [grads[v] for v in free]
+    needed = [v for v in dict.fromkeys(Block(b_ops, [r for r in b_results_probe if r is not None])
+                                       .free_vars()) if v in defined and v is not index]
+    body.ops.append(Op("tape_push", (tape, Pack(tuple(needed))), (), op.loc, {"effect": True}))
+    popped = [Var(namer.fresh(v.name.lstrip("_") + "_t"), v.kind) for v in needed]
+    b_index = Var(namer.fresh(index.name if index is not None else "_i"), "static")
+    mapping = dict(zip(needed, popped))
+    if index is not None:
+        mapping[index] = b_index
+    substitute(b_ops, mapping)
+    pop = Op("tape_pop", (tape,), tuple(popped), op.loc, {"backward": True})
+    # Backward iteration: carried cotangents, and sums for the outer values read.
+    acc = [Var(namer.fresh("grad_" + v.name.lstrip("_") + "_sum")) for v in free]
+    new_g = []
+    for (p, *_), g in zip(carried, g_params):
+        r = grads[p]
+        new_g.append(mapping.get(r, r) if r is not None else _zeros_like(g, inner))
+    sums = []
+    for v, a in zip(free, acc):
+        contribution = mapping.get(grads[v], grads[v])
+        sums.append(a if contribution is None else inner.apply(rules.RULES["add"], [a, contribution], {}))
+    for new in inner.ops:
+        new.attrs["backward"] = True
+    block = Block([pop] + inner.ops, new_g + sums, [b_index] + g_params + acc)
+    start = [ct if ct is not None else _zeros_like(out, tracer) for *_, out, ct in carried]
+    start += [_zeros_like(v, tracer) for v in free]
+    outs = tuple(Var(namer.fresh("grad_" + p.name.lstrip("_"))) for p, *_ in carried) + tuple(
+        Var(namer.fresh("grad_" + v.name.lstrip("_"))) for v in free)
+    if is_while:
+        n = tracer.apply(rules.RULES["tape_len"], [tape], {})
+        bounds = (Const(0), n, Const(1))
+    else:
+        bounds = op.args[:3]
+    tracer.ops.append(Op("for_range", (*bounds, Pack(tuple(start))), outs, op.loc,
+                         {"backward": True, "reverse": True}, (block,)))
+    pairs = [(init, out) for (_, _, init, _, _), out in zip(carried, outs) if isinstance(init, Var)]
+    return pairs + list(zip(free, outs[len(carried):]))
+
