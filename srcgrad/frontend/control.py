@@ -53,6 +53,56 @@ def assigned_names(stmts) -> list:
     return list(names)
 
 
+def lower_jumps(stmts):
+    """(statements without `break`/`continue`, whether a `break` was removed).
+
+    A jump ends its iteration: what follows it is dropped, and an `if` holding one
+    takes the rest of the body into both of its branches (the branch that jumps
+    drops it again). `break` also sets the loop's break flag, which the caller
+    tests (Note [Tracing control flow]). Loops nested inside keep their own jumps.
+    """
+    found = []
+
+    def lower(body):
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, gast.Continue):
+                return body[:i]
+            if isinstance(stmt, gast.Break):
+                found.append(stmt)
+                return body[:i] + [_assign_flag(stmt, True)]
+            if isinstance(stmt, gast.If) and _jumps(stmt):
+                rest = body[i + 1:]
+                branch = gast.If(test=stmt.test, body=lower(stmt.body + rest) or [gast.Pass()],
+                                 orelse=lower(stmt.orelse + rest))
+                return body[:i] + [gast.copy_location(branch, stmt)]
+        return body
+
+    return lower(list(stmts)), bool(found)
+
+
+BREAK_FLAG = "_break"
+
+
+def _assign_flag(node, value):
+    target = gast.Name(id=BREAK_FLAG, ctx=gast.Store(), annotation=None, type_comment=None)
+    assign = gast.Assign(targets=[target], value=gast.Constant(value=value, kind=None), type_comment=None)
+    return gast.copy_location(assign, node)
+
+
+def _not_flag(node):
+    flag = gast.Name(id=BREAK_FLAG, ctx=gast.Load(), annotation=None, type_comment=None)
+    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=flag), node)
+
+
+def _jumps(stmt) -> bool:
+    """Whether `stmt` holds a break/continue of the enclosing loop."""
+    if isinstance(stmt, (gast.Break, gast.Continue)):
+        return True
+    if isinstance(stmt, (gast.For, gast.While, gast.FunctionDef)):
+        return False
+    return any(_jumps(child) for child in gast.iter_child_nodes(stmt) if isinstance(child, gast.stmt))
+
+
 def _leaves(value):
     return flatten(value, is_leaf=lambda v: isinstance(v, (Var, Const)))
 
@@ -92,6 +142,7 @@ class ControlFlow:
 
     # ------------------------------------------------------------------ if
     def trace_if(self, node, scope):
+        loc = self.loc
         test = self.expr(node.test, scope)
         if isinstance(test, Const):
             self.trace_statements(node.body if test.value else node.orelse, scope)
@@ -107,12 +158,21 @@ class ControlFlow:
             if a is before.get(name) and b is before.get(name):
                 continue
             merged[name] = (a, b)
+        self.loc = loc
         values = self.merge_branches(node, test, then_ops, else_ops,
                                      [v[0] for v in merged.values()], [v[1] for v in merged.values()],
                                      list(merged))
         scope.env.update(zip(merged, values))
 
+    def trace_ifexp(self, node, test, scope):
+        """`a if c else b` on a run-time condition: a `cond` computing one value."""
+        then_ops, _, _, a = self.trace_block([], scope, epilogue=lambda s: self.expr(node.body, s))
+        else_ops, _, _, b = self.trace_block([], scope, epilogue=lambda s: self.expr(node.orelse, s))
+        (value,) = self.merge_branches(node, test, then_ops, else_ops, [a], [b], ["_ifexp"])
+        return value
+
     def if_with_return(self, node, rest, scope):
+        loc = self.loc
         test = self.expr(node.test, scope)
         then_stmts = node.body if always_returns(node.body) else node.body + rest
         else_stmts = node.orelse if always_returns(node.orelse) else node.orelse + rest
@@ -123,6 +183,7 @@ class ControlFlow:
         if then_value is None or else_value is None:
             self.fail(node, "a function that returns on some paths only",
                       "return a value at the end of the function")
+        self.loc = loc
         (result,) = self.merge_branches(node, test, then_ops, else_ops, [then_value], [else_value],
                                         ["result"])
         return result
@@ -159,34 +220,52 @@ class ControlFlow:
                 self.trace_loop_body(node, scope)
             return
         start, stop, step, per_index = plan
-        carried = [n for n in assigned_names(node.body) + _target_names(node.target)
+        body = self._loop_body(node, scope)
+        carried = [n for n in assigned_names(body) + _target_names(node.target)
                    if n in scope.env and n not in _target_names(node.target)]
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
         params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
         body_ops, env_after, _, _ = self.trace_block(
-            node.body, scope, dict(zip(carried, params)),
+            body, scope, dict(zip(carried, params)),
             prologue=lambda inner: self.bind(node.target, per_index(index), inner))
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
+        scope.env.pop(BREAK_FLAG, None)
 
     def trace_while(self, node, scope):
         if node.orelse:
             self.fail(node, "`while ... else`", "use a flag variable")
-        carried = [n for n in assigned_names([node.test] + node.body) if n in scope.env]
-        test = self.expr(node.test, scope)  # the first test, before the loop (`:=` binds here)
-        carried = [n for n in assigned_names([node.test] + node.body) if n in scope.env]
+        body = self._loop_body(node, scope)
+        test_node = node.test
+        if BREAK_FLAG in scope.env:  # `while not _break and test`
+            test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node), node.test]),
+                                           node.test)
+        test = self.expr(test_node, scope)  # the first test, before the loop (`:=` binds here)
+        carried = [n for n in assigned_names([node.test] + body) if n in scope.env]
         if isinstance(test, Const) and not test.value:
             return  # never entered
         params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
         flag = Var(self.namer.fresh("_running"), "static")
         body_ops, env_after, _, next_test = self.trace_block(
-            node.body, scope, dict(zip(carried, params)),
-            epilogue=lambda inner: self.expr(node.test, inner))
+            body, scope, dict(zip(carried, params)),
+            epilogue=lambda inner: self.expr(test_node, inner))
         self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
                         extra_param=flag, extra_result=next_test)
+        scope.env.pop(BREAK_FLAG, None)
+
+    def _loop_body(self, node, scope):
+        """The loop's body with break/continue lowered; a `break` adds the flag."""
+        body, breaks = lower_jumps(node.body)
+        if breaks:
+            if BREAK_FLAG in scope.env:
+                self.fail(node, "`break` in nested loops", "move the inner loop into a function")
+            scope.env[BREAK_FLAG] = Const(False)
+            body = [gast.copy_location(gast.If(test=_not_flag(node), body=body, orelse=[]), node)]
+        return body
 
     def close_loop(self, node, scope, prim, args, carried, params, bound, body_ops, env_after,
                    extra_param=None, extra_result=None):
+        self.loc = scope.locate(node)  # the loop statement's line, not its body's last
         inits, results = [], []
         for name, param in zip(carried, params):
             init, result = scope.env[name], env_after.get(name, param)
@@ -267,8 +346,13 @@ class ControlFlow:
 
 
 def _kind(*values) -> str:
-    return "array" if any(isinstance(v, Var) and v.kind == "array" for v in values) else (
-        "static" if all(isinstance(v, Var) for v in values) else "array")
+    """'array' when any value may carry a derivative: a float, or an array Var."""
+    for v in values:
+        if isinstance(v, Var) and v.kind == "array":
+            return "array"
+        if isinstance(v, Const) and isinstance(v.value, (float, complex)):
+            return "array"
+    return "static"
 
 
 def _target_names(target) -> list:

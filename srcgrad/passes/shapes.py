@@ -100,6 +100,10 @@ def _execute(ops, env, found, derived, record):
     shapes, dtypes = found.shapes, found.dtypes
     for op in ops:
         rule = rules.RULES[op.prim]
+        if record and op.prim in ("for_range", "while_loop"):
+            # Interpreting a loop costs its trip count; nothing in or after it would
+            # be recorded as exactly anyway. Values from here on stay generic.
+            return
         try:
             if rule.control:
                 outs = _run_control(op, env, found, derived)

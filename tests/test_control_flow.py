@@ -1,0 +1,83 @@
+"""Control flow in compiled code (Note [Tracing control flow], Note [Reverse mode of
+control flow]): every program checked against central differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+from tests.corpus import control as C
+
+rng = np.random.default_rng(5)
+
+
+def _pos(*shape):
+    return np.abs(rng.standard_normal(shape)) + 0.5
+
+
+CASES = [
+    ("branch-then", C.branch, lambda: [np.abs(rng.standard_normal(4)) + 0.1]),
+    ("branch-else", C.branch, lambda: [-np.abs(rng.standard_normal(4)) - 0.1]),
+    ("early-return-taken", C.early_return, lambda: [_pos(4)]),
+    ("early-return-not-taken", C.early_return, lambda: [-_pos(4)]),
+    ("for-range", C.loop, lambda: [rng.standard_normal(3), rng.standard_normal((3, 3)) * 0.5]),
+    ("running-max-logsumexp", C.running_logsumexp, lambda: [rng.standard_normal(7)]),
+    ("while-data-dependent", C.while_loop, lambda: [_pos(3)]),
+    ("for-over-rows", C.rows, lambda: [rng.standard_normal((4, 3)), rng.standard_normal(3)]),
+    ("continue", C.with_continue, lambda: [rng.standard_normal(6)]),
+    ("break", C.with_break, lambda: [_pos(6) * 0.3]),
+    ("while-true-break", C.while_break, lambda: [_pos(3)]),
+    ("ifexp-and-or", C.ifexp_and_or, lambda: [rng.standard_normal(3), rng.standard_normal(3)]),
+    ("ifexp-and-or-positive", C.ifexp_and_or, lambda: [_pos(3), _pos(3)]),
+    ("elif-first", C.elif_chain, lambda: [_pos(3) + 1]),
+    ("elif-middle", C.elif_chain, lambda: [rng.standard_normal(3) * 0.1]),
+    ("elif-else", C.elif_chain, lambda: [-_pos(3) - 1]),
+    ("nested-loops", C.nested, lambda: [rng.standard_normal(3), rng.standard_normal((3, 3)) * 0.3]),
+    ("walrus-while", C.walrus, lambda: [_pos(3) + 1]),
+]
+
+
+@pytest.mark.parametrize("name,fn,make", CASES, ids=[c[0] for c in CASES])
+def test_reverse_mode_matches_finite_differences(name, fn, make):
+    args = make()
+    grads = sg.grad(fn, wrt=tuple(range(len(args))))(*args)
+    for i, g in enumerate(grads):
+        assert_close(g, numeric_grad(fn, args, i), rtol=1e-5, atol=1e-7)
+
+
+def test_running_logsumexp_is_softmax():
+    x = rng.standard_normal(9)
+    assert_close(sg.grad(C.running_logsumexp)(x), np.exp(x) / np.exp(x).sum(), rtol=1e-10)
+
+
+def test_trip_count_from_the_input_reuses_one_compiled_variant():
+    g = sg.grad(C.long_loop)
+    x = np.ones(3)
+    for n in (0, 1, 7):
+        assert_close(g(x, n), np.full(3, 0.99999 ** n), rtol=1e-12)
+    assert len({sg.source(g)}) == 1
+
+
+def test_a_hundred_thousand_iterations_without_recursion():
+    g = sg.grad(C.long_loop)(np.ones(2), 100_000)
+    assert_close(g, np.full(2, 0.99999 ** 100_000), rtol=1e-9)
+
+
+def test_generated_code_does_not_grow_with_the_trip_count():
+    a = sg.grad(C.long_loop)
+    a(np.ones(2), 3)
+    b = sg.grad(C.long_loop)
+    b(np.ones(2), 3000)
+    assert sg.source(a) == sg.source(b)
+    assert sg.source(a).count("for ") == 2  # one forward loop, one adjoint loop
+
+
+def test_loop_pushes_only_what_the_adjoint_reads():
+    g = sg.grad(C.loop, wrt=(0, 1))
+    g(rng.standard_normal(3), rng.standard_normal((3, 3)))
+    text = sg.source(g)
+    pushes = [line.strip() for line in text.splitlines() if ".append(" in line]
+    assert len(pushes) == 1
+    assert "h" in pushes[0] and "W" not in pushes[0]  # the loop-invariant W is not taped
