@@ -359,3 +359,25 @@ def jvp_program(fs, optimized=True, wrt=None) -> Functions:
     params = [v.name for v in graph.inputs] + [t.name for t in tangent_params]
     source = emit.render_function(name, params, emit.block_lines(ops, pool), f"{out_src}, {tan_src}")
     return Functions([source], (name,), dict(pool.values), graph.out_tree)
+
+
+# ---------------------------------------------------------------------- container arguments
+def container_gradient_program(fs, wrt: tuple, arg_trees: tuple, **options) -> tuple:
+    """`gradient_program` for arguments that are tuples/lists/dicts of arrays
+    (Note [Container arguments] in srcgrad.ir.tree).
+
+    `arg_trees`: one tree definition per parameter (`tree.flatten_args`). Returns
+    `(source, pool, leaf_wrt)`: the generated function takes every argument's leaves
+    as flat parameters and returns one gradient per leaf in `leaf_wrt` (a tuple, never
+    bare); `tree.group_gradients(grads, arg_trees, wrt)` nests them back.
+    """
+    import dataclasses
+
+    from srcgrad.ir.tree import leaf_ranges
+
+    ranges = leaf_ranges(arg_trees)
+    leaf_wrt = tuple(j for i in wrt for j in range(ranges[i][0], ranges[i][0] + ranges[i][1]))
+    fs = dataclasses.replace(fs, arg_trees=tuple(arg_trees))
+    options["single"] = False
+    source, pool = gradient_program(fs, leaf_wrt, **options)
+    return source, pool, leaf_wrt

@@ -25,6 +25,9 @@ class FunctionSource:
     col_offset: int  # columns removed by dedenting
     globals: dict
     closure: dict = field(default_factory=dict)  # free variable name -> cell contents
+    # Per parameter, the tree definition (srcgrad.ir.tree) of a container argument, or
+    # None: every parameter one array (Note [Container arguments] in srcgrad.ir.tree).
+    arg_trees: tuple | None = None
 
     def loc(self, node) -> Loc:
         """The source location of a gast node of this function."""
@@ -89,6 +92,8 @@ def parse_function(fn) -> FunctionSource:
     if code is None:
         raise CompileError(f"cannot compile {fn!r}: it is not a Python function",
                            hint="pass a function defined with `def` in a file")
+    if code.co_name == "<lambda>":
+        return _parse_lambda(fn, code)
     try:
         lines, first = _source_lines(fn, code)
     except (OSError, TypeError) as err:
@@ -114,3 +119,52 @@ def parse_function(fn) -> FunctionSource:
     return FunctionSource(fn=fn, node=node, source=source, filename=code.co_filename,
                           line_offset=max(first, 1) - 1, col_offset=col_offset,
                           globals=fn.__globals__, closure=closure)
+
+
+def _parse_lambda(fn, code) -> FunctionSource:
+    """A lambda's source: `inspect` gives only whole lines, so the file is parsed and
+    the Lambda node found by its line, parameter names and (when several lambdas share
+    the line) the positions of its code. It becomes a `def` named after the name it is
+    assigned to (`sq = lambda x: ...` compiles as `def sq(x): return ...`)."""
+    lines = linecache.getlines(code.co_filename)
+    where = dict(filename=code.co_filename, lineno=code.co_firstlineno)
+    if not lines:
+        raise CompileError(f"cannot read the source of {fn.__qualname__}", **where,
+                           hint="define the lambda in a file (not in an interactive prompt)")
+    try:
+        module = gast.parse("".join(lines))
+    except SyntaxError as err:
+        raise CompileError(f"cannot parse the file of {fn.__qualname__}: {err}", **where) from None
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    found = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+             and n.lineno == code.co_firstlineno
+             and tuple(a.id for a in n.args.args + n.args.kwonlyargs) == params]
+    if len(found) > 1:
+        spots = [(line, col) for _, line, col, _ in code.co_positions()
+                 if line is not None and col is not None]
+        found = [n for n in found if any(
+            (n.body.lineno, n.body.col_offset) <= spot <= (n.body.end_lineno, n.body.end_col_offset)
+            for spot in spots)]
+    if len(found) != 1:
+        raise CompileError(f"cannot tell which lambda on line {code.co_firstlineno} is "
+                           f"{fn.__qualname__}", **where, hint="write it as a `def`")
+    lam = found[0]
+    name = "lambda_"
+    for n in gast.walk(module):
+        if isinstance(n, gast.Assign) and n.value is lam and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name):
+            name = n.targets[0].id
+    node = gast.parse(f"def {name}(): pass").body[0]
+    node.args = lam.args
+    node.body = [gast.copy_location(gast.Return(value=lam.body), lam.body)]
+    gast.copy_location(node, lam)
+    closure = {}
+    if fn.__closure__:
+        for var, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                closure[var] = cell.cell_contents
+            except ValueError:
+                pass
+    source = "".join(lines[lam.lineno - 1:lam.end_lineno])
+    return FunctionSource(fn=fn, node=node, source=source, filename=code.co_filename,
+                          line_offset=0, col_offset=0, globals=fn.__globals__, closure=closure)

@@ -12,6 +12,7 @@ native tuple/list/dict of tvalues (a static container of possibly dynamic values
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import types
 
@@ -19,9 +20,11 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
+from srcgrad.frontend import containers
+from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
 from srcgrad.ir.core import Const, Graph, Op, Pack, Var
-from srcgrad.ir.tree import flatten
+from srcgrad.ir.tree import LEAF, flatten
 
 BINOPS = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply", gast.Div: "divide",
           gast.Pow: "power", gast.MatMult: "matmul", gast.FloorDiv: "floor_divide",
@@ -69,12 +72,42 @@ def is_temp(var: Var) -> bool:
 
 
 class Scope:
-    """Name bindings of one function being traced, and how to resolve free names."""
+    """Name bindings of one function being traced, and how to resolve free names.
 
-    def __init__(self, env: dict, lookup_free, locate):
+    A nested `def`, lambda or comprehension gets a Scope whose `outer` is the scope it
+    was defined in: its free names read the enclosing function's *current* bindings
+    (Python closures capture variables, not values), then the globals."""
+
+    def __init__(self, env: dict, lookup_free, locate, outer=None, nonlocals=frozenset(),
+                 local_names=frozenset()):
         self.env = env  # local name -> tvalue
         self.lookup_free = lookup_free  # name -> value or MISSING
         self.locate = locate  # gast node -> Loc
+        self.outer = outer  # the enclosing Scope of a nested def / comprehension, or None
+        self.nonlocals = set(nonlocals)  # names declared `nonlocal`: read and written in `outer`
+        # names the body assigns (a nested def's locals): never resolved in `outer`
+        self.local_names = frozenset(local_names)
+
+    def owner(self, name):
+        """The scope whose env holds `name` for reads and writes here, or None."""
+        scope = self
+        while scope is not None:
+            if name in scope.nonlocals:
+                scope = scope.outer
+                continue
+            if name in scope.env:
+                return scope
+            if name in scope.local_names:
+                return None  # a local not bound yet
+            scope = scope.outer
+        return None
+
+    def free(self, name):
+        """A name no scope binds: closure cells, globals, builtins (or MISSING)."""
+        scope = self
+        while scope.outer is not None:
+            scope = scope.outer
+        return scope.lookup_free(name)
 
 
 class TraceObject:
@@ -99,26 +132,69 @@ class Tracer:
         self.loc = None  # Loc of the statement being traced
         self.locate = None  # gast node -> Loc, for the function being traced
         self.depth = 0
+        self.scopes: list = []  # the Scopes of the functions being traced, outermost first
+        self.mutation = Mutation(self)  # Note [Mutation at trace time]
 
     # ------------------------------------------------------------------ entry points
-    def trace_function(self, fs) -> Graph:
-        """A whole function, every parameter dynamic."""
+    def trace_function(self, fs, arg_trees=None) -> Graph:
+        """A whole function, every parameter dynamic.
+
+        `arg_trees` (default `fs.arg_trees`, else all leaves): per parameter, the tree
+        definition (srcgrad.ir.tree.flatten) of its example argument. A parameter whose
+        tree is a tuple/list/dict is bound to a native container of fresh Vars, one per
+        leaf; `Graph.inputs` and `Graph.param_names` then list the *leaves* (named
+        `<param>_<key>`), in `flatten` order (Note [Container arguments]).
+        """
         args = fs.node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
             raise CompileError.at(fs.loc(fs.node), "compiled functions take plain positional "
                                   "parameters only (no *args, **kwargs or keyword-only)",
                                   hint="list the parameters explicitly")
         names = [a.id for a in args.args]
-        inputs = [Var(self.namer.fresh(n)) for n in names]
+        if arg_trees is None:
+            arg_trees = getattr(fs, "arg_trees", None)
+        trees = list(arg_trees or ()) + [LEAF] * (len(names) - len(arg_trees or ()))
+        env, inputs, leaf_names = {}, [], []
+        for name, tree in zip(names, trees):
+            value, leaves = self._input_tree(name, tree)
+            env[name] = value
+            inputs += [leaf for _, leaf in leaves]
+            leaf_names += [path for path, _ in leaves]
         defaults = {}
         n_default = len(args.defaults)
         for name, default in zip(names[len(names) - n_default:], fs.fn.__defaults__ or ()):
-            defaults[name] = default
-        scope = self._function_scope(fs, dict(zip(names, inputs)))
-        result = self.trace_body(fs.node.body, scope)
+            if name in leaf_names:
+                defaults[name] = default
+        self.mutation.inputs = list(inputs)
+        scope = self._function_scope(fs, env)
+        self.scopes.append(scope)
+        try:
+            result = self.trace_body(fs.node.body, scope)
+        finally:
+            self.scopes.pop()
+        result = self.mutation.check_decided(result, None)
         leaves, tree = flatten(result, is_leaf=lambda v: isinstance(v, (Var, Const)))
         return Graph(name=fs.name, inputs=inputs, ops=self.ops, outputs=leaves, out_tree=tree,
-                     param_names=tuple(names), defaults=defaults, loc=fs.loc(fs.node))
+                     param_names=tuple(leaf_names), defaults=defaults, loc=fs.loc(fs.node))
+
+    def _input_tree(self, name, tree):
+        """(tvalue, [(leaf name, Var)]) for a parameter whose argument has `tree`."""
+        if tree[0] == "leaf":
+            var = Var(self.namer.fresh(name))
+            return var, [(name, var)]
+        if tree[0] == "dict":
+            keys, children = tree[1], tree[2]
+        else:
+            keys, children = range(len(tree[1])), tree[1]
+        out, leaves = {}, []
+        for key, child in zip(keys, children):
+            value, sub = self._input_tree(f"{name}_{key}", child)
+            out[key] = value
+            leaves += sub
+        if tree[0] == "dict":
+            return out, leaves
+        items = [out[k] for k in keys]
+        return (tuple(items) if tree[0] == "tuple" else items), leaves
 
     def trace_formula(self, node, env: dict, loc):
         """A rule formula (a parsed gast expression) with its names bound to tvalues."""
@@ -148,23 +224,27 @@ class Tracer:
         elif isinstance(node, gast.AnnAssign):
             if node.value is not None:
                 self.bind(node.target, self.expr(node.value, scope), scope)
-        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
-            current = self.expr(gast.Name(node.target.id, gast.Load(), None, None), scope)
-            value = self.binop(type(node.op), current, self.expr(node.value, scope))
-            self.bind(node.target, value, scope)
+        elif isinstance(node, gast.AugAssign):
+            self.mutation.aug_assign(node, scope)
         elif isinstance(node, gast.Expr):
             if isinstance(node.value, gast.Constant):
                 return  # a docstring or a bare literal
-            if self._is_ctx_call(node.value, scope):  # `ctx.save_for_backward(x)`
+            if isinstance(node.value, gast.Call):  # `lst.append(v)`, `update(params)`, `ctx.f(x)`
                 self.expr(node.value, scope)
                 return
             self.fail(node, "an expression statement", "assign its result or remove it")
+        elif isinstance(node, gast.Nonlocal):
+            for name in node.names:
+                if scope.outer is None or scope.outer.owner(name) is None:
+                    self.error(node, f"no binding for nonlocal `{name}` found")
+                scope.nonlocals.add(name)
         elif isinstance(node, gast.If):
             self._static_if(node, scope)
         elif isinstance(node, gast.Pass):
             return
         elif isinstance(node, gast.FunctionDef):
-            scope.env[node.name] = Const(_NestedDef(node, scope))
+            self.bind(gast.Name(node.name, gast.Store(), None, None),
+                      Const(_NestedDef(self, node, scope)), scope)
         else:
             self.fail(node, f"the statement `{type(node).__name__}`",
                       "see API.md for what compiled functions may contain")
@@ -193,7 +273,12 @@ class Tracer:
         if isinstance(target, gast.Name):
             if isinstance(value, Var) and is_temp(value):
                 value.name = self.namer.fresh(target.id)  # SSA values named after sources
-            scope.env[target.id] = value
+            owner = scope.owner(target.id) if target.id in scope.nonlocals else scope
+            owner.env[target.id] = value
+        elif isinstance(target, gast.Subscript):
+            self.mutation.store_subscript(target, value, scope)
+        elif isinstance(target, gast.Starred):
+            self.fail(target, "a starred assignment target", "index the sequence instead")
         elif isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, Const) and isinstance(value.value, (tuple, list)):
                 value = [Const(v) for v in value.value]
@@ -223,12 +308,29 @@ class Tracer:
         return Const(node.value)
 
     def expr_Name(self, node, scope):
-        if node.id in scope.env:
-            return scope.env[node.id]
-        value = scope.lookup_free(node.id)
+        owner = scope.owner(node.id)
+        if owner is not None:
+            return self.mutation.check_decided(owner.env[node.id], node)
+        if node.id in scope.local_names and node.id not in scope.nonlocals:
+            self.error(node, f"local variable `{node.id}` referenced before assignment")
+        value = scope.free(node.id)
         if value is MISSING:
             self.error(node, f"name `{node.id}` is not defined")
         return Const(value)
+
+    def expr_Lambda(self, node, scope):
+        return Const(_NestedDef(self, node, scope))
+
+    def expr_ListComp(self, node, scope):
+        return containers.comprehension(self, node, scope)
+
+    expr_GeneratorExp = expr_ListComp
+    expr_DictComp = expr_ListComp
+
+    def expr_NamedExpr(self, node, scope):
+        value = self.expr(node.value, scope)
+        self.bind(node.target, value, scope)
+        return value
 
     def expr_Tuple(self, node, scope):
         return tuple(self._elts(node.elts, scope))
@@ -289,8 +391,8 @@ class Tracer:
             fn = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_,
                   gast.Invert: operator.invert}[type(node.op)]
             return Const(fn(operand.value))
-        if isinstance(node.op, gast.Not):
-            self.fail(node, "`not` applied to an array", "use `np.logical_not(x)`")
+        if isinstance(node.op, gast.Not):  # a condition's truth value
+            return self.apply(rules.RULES["logical_not"], [operand], {})
         return self.apply(rules.RULES[UNARYOPS[type(node.op)]], [operand], {})
 
     def expr_Compare(self, node, scope):
@@ -331,14 +433,18 @@ class Tracer:
                 return first
             rest = gast.BoolOp(node.op, node.values[1:]) if len(values) > 2 else node.values[1]
             return self.expr(rest, scope)
-        self.fail(node, "`and`/`or` on arrays", "use `np.logical_and` / `np.logical_or`")
+        # Dynamic: a condition's truth value (both sides are evaluated: they are pure).
+        name = "logical_and" if isinstance(node.op, gast.And) else "logical_or"
+        result = values[0]
+        for v in values[1:]:
+            result = self.apply(rules.RULES[name], [result, v], {})
+        return result
 
     def expr_IfExp(self, node, scope):
         test = self.expr(node.test, scope)
         if isinstance(test, Const):
             return self.expr(node.body if test.value else node.orelse, scope)
-        self.fail(node, "a conditional expression on a dynamic condition",
-                  "use `np.where(cond, a, b)`")
+        return self.trace_ifexp(node, test, scope)  # Note [Tracing control flow]
 
     def expr_Attribute(self, node, scope):
         base = self.expr(node.value, scope)
@@ -366,7 +472,9 @@ class Tracer:
                 picked = base[index.value]
             except (IndexError, KeyError, TypeError) as err:
                 self.error(node, f"cannot evaluate `{_describe(node)}`: {err}")
-            return type(base)(picked) if isinstance(index.value, slice) else picked
+            if isinstance(index.value, slice):
+                return type(base)(picked)
+            return self.mutation.check_decided(picked, node)
         if isinstance(base, Const) and isinstance(index, Const):
             return Const(base.value[index.value])
         return self.apply(rules.RULES["getitem"], [base, index], {})
@@ -403,6 +511,8 @@ class Tracer:
                 return self.method_call(base, func.attr, args, kwargs, node)
             if isinstance(base, TraceObject):
                 return base.trace_method(self, func.attr, args, kwargs, node)
+            if isinstance(base, (tuple, list, dict)):
+                return containers.method(self, base, func.attr, args, kwargs, node)
             if not isinstance(base, Const):
                 self.fail(node, f"the method `.{func.attr}()` of a tuple, list or dict")
             try:
@@ -421,7 +531,8 @@ class Tracer:
         if rule is None:
             self.fail(node, f"the array method `.{name}()`",
                       "call the NumPy function instead, e.g. `np.<name>(x, ...)`")
-        if rule.method_varargs and (len(args) > 1 or (len(args) == 1 and isinstance(args[0], Var))):
+        one_var = len(args) == 1 and isinstance(args[0], Var) and not self.mutation.is_shape(args[0])
+        if rule.method_varargs and (len(args) > 1 or one_var):
             args = [tuple(args)]
         elif rule.method_varargs and len(args) == 1 and isinstance(args[0], Const) \
                 and isinstance(args[0].value, int):
@@ -435,9 +546,13 @@ class Tracer:
         if cls is not None:  # `MyFn.apply(...)` of a custom Function
             return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):
-            return self.inline(callee.fs_for(self), args, kwargs, node)
+            return self.inline_nested(callee, args, kwargs, node)
         rule = rules.lookup_callable(callee)
         if rule is not None:
+            if "out" in kwargs:  # `np.add(a, b, out=c)`: c's storage now holds the result
+                kwargs = dict(kwargs)
+                out = kwargs.pop("out")
+                return self.mutation.write_out(out, self.apply(rule, args, kwargs, node), node)
             return self.apply(rule, args, kwargs, node)
         if callee in FOLDABLE_BUILTINS:
             return self.builtin(callee, args, kwargs, node)
@@ -449,6 +564,8 @@ class Tracer:
         if isinstance(callee, types.FunctionType):
             from srcgrad.frontend.parse import parse_function
             return self.inline(parse_function(callee), args, kwargs, node)
+        if callee is math.fsum and len(args) == 1:  # fsum over a list: a plain sum
+            return self.builtin(sum, args, kwargs, node)
         what = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
         module = getattr(callee, "__module__", None) or ""
         full = f"{module}.{what}" if module and module != "builtins" else what
@@ -501,7 +618,10 @@ class Tracer:
                                            and value is not None else Const(value)))
         if not any(True for o in operands for _ in _vars(o)):
             try:
-                return Const(evaluate_static(rule, operands))
+                folded = Const(evaluate_static(rule, operands))
+                if rule.name in VIEW_RULES:
+                    self.mutation.note_view(rule.name, operands, folded)
+                return folded
             except Exception as err:  # static arguments NumPy (or a rule) refuses: say where
                 self.error(node, f"cannot compile this line: `{rule.name}` of its constant "
                            f"arguments fails ({type(err).__name__}: {err})")
@@ -513,6 +633,10 @@ class Tracer:
         kind = "static" if rule.static_out or rule.nondiff or dynamic_kinds == {"static"} else "array"
         outs = tuple(Var(self.namer.fresh("_" + rule.name), kind) for _ in range(nout))
         self.ops.append(Op(rule.name, tuple(operands), outs, self.loc))
+        if nout == 1:
+            self.mutation.note_array(rule.name, outs[0])
+            if rule.name in VIEW_RULES:
+                self.mutation.note_view(rule.name, operands, outs[0])
         return outs if callable(rule.nout) or nout != 1 else outs[0]
 
     # ------------------------------------------------------------------ user functions
@@ -522,10 +646,7 @@ class Tracer:
 
         from srcgrad.frontend.fence import fence
 
-        if self.depth >= MAX_INLINE_DEPTH:
-            self.fail(node, f"calls to `{fs.name}` nested more than {MAX_INLINE_DEPTH} deep "
-                      "(unbounded recursion?)", "give the recursion a base case that does "
-                      "not depend on array values")
+        self._check_depth(fs.name, node)
         fence(fs)
         try:
             bound = inspect.signature(fs.fn).bind(*args, **kwargs)
@@ -538,12 +659,42 @@ class Tracer:
                 env[name] = value
             else:
                 env[name] = Const(value)
-        scope = self._function_scope(fs, env)
+        return self._trace_call(fs.node.body, self._function_scope(fs, env))
+
+    def inline_nested(self, nested, args, kwargs, node):
+        """Call a nested def or lambda: its body traced in a scope inside its definer's."""
+        self._check_depth(nested.name, node)
+        try:
+            bound = nested.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            self.error(node, f"bad call to `{nested.name}`: {err}")
+        bound.apply_defaults()
+        env = {n: v if isinstance(v, (tuple, list, dict, Var, Const, TraceObject)) else Const(v)
+               for n, v in bound.arguments.items()}
+        outer = nested.scope
+        scope = Scope(env, outer.lookup_free, outer.locate, outer=outer,
+                      local_names=nested.local_names)
+        return self._trace_call(nested.body, scope)
+
+    def _check_depth(self, name, node):
+        if self.depth >= MAX_INLINE_DEPTH:
+            self.error(node, f"calls to `{name}` nest more than {MAX_INLINE_DEPTH} deep: "
+                       "compiled code inlines every call, so recursion must end at a depth "
+                       "known when compiling", "give the recursion a base case decided by "
+                       "static values (an int argument, a shape, a list's length), not by "
+                       "array values")
+
+    def _trace_call(self, body, scope):
         saved = self.loc, self.locate
         self.depth += 1
+        self.scopes.append(scope)
         try:
-            return self.trace_body(fs.node.body, scope)
+            return self.trace_body(body, scope)
+        except RecursionError:
+            self.error(None, "calls nest too deeply to compile (Python's recursion limit)",
+                       "give the recursion a base case decided by static values")
         finally:
+            self.scopes.pop()
             self.depth -= 1
             self.loc, self.locate = saved
 
@@ -565,14 +716,63 @@ class Tracer:
 
 
 class _NestedDef:
-    """A `def` inside a compiled function: traced at each call, closing over the scope."""
+    """A `def` or lambda inside a compiled function: traced at each call, in a scope
+    whose free names read the defining scope's bindings at call time (closures capture
+    variables). Defaults are evaluated once, at the definition, as Python does."""
 
-    def __init__(self, node, scope):
+    def __init__(self, tracer, node, scope):
+        import inspect
+
         self.node, self.scope = node, scope
+        if isinstance(node, gast.Lambda):
+            self.name = "<lambda>"
+            self.body = [gast.Return(value=node.body)]
+            gast.copy_location(self.body[0], node.body)
+        else:
+            self.name, self.body = node.name, node.body
+        a = node.args
+        P = inspect.Parameter
+        positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
+                     [(x, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+        defaults = [tracer.expr(d, scope) for d in a.defaults]
+        first_default = len(positional) - len(defaults)
+        params = []
+        for i, (arg, kind) in enumerate(positional):
+            default = defaults[i - first_default] if i >= first_default else P.empty
+            params.append(P(arg.id, kind, default=default))
+        if a.vararg is not None:
+            params.append(P(a.vararg.id, P.VAR_POSITIONAL))
+        for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+            params.append(P(arg.id, P.KEYWORD_ONLY,
+                            default=P.empty if d is None else tracer.expr(d, scope)))
+        if a.kwarg is not None:
+            params.append(P(a.kwarg.id, P.VAR_KEYWORD))
+        self.signature = inspect.Signature(params)
+        self.local_names = frozenset(p.name for p in params) | _assigned_names(self.body)
 
-    def fs_for(self, tracer):
-        raise CompileError.at(tracer.loc, "nested functions are not supported yet",
-                              hint="define the helper at module level")
+    def __repr__(self):
+        return f"<nested function {self.name}>"
+
+
+def _assigned_names(body) -> frozenset:
+    """Names a function body binds (its locals), not looking into nested scopes."""
+    names, declared = set(), set()
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, gast.Nonlocal):
+            declared.update(n.names)
+            continue
+        if isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            if isinstance(n, gast.FunctionDef):
+                names.add(n.name)
+            continue
+        if isinstance(n, (gast.ListComp, gast.GeneratorExp, gast.DictComp, gast.SetComp)):
+            continue
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            names.add(n.id)
+        stack.extend(gast.iter_child_nodes(n))
+    return frozenset(names - declared)
 
 
 def _formula_lookup(name):

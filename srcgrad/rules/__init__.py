@@ -7,6 +7,7 @@ calls to a rule; `FORMULA_GLOBALS` is the namespace rule formulas are resolved i
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy
 
@@ -19,7 +20,7 @@ __all__ = ["RULES", "Rule", "defrule", "table_fingerprint", "lookup_callable",
 
 # Formulas name NumPy as `xp` and the helpers by their bare names.
 HELPER_NAMES = tuple(helpers.__all__)
-FORMULA_GLOBALS = {"xp": numpy, **{n: getattr(helpers, n) for n in HELPER_NAMES}}
+FORMULA_GLOBALS = {"xp": numpy, "math": math, **{n: getattr(helpers, n) for n in HELPER_NAMES}}
 
 
 def _resolve(dotted: str):

@@ -31,6 +31,7 @@ __all__ = [
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
     "check_grad", "differentiable_once",
+    "setitem", "setitem_bar", "no_alias",
 ]
 
 
@@ -543,6 +544,42 @@ def ensure_scalar(x, name):
     if getattr(x, "ndim", 0) != 0:
         raise TypeError(f"grad of {name}() needs a scalar output; it returned an array of shape "
                         f"{x.shape}. Use sg.vjp, or reduce it (e.g. .sum())")
+    return x
+
+
+def setitem(x, index, v):
+    """A copy of `x` with `v` written at `index`: `x[index] = v` as a function
+    (Note [Mutation at trace time] in srcgrad.frontend.mutation)."""
+    xp = _namespace(x)
+    out = xp.asarray(x).copy()
+    out[index] = v
+    return out
+
+
+def setitem_bar(c, index):
+    """`c[index]` where the write `x[index] = v` survived: zero where a later repeated
+    integer index overwrote it (NumPy keeps the last write). The transpose of
+    `setitem(zeros, index, v)` with respect to v."""
+    picked = c[index]
+    if _is_basic_index(index):
+        return picked
+    xp = _namespace(c)
+    ids = xp.reshape(xp.arange(numpy.size(picked)), numpy.shape(picked))
+    owner = xp.full(numpy.shape(c), -1)
+    owner[index] = ids
+    return xp.where(owner[index] == ids, picked, 0)
+
+
+def no_alias(x, base, *others):
+    """`x` itself, once argument `base`, written in place by the compiled function, is
+    checked to share no memory with the other arguments (whose values NumPy would
+    have changed too)."""
+    if others and hasattr(base, "__array_interface__"):
+        for i, other in enumerate(others):
+            if hasattr(other, "__array_interface__") and numpy.may_share_memory(base, other):
+                raise ValueError("compiled code writes into an argument that shares memory "
+                                 f"with another argument (the {i + 1}th other array argument); "
+                                 "pass a copy (`x.copy()`) so each argument is its own array")
     return x
 
 

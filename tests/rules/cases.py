@@ -455,6 +455,21 @@ case("getitem",
      ("duplicates", {"x": N(5, 3), "index": I(1, 1, 4, 0, 1)}),
      ("mask", {"x": N(3, 4), "index": B(3, 4)}))
 
+case("setitem",
+     ("int", {"x": N(5, 3), "index": 1, "v": N(3)}),
+     ("slice-broadcast", {"x": N(4, 3), "index": (slice(1, 3), 0), "v": N()}),
+     ("mask", {"x": N(3, 4), "index": B(3, 4), "v": N()}),
+     ("repeated", {"x": N(5), "index": I(1, 3, 1), "v": N(3)}))
+case("setitem_bar",
+     ("slice", {"c": N(5, 3), "index": slice(1, 4)}),
+     ("repeated", {"c": N(5), "index": I(1, 3, 1)}))
+case("no_alias", ("distinct", {"x": N(3), "base": N(3), "others": (N(3), N(2))}))
+for _name, _dom in [("exp", N), ("expm1", N), ("log", P), ("log2", P), ("log10", P),
+                    ("log1p", P), ("sqrt", P), ("sin", N), ("cos", N), ("tan", lambda: U(-1, 1)),
+                    ("sinh", N), ("cosh", N), ("tanh", N), ("asin", lambda: U(-0.9, 0.9)),
+                    ("acos", lambda: U(-0.9, 0.9)), ("atan", N), ("fabs", NZ)]:
+    case(f"math_{_name}", ("scalar", {"x": _dom()}))
+
 
 # ---------------------------------------------------------------- sorting, gathering
 case("diff", ("default", {"x": N(3, 5)}), ("axis0", {"x": N(4, 3), "axis": 0}),

@@ -73,6 +73,7 @@ def _build(tmp_path, rule, args: dict):
         for i, w in enumerate(w_names))
     grads = ", ".join(f"_g{i}" for i in range(len(wrt)))
     source = "\n".join([
+        "import math",
         "import numpy as xp",
         "import srcgrad as sg",
         "from srcgrad.rules.helpers import *  # noqa: F403",

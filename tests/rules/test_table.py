@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import math
 import zlib
 
 import numpy as np
@@ -168,6 +169,9 @@ def _check_formula(rule, text, objs, where):
                     problems.append(f"call of {func.id!r}: not a helper with a row")
             else:
                 obj, dotted = _xp_attribute(func)
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                        and func.value.id == "math":  # the scalar rows (math_exp ...)
+                    obj, dotted = getattr(math, func.attr, None), f"math.{func.attr}"
                 if obj is None:
                     problems.append(f"call of {ast.unparse(func)!r}: only xp.<fn> and helpers")
                 elif id(obj) not in objs:
@@ -202,7 +206,7 @@ def _check_formula(rule, text, objs, where):
             if not inner_call and node.attr not in _CONSTANT_ATTRIBUTES:
                 problems.append(f"attribute {ast.unparse(node)} (not a call, not a constant)")
     # Free names: parameters, ans, g (VJP) / the tangent (JVP), xp, helpers.
-    allowed = set(rule.params) | {"ans", "xp"} | set(HELPER_NAMES)
+    allowed = set(rule.params) | {"ans", "xp", "math"} | set(HELPER_NAMES)
     allowed |= {"g"} if where[0] == "vjp" else {f"{where[1]}_t"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id not in allowed:

@@ -1,0 +1,454 @@
+"""In-place writes, functionalized while tracing (Note [Mutation at trace time]).
+
+Note [Mutation at trace time]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The IR is functional: an op never changes its operands. A write into an array
+(`x[i] = v`, `x[i, j] += v`, `x += y` on an ndarray, `np.add(a, b, out=c)`) becomes
+a new value, `setitem(x, index, v)` (a copy with the write applied) or the result of
+the ufunc, and every *name* that shared storage with the written array is rebound to
+what it reads after the write, so the gradient is that of what NumPy computed:
+
+* the same tvalue under another name (`y = x; y += 1` changes what `x` reads);
+* views: `v = b[1:]; v *= 2` rebinds `v` to the new value and `b` to
+  `setitem(b, slice(1, None), v_new)`; other views of `b` are re-derived from the
+  new `b`. Views are recorded as they are made (`getitem` with a basic index, `.T`,
+  `transpose`, `swapaxes`, `moveaxis`, `expand_dims`, `squeeze`, `reshape`, `ravel`)
+  with the step that made them, and a write walks the steps back up to the base
+  (`setitem` for an index, the inverse permutation for a transpose, `reshape` to the
+  base's shape for the others) and down again to every other live view.
+
+Names are found in every scope being traced (callers of an inlined function too:
+`def step(p): p[0] = 0` changes the caller's array) and inside native containers.
+
+Where NumPy's behaviour depends on something the compiler does not know, it does
+not guess. `reshape`/`ravel` return a view or a copy depending on memory layout; an
+integer index returns a view of a row or an immutable scalar depending on ndim; `+=`
+on a name writes into an ndarray but rebinds a scalar. Then the names whose value
+would differ are bound to an `Undecided` marker, and *reading* one later is a
+CompileError naming both lines and a rewrite that says what the user means. A
+program that never reads them again compiles (both meanings agree).
+
+Arguments: compiled transforms are functional. An argument written in place is
+copied first (`setitem` copies), so calling `sg.grad(f)(x)` never changes the
+caller's `x`, even where `f(x)` itself would (NumPy's `x += 1` on an argument
+writes into the caller's array). The gradient is that of the function's value
+with respect to the argument values it was given. Two arguments may be the same
+array at run time (`f(a, a)`), which the compiler cannot see: where an argument is
+written, the generated code checks `no_alias(new, arg, *other args)` once, raising
+if the written argument shares memory with another one.
+"""
+
+from __future__ import annotations
+
+import gast
+import numpy
+
+from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Const, Var
+
+VIEW_RULES = frozenset({"getitem", "T", "transpose", "swapaxes", "moveaxis", "expand_dims",
+                        "squeeze", "reshape", "ravel"})
+# Rules whose result is always a fresh, writable ndarray.
+_ARRAY_RESULTS = frozenset({"setitem", "zeros", "ones", "full", "zeros_like", "ones_like",
+                            "full_like", "empty", "empty_like", "array", "copy", "stack",
+                            "concatenate", "eye", "arange", "linspace", "tile", "repeat",
+                            "outer", "pad", "vstack", "hstack", "diag"})
+
+# How sure a recorded view is: a view always; "int": a view, or an immutable scalar when
+# the integer index reaches every axis (a subscript write proves it is a view);
+# "unknown": a view or a copy (`reshape`, `ravel`, an array-valued index).
+CERTAIN, INT, UNKNOWN = "view", "int", "unknown"
+
+
+class Undecided:
+    """What a name reads after a write the compiler cannot resolve: reading it fails."""
+
+    def __init__(self, message, hint, loc):
+        self.message, self.hint, self.loc = message, hint, loc
+
+    def __repr__(self):
+        return "<undecided>"
+
+
+class Mutation:
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.inputs: list = []  # the graph's input Vars
+        # id(view) -> (view, parent, rule name, other operands, CERTAIN / INT / UNKNOWN)
+        self.views: dict = {}
+        self.arrays: dict = {}  # id(tvalue) -> tvalue known to be a writable ndarray
+        self.checked: set = set()  # ids of inputs given their no_alias check
+        self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
+
+    # ------------------------------------------------------------------ recording
+    def note_view(self, name, operands, out):
+        base = operands[0]
+        if isinstance(base, Const):
+            if not isinstance(base.value, numpy.ndarray):
+                return
+            if isinstance(out, Const):  # a folded view: NumPy itself says
+                if isinstance(out.value, numpy.ndarray) and numpy.shares_memory(out.value, base.value):
+                    self.views[id(out)] = (out, base, name, tuple(operands[1:]), CERTAIN)
+                return
+        elif not isinstance(base, Var):
+            return
+        how = _index_kind(operands[1]) if name == "getitem" else (
+            UNKNOWN if name in ("reshape", "ravel") else CERTAIN)
+        if how is not None:
+            self.views[id(out)] = (out, base, name, tuple(operands[1:]), how)
+
+    def note_array(self, rule_name, out):
+        if rule_name in _ARRAY_RESULTS:
+            self.arrays[id(out)] = out
+        elif rule_name == "shape":
+            self.shapes[id(out)] = out
+
+    def is_shape(self, v) -> bool:
+        """`v` is a whole shape tuple (`x.reshape(y.shape)` must not pack it again)."""
+        return id(v) in self.shapes
+
+    # ------------------------------------------------------------------ statements
+    def aug_assign(self, node, scope):
+        tr = self.tracer
+        target, optype = node.target, type(node.op)
+        if isinstance(target, gast.Name):
+            old = tr.expr(gast.Name(target.id, gast.Load(), None, None), scope)
+            rhs = tr.expr(node.value, scope)
+            if isinstance(old, list) and optype in (gast.Add, gast.Mult):
+                from srcgrad.frontend.containers import _iterate
+
+                if optype is gast.Add:  # `lst += items` extends the list itself
+                    old.extend(_iterate(tr, rhs, node))
+                else:
+                    old[:] = tr.binop(optype, old, rhs, node)
+                return
+            new = tr.binop(optype, old, rhs, node)
+            if isinstance(old, Const) and not isinstance(old.value, numpy.ndarray):
+                tr.bind(target, new, scope)  # an immutable Python value: rebinding
+                return
+            if not isinstance(old, (Var, Const)):
+                tr.bind(target, new, scope)
+                return
+            refs = self._family_refs(old)
+            if refs <= 1:  # only this name sees the storage: in place == rebinding
+                tr.bind(target, self._guard_input(old, new), scope)
+            elif self._is_array(old):
+                self.write(old, new, node, "name")
+            else:
+                op = _OPS.get(optype, "op")
+                self._poison_family(old, node, f"`{target.id} {op}= ...` writes into `{target.id}` "
+                                    "if it is an ndarray (changing every name that shares it) but "
+                                    "only rebinds it if it is a scalar, and the compiler cannot "
+                                    "tell which", f"write `{target.id} = {target.id} {op} ...` to "
+                                    "leave the other names unchanged")
+                tr.bind(target, new, scope)
+        elif isinstance(target, gast.Subscript):
+            base = tr.expr(target.value, scope)
+            index = tr.index(target.slice, scope)
+            rhs = tr.expr(node.value, scope)
+            if isinstance(base, (tuple, list, dict)):
+                from srcgrad.frontend.containers import set_item
+
+                key = index.value if isinstance(index, Const) else None
+                if key is None or isinstance(key, slice):
+                    tr.fail(node, "augmented assignment to a dynamic or sliced container item")
+                try:
+                    current = base[key]
+                except (IndexError, KeyError, TypeError) as err:
+                    tr.error(node, f"cannot evaluate this item: {err}")
+                set_item(tr, base, index, tr.binop(optype, current, rhs, node), node)
+                return
+            self._check_local(target, scope)
+            current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
+            self.store(base, index, tr.binop(optype, current, rhs, node), node)
+        else:
+            tr.fail(node, f"augmented assignment to `{type(target).__name__}`",
+                    "assign to a name or an array item")
+
+    def store_subscript(self, target, value, scope):
+        tr = self.tracer
+        base = tr.expr(target.value, scope)
+        index = tr.index(target.slice, scope)
+        if isinstance(base, (tuple, list, dict)):
+            from srcgrad.frontend.containers import set_item
+
+            set_item(tr, base, index, value, target)
+            return
+        self._check_local(target, scope)
+        self.store(base, index, value, target)
+
+    def store(self, base, index, value, node):
+        """`base[index] = value` on an array tvalue."""
+        tr = self.tracer
+        if isinstance(base, Const) and not isinstance(base.value, numpy.ndarray):
+            tr.error(node, f"'{type(base.value).__name__}' object does not support item assignment")
+        if not isinstance(base, (Var, Const)):
+            tr.fail(node, "item assignment into this value")
+        new = tr.apply(rules.RULES["setitem"], [base, index, value], {}, node)
+        self.write(base, new, node, "subscript")
+
+    def write_out(self, out, result, node):
+        """`f(..., out=c)`: c's storage holds `result`; the call returns c."""
+        tr = self.tracer
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if isinstance(out, Const) and out.value is None:
+            return result
+        if not isinstance(out, (Var, Const)) or not isinstance(result, (Var, Const)):
+            tr.fail(node, "this `out=` argument", "assign the result instead: `c = np.f(...)`")
+        if isinstance(out, Const) and not isinstance(out.value, numpy.ndarray):
+            tr.error(node, "`out=` must be an array")
+        # NumPy casts into out's dtype and requires the result's shape to be out's.
+        shaped = tr.apply(rules.RULES["broadcast_to"],
+                          [result, tr.apply(rules.RULES["shape"], [out], {}, node)], {}, node)
+        return self.write(out, shaped, node, "out")
+
+    # ------------------------------------------------------------------ the write
+    def write(self, old, new, node, how):
+        """`old`'s storage now holds `new`: rebind every name that shares it."""
+        tr = self.tracer
+        new = self._guard_input(old, new)
+        updates = {id(old): new}
+        cur, cur_new, unsure = old, new, None
+        while id(cur) in self.views:
+            _, parent, rule, rest, kind = self.views[id(cur)]
+            if kind == INT and how != "name":
+                kind = CERTAIN  # item assignment worked: it was an array, hence a view
+            if kind != CERTAIN:
+                self.views[id(cur_new)] = (cur_new, parent, rule, rest, kind)
+                unsure = (parent, rule)
+                break
+            parent_new = self._guard_input(parent, self._write_back(parent, rule, rest, cur_new))
+            self.views[id(cur_new)] = (cur_new, parent_new, rule, rest, CERTAIN)
+            updates[id(parent)] = parent_new
+            cur, cur_new = parent, parent_new
+        self.arrays[id(new)] = new
+        unsure_root = self._chain(unsure[0])[-1] if unsure else None
+        loc = tr.loc
+        memo: dict = {}
+
+        def remap(t):
+            if id(t) in updates:
+                return updates[id(t)]
+            if id(t) in memo:
+                return memo[id(t)]
+            chain = self._chain(t)
+            result = None
+            for depth, ancestor in enumerate(chain[1:], 1):
+                if id(ancestor) in updates:
+                    result = self._rederive(chain[:depth], updates[id(ancestor)], loc)
+                    break
+            else:
+                if unsure is not None and chain[-1] is unsure_root:
+                    what = {"reshape": "`reshape` returns a view or a copy depending on memory "
+                                       "layout", "ravel": "`ravel` returns a view or a copy "
+                                       "depending on memory layout"}.get(
+                        unsure[1], "this index returns a view or a copy (or a scalar) "
+                        "depending on values the compiler does not know")
+                    result = Undecided(f"this value may or may not have been changed by the "
+                                       f"in-place write at line {loc.line if loc else '?'} "
+                                       f"(`{loc.text if loc else ''}`): {what}",
+                                       "copy explicitly where you mean a copy (`.copy()`), or "
+                                       "write through the original array's index "
+                                       "(`x[1:] *= 2`)", loc)
+            memo[id(t)] = result
+            return result
+
+        self._remap(remap)
+        return new
+
+    def _write_back(self, parent, rule, rest, child):
+        tr = self.tracer
+        R = rules.RULES
+        if rule == "getitem":
+            return tr.apply(R["setitem"], [parent, rest[0], child], {})
+        if rule == "T":
+            return tr.apply(R["T"], [child], {})
+        if rule == "transpose":
+            if isinstance(rest[0], Const) and rest[0].value is None:
+                return tr.apply(R["transpose"], [child], {})
+            return tr.apply(R["transpose"], [child, tr.apply(R["inverse_axes"], [rest[0]], {})], {})
+        if rule == "swapaxes":
+            return tr.apply(R["swapaxes"], [child, *rest], {})
+        if rule == "moveaxis":
+            return tr.apply(R["moveaxis"], [child, rest[1], rest[0]], {})
+        # expand_dims, squeeze, reshape, ravel: the same elements in the parent's shape
+        return tr.apply(R["reshape"], [child, tr.apply(R["shape"], [parent], {})], {})
+
+    def _rederive(self, below, top_new, loc):
+        """Re-apply the view steps of `below` (nearest the top last) from `top_new`."""
+        value = top_new
+        for view in reversed(below):
+            _, _, rule, rest, kind = self.views[id(view)]
+            if kind != CERTAIN:
+                return Undecided("this view may or may not see the in-place write at line "
+                                 f"{loc.line if loc else '?'}: it was made by `{rule}`, which "
+                                 "may return a copy", "copy explicitly (`.copy()`) or index the "
+                                 "written array again after the write", loc)
+            value = self.tracer.apply(rules.RULES[rule], [value, *rest], {})
+        return value
+
+    def _chain(self, t):
+        chain = [t]
+        while id(chain[-1]) in self.views:
+            chain.append(self.views[id(chain[-1])][1])
+        return chain
+
+    def _guard_input(self, old, new):
+        """An argument written in place: check at run time that no other argument is the
+        same memory (Note [Mutation at trace time])."""
+        root = self._chain(old)[-1]
+        if not isinstance(root, Var) or id(root) in self.checked \
+                or not any(v is root for v in self.inputs):
+            return new
+        self.checked.add(id(root))
+        others = [v for v in self.inputs if v is not root and v.kind == "array"]
+        if not others or not isinstance(new, (Var, Const)):
+            return new
+        return self.tracer.apply(rules.RULES["no_alias"], [new, root, *others], {})
+
+    # ------------------------------------------------------------------ names
+    def _scopes(self):
+        seen, out = set(), []
+        for s in self.tracer.scopes:
+            while s is not None and id(s) not in seen:
+                seen.add(id(s))
+                out.append(s)
+                s = s.outer
+        return out
+
+    def _remap(self, fn):
+        """Replace every tvalue reachable from a name by `fn(tvalue)` (None: unchanged)."""
+        done: set = set()
+
+        def rebuild(v):
+            if isinstance(v, (Var, Const, Undecided)):
+                new = fn(v)
+                return v if new is None else new
+            if isinstance(v, list):
+                if id(v) not in done:
+                    done.add(id(v))
+                    v[:] = [rebuild(x) for x in v]
+                return v
+            if isinstance(v, dict):
+                if id(v) not in done:
+                    done.add(id(v))
+                    for k in list(v):
+                        v[k] = rebuild(v[k])
+                return v
+            if isinstance(v, tuple):
+                items = tuple(rebuild(x) for x in v)
+                return v if all(a is b for a, b in zip(items, v)) else items
+            return v
+
+        for scope in self._scopes():
+            for name in list(scope.env):
+                old = scope.env[name]
+                new = scope.env[name] = rebuild(old)
+                if new is not old and isinstance(new, Var) and new.name.startswith("_"):
+                    new.name = self.tracer.namer.fresh(name)  # `b` after a write through `v`
+
+    def _references(self):
+        seen: set = set()
+        out: list = []
+
+        def walk(v):
+            if isinstance(v, (Var, Const)):
+                out.append(v)
+            elif isinstance(v, (list, dict, tuple)):
+                if id(v) in seen:
+                    return
+                seen.add(id(v))
+                for x in (v.values() if isinstance(v, dict) else v):
+                    walk(x)
+
+        for scope in self._scopes():
+            for v in scope.env.values():
+                walk(v)
+        return out
+
+    def _family_refs(self, t) -> int:
+        root = self._chain(t)[-1]
+        return sum(1 for r in self._references() if self._chain(r)[-1] is root)
+
+    def _is_array(self, t) -> bool:
+        if isinstance(t, Const):
+            return isinstance(t.value, numpy.ndarray)
+        if id(t) in self.arrays:
+            return True
+        entry = self.views.get(id(t))
+        if entry is not None and entry[4] == CERTAIN:
+            return True
+        # a reference that is a certain view *of* t proves t is an array
+        return any(self.views.get(id(r), (None, None, None, None, None))[1] is t
+                   and self.views[id(r)][4] == CERTAIN for r in self._references())
+
+    def _poison_family(self, t, node, message, hint):
+        root = self._chain(t)[-1]
+        marker = Undecided(message, hint, self.tracer.loc)
+        self._remap(lambda r: marker if self._chain(r)[-1] is root else None)
+
+    def _check_local(self, target, scope):
+        """Item assignment must write into a local array, not a global or an attribute."""
+        node = target.value
+        while isinstance(node, gast.Subscript):
+            node = node.value
+        if isinstance(node, gast.Name) and scope.owner(node.id) is not None:
+            return
+        what = f"`{node.id}`" if isinstance(node, gast.Name) else "this value"
+        self.tracer.error(target, f"writing into {what}, which is not a local variable of the "
+                          "compiled function (a global, closure value or attribute), is not "
+                          "supported", "copy it into a local first (`w = w.copy()`) and return "
+                          "the result")
+
+    def check_decided(self, value, node):
+        """`value` itself, or a CompileError if it (or an element) is Undecided."""
+        def walk(v):
+            if isinstance(v, Undecided):
+                where = self.tracer.loc
+                if node is not None and getattr(node, "lineno", None) and self.tracer.locate:
+                    where = self.tracer.locate(node)
+                raise CompileError.at(where or v.loc, "cannot compile a read of a value after an "
+                                      "in-place write whose effect depends on NumPy's memory "
+                                      f"layout or types: {v.message}", hint=v.hint)
+            if isinstance(v, (tuple, list)):
+                for x in v:
+                    walk(x)
+            elif isinstance(v, dict):
+                for x in v.values():
+                    walk(x)
+        if isinstance(value, Undecided) or node is None:
+            walk(value)
+        return value
+
+
+_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+        gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%"}
+
+
+def _index_kind(index):
+    """How `x[index]` relates to x: CERTAIN view, INT, UNKNOWN, or None (a copy)."""
+    from srcgrad.ir.core import Pack
+
+    parts = index.items if isinstance(index, Pack) and index.style != "slice" else (
+        index.value if isinstance(index, Const) and isinstance(index.value, tuple) else (index,))
+    kinds = []
+    for p in parts:
+        if isinstance(p, Pack):  # a slice with dynamic bounds
+            kinds.append("slice")
+        elif isinstance(p, Const):
+            v = p.value
+            if v is None or v is Ellipsis or isinstance(v, slice):
+                kinds.append("slice")
+            elif isinstance(v, (int, numpy.integer)) and not isinstance(v, bool):
+                kinds.append("int")
+            else:
+                return None  # a list, an int or bool array: advanced indexing copies
+        else:
+            kinds.append("dynamic")
+        if isinstance(p, Var):
+            kinds[-1] = "dynamic"
+    if "dynamic" in kinds:
+        return UNKNOWN
+    return CERTAIN if "slice" in kinds else INT

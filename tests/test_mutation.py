@@ -1,0 +1,113 @@
+"""In-place writes in compiled code (Note [Mutation at trace time] in
+srcgrad.frontend.mutation): gradients of what NumPy actually computed, against
+central differences; undecidable aliasing is a CompileError, never a wrong gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+from tests.corpus import surface as S
+
+rng = np.random.default_rng(5)
+
+
+def _r(*shape):
+    return rng.standard_normal(shape)
+
+
+def _copying(fn):
+    """fn on copies of its arguments (fn may write into them)."""
+    return lambda *a: fn(*[np.array(x, copy=True) if isinstance(x, np.ndarray) else x for x in a])
+
+
+CASES = [
+    ("subscript_writes", lambda: [_r(5)]),
+    ("subscript_2d", lambda: [_r(3, 3)]),
+    ("mask_write", lambda: [_r(6)]),
+    ("write_through_view", lambda: [_r(5)]),
+    ("write_through_transpose", lambda: [_r(3, 4)]),
+    ("name_alias", lambda: [_r(4)]),
+    ("augmented_on_argument", lambda: [_r(4)]),
+    ("augmented_rebind_scalar", lambda: [_r(4)]),
+    ("out_argument", lambda: [_r(4), _r(4)]),
+    ("view_then_base_write", lambda: [_r(4)]),
+    ("mutate_in_callee", lambda: [_r(4)]),
+    ("write_in_nested", lambda: [_r(4)]),
+    ("reshape_write_unread", lambda: [_r(2, 3)]),
+]
+
+
+@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+def test_grad_matches_finite_differences(name, make):
+    fn = getattr(S, name)
+    args = make()
+    before = [a.copy() for a in args]
+    grads = sg.grad(fn, wrt=tuple(range(len(args))))(*args)
+    for a, b in zip(args, before):
+        np.testing.assert_array_equal(a, b)  # compiled transforms never write into arguments
+    for i, g in enumerate(grads):
+        assert_close(g, numeric_grad(_copying(fn), args, i), rtol=1e-5, atol=1e-7)
+
+
+def test_the_original_function_does_write_into_its_argument():
+    # ... which is why the compiled gradient's choice is documented (Note [Mutation at
+    # trace time]): value and gradient are those of f at the values it was given.
+    x = np.zeros(3)
+    S.augmented_on_argument(x)
+    np.testing.assert_array_equal(x, np.ones(3))
+    x = np.zeros(3)
+    value, g = sg.value_and_grad(S.augmented_on_argument)(x)
+    np.testing.assert_array_equal(x, np.zeros(3))
+    assert value == 3.0 and np.allclose(g, 2.0)
+
+
+def test_arguments_sharing_memory_are_refused_at_run_time():
+    x = _r(3)
+    grad = sg.grad(S.out_argument, wrt=(0, 1))
+    grad(x, x.copy())
+    assert "no_alias" not in sg.source(grad)  # c is a local zeros_like: nothing to check
+    with pytest.raises(ValueError, match="shares memory"):
+        sg.grad(_aliased_write)(x, x)
+    assert_close(sg.grad(_aliased_write)(x, x.copy()), np.r_[0.0, x[1:]])
+
+
+def _aliased_write(a, b):
+    a[0] = 5.0
+    return np.sum(a * b)
+
+
+def test_undecidable_view_is_a_compile_error_only_when_read():
+    with pytest.raises(sg.CompileError, match="reshape") as info:
+        sg.grad(S.reshape_then_write)(_r(2, 3))
+    assert "surface.py" in str(info.value) and ".copy()" in str(info.value)
+
+
+def test_int_index_view_augmented_assignment_is_refused():
+    with pytest.raises(sg.CompileError, match="cannot tell which") as info:
+        sg.grad(S.int_index_view_aug)(_r(3))
+    assert "row = row + ..." in str(info.value)
+
+
+def test_augmented_name_alias_of_unknown_type_is_refused():
+    with pytest.raises(sg.CompileError, match="cannot tell"):
+        sg.grad(_alias_unknown)(_r(3))
+
+
+def _alias_unknown(x):
+    y = x * 1.0  # an ndarray, or a float if x is one: `+=` below means different things
+    z = y
+    z += x
+    return np.sum(y)
+
+
+def test_writing_into_a_global_is_refused():
+    with pytest.raises(sg.CompileError, match="not a local variable"):
+        sg.grad(S.writes_global)(_r(3))
+
+
+def test_setitem_in_generated_code_is_readable():
+    src = sg.source(sg.grad(S.write_through_view))
+    assert "c_1 = setitem(c, slice(1, None" in src
