@@ -111,3 +111,4 @@ def test_writing_into_a_global_is_refused():
 def test_setitem_in_generated_code_is_readable():
     src = sg.source(sg.grad(S.write_through_view))
     assert "c_1 = setitem(c, slice(1, None" in src
+

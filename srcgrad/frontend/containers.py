@@ -17,6 +17,7 @@ from srcgrad.ir.core import Const, Var
 _LIST_METHODS = {"append", "extend", "insert", "pop", "copy", "index", "count", "reverse", "clear"}
 _DICT_METHODS = {"items", "keys", "values", "get", "update", "pop", "copy", "setdefault", "clear"}
 _TUPLE_METHODS = {"index", "count"}
+_CHANGING = {"append", "extend", "insert", "pop", "reverse", "clear", "update", "setdefault"}
 
 
 def _static(tracer, value, node, what):
@@ -42,6 +43,8 @@ def method(tracer, base, name, args, kwargs, node):
         kind = type(base).__name__
         tracer.fail(node, f"the {kind} method `.{name}()`",
                     f"compiled code supports {', '.join(sorted(allowed))} on a {kind}")
+    if name in _CHANGING:
+        tracer.mutation.guard_region(node, f"`.{name}()` of a {type(base).__name__}", container=True)
     if isinstance(base, dict):
         return _dict_method(tracer, base, name, args, node)
     if name == "append":
@@ -126,6 +129,7 @@ def set_item(tracer, base, index, value, node):
     """`base[index] = value` for a native list/dict: the container itself changes."""
     if isinstance(base, tuple):
         tracer.error(node, "'tuple' object does not support item assignment")
+    tracer.mutation.guard_region(node, "item assignment into a list or dict", container=True)
     key = _static(tracer, index, node, "a list index or dict key")
     if isinstance(base, list):
         if isinstance(key, slice):

@@ -80,6 +80,30 @@ class Mutation:
         self.arrays: dict = {}  # id(tvalue) -> tvalue known to be a writable ndarray
         self.checked: set = set()  # ids of inputs given their no_alias check
         self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
+        self.top_ops = None  # the function-level op list (others are if/loop blocks)
+        self.loop_nodes: set = set()  # ids of the AST nodes inside a for/while body
+
+    def start(self, fs_node, ops):
+        self.top_ops = ops
+        for n in gast.walk(fs_node):
+            if isinstance(n, (gast.For, gast.While)):
+                self.loop_nodes.update(id(m) for m in gast.walk(n))
+
+    def guard_region(self, node, what, container=False):
+        """Writes inside if/for/while blocks that the blocks would not carry out.
+
+        A block (Note [Tracing control flow] in srcgrad.frontend.control) carries out
+        the names of its own scope that it rebinds; an in-place write inside a loop, a
+        write by an inlined callee, or a change to a native list/dict (shared with the
+        code outside the block) would not be carried: refused, never a wrong gradient."""
+        if self.top_ops is None or self.tracer.ops is self.top_ops:
+            return
+        if container or id(node) in self.loop_nodes or self.tracer.depth > 0:
+            where = "inside an `if`/loop on array values" if container else "inside a loop"
+            self.tracer.fail(node, f"{what} {where}" if not self.tracer.depth or container
+                             else f"{what} in a function called inside an `if`/loop on array "
+                             "values", "build the result functionally (e.g. `y = np.where(mask, "
+                             "v, y)`, or collect values in a list comprehension and `np.stack` them)")
 
     # ------------------------------------------------------------------ recording
     def note_view(self, name, operands, out):
@@ -118,6 +142,7 @@ class Mutation:
             if isinstance(old, list) and optype in (gast.Add, gast.Mult):
                 from srcgrad.frontend.containers import _iterate
 
+                self.guard_region(node, "changing a list", container=True)
                 if optype is gast.Add:  # `lst += items` extends the list itself
                     old.extend(_iterate(tr, rhs, node))
                 else:
@@ -208,6 +233,7 @@ class Mutation:
     def write(self, old, new, node, how):
         """`old`'s storage now holds `new`: rebind every name that shares it."""
         tr = self.tracer
+        self.guard_region(node, "an in-place write")
         new = self._guard_input(old, new)
         updates = {id(old): new}
         cur, cur_new, unsure = old, new, None

@@ -166,6 +166,7 @@ class Tracer:
             if name in leaf_names:
                 defaults[name] = default
         self.mutation.inputs = list(inputs)
+        self.mutation.start(fs.node, self.ops)
         scope = self._function_scope(fs, env)
         self.scopes.append(scope)
         try:

@@ -323,3 +323,29 @@ def uses_try(x):
 
 def calls_without_source(x):
     return np.sum(np.vectorize(math.exp)(x))
+
+
+# ---------------------------------------------------------------- mutation and control flow
+
+
+def write_in_branch(x):
+    y = x * 1.0
+    if np.sum(x) > 0:
+        y[0] = y[1] * x[2]
+    else:
+        y[1:] *= 3.0
+    return np.sum(y * y)
+
+
+def write_in_loop(x):
+    y = x * 1.0
+    for i in range(3):
+        y[i] = y[i] * 2.0 * x[i]
+    return np.sum(y)
+
+
+def append_in_loop(x):
+    lst = []
+    for i in range(2):
+        lst.append(x[i] * x)
+    return np.sum(np.stack(lst))
