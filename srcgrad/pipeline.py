@@ -31,6 +31,7 @@ from srcgrad.passes.inplace import reuse_buffers
 from srcgrad.passes.invariance import zero_edges
 from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
+from srcgrad.passes.tapes import prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 
 VERSION = "0.1.0"
@@ -68,7 +69,12 @@ def optimize(ops: list, results: list, shapes: dict | None = None) -> tuple:
     for op in ops:
         for block in op.blocks:
             block.ops, block.results = optimize(block.ops, block.results, shapes)
-    return dce(ops, results), results
+    prune_tapes(ops)
+    ops = dce(ops, results)
+    for op in ops:  # what a pruned push read may have been its last reader
+        for block in op.blocks:
+            block.ops = dce(block.ops, block.results)
+    return ops, results
 
 
 def _follow(v, alias):

@@ -36,6 +36,14 @@ CASES = [
     ("elif-else", C.elif_chain, lambda: [-_pos(3) - 1]),
     ("nested-loops", C.nested, lambda: [rng.standard_normal(3), rng.standard_normal((3, 3)) * 0.3]),
     ("walrus-while", C.walrus, lambda: [_pos(3) + 1]),
+    # a carried value that starts as a constant (np.zeros, the int 0) and becomes
+    # differentiable in the body: its kind is widened and the body traced again
+    ("rnn-from-zeros", C.rnn, lambda: [rng.standard_normal((3, 4)) * 0.3, rng.standard_normal((4, 4)) * 0.3,
+                                        rng.standard_normal(4), rng.standard_normal((5, 2, 3)),
+                                        rng.standard_normal((2, 4))]),
+    ("int-accumulator", C.counter_starting_at_zero, lambda: [rng.standard_normal(3)]),
+    # a carried value whose shape changes every iteration: no shape facts in the loop
+    ("growing-shape", C.growing, lambda: [rng.standard_normal(5)]),
 ]
 
 
@@ -71,7 +79,8 @@ def test_generated_code_does_not_grow_with_the_trip_count():
     b = sg.grad(C.long_loop)
     b(np.ones(2), 3000)
     assert sg.source(a) == sg.source(b)
-    assert sg.source(a).count("for ") == 2  # one forward loop, one adjoint loop
+    loops = [line for line in sg.source(a).splitlines() if line.strip().startswith("for ")]
+    assert 1 <= len(loops) <= 2  # the adjoint loop, and the forward one where it is needed
 
 
 def test_loop_pushes_only_what_the_adjoint_reads():

@@ -224,10 +224,14 @@ class ControlFlow:
         carried = [n for n in assigned_names(body) + _target_names(node.target)
                    if n in scope.env and n not in _target_names(node.target)]
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
-        params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
-        body_ops, env_after, _, _ = self.trace_block(
-            body, scope, dict(zip(carried, params)),
-            prologue=lambda inner: self.bind(node.target, per_index(index), inner))
+        kinds = [_kind(scope.env[n]) for n in carried]
+        while True:  # until each carried value's kind covers what the body makes of it
+            params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
+            body_ops, env_after, _, _ = self.trace_block(
+                body, scope, dict(zip(carried, params)),
+                prologue=lambda inner: self.bind(node.target, per_index(index), inner))
+            if not self._widen(kinds, carried, env_after):
+                break
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
         scope.env.pop(BREAK_FLAG, None)
@@ -244,14 +248,29 @@ class ControlFlow:
         carried = [n for n in assigned_names([node.test] + body) if n in scope.env]
         if isinstance(test, Const) and not test.value:
             return  # never entered
-        params = [Var(self.namer.fresh(n), _kind(scope.env[n])) for n in carried]
+        kinds = [_kind(scope.env[n]) for n in carried]
         flag = Var(self.namer.fresh("_running"), "static")
-        body_ops, env_after, _, next_test = self.trace_block(
-            body, scope, dict(zip(carried, params)),
-            epilogue=lambda inner: self.expr(test_node, inner))
+        while True:  # until each carried value's kind covers what the body makes of it
+            params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
+            body_ops, env_after, _, next_test = self.trace_block(
+                body, scope, dict(zip(carried, params)),
+                epilogue=lambda inner: self.expr(test_node, inner))
+            if not self._widen(kinds, carried, env_after):
+                break
         self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
                         extra_param=flag, extra_result=next_test)
         scope.env.pop(BREAK_FLAG, None)
+
+    @staticmethod
+    def _widen(kinds, carried, env_after) -> bool:
+        """Make a carried value 'array' when the body makes it one (`h = np.zeros(n)`
+        before a loop that sets `h = np.tanh(x @ W + h)`); True when one changed, so
+        the body is traced again: activity analysis follows only 'array' values."""
+        changed = False
+        for i, name in enumerate(carried):
+            if kinds[i] == "static" and _kind(env_after.get(name, Const(0))) == "array":
+                kinds[i], changed = "array", True
+        return changed
 
     def _loop_body(self, node, scope):
         """The loop's body with break/continue lowered; a `break` adds the flag."""

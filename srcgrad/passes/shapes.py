@@ -70,6 +70,9 @@ class Probe:
     # Both follow from the arguments' classes, shapes and dtypes, which a variant's
     # guard fixes.
     dtypes: dict = field(default_factory=dict)
+    # Tapes of loops whose shapes change between iterations: what they hold differs
+    # in shape from entry to entry, so popped values have no recorded shape.
+    unstable_tapes: set = field(default_factory=set)
 
     @property
     def arrays(self):
@@ -87,7 +90,8 @@ def probe(ops: list, inputs: list, args: tuple) -> Probe:
     for v, a in zip(inputs, args):
         if _is_array(a) or isinstance(a, (int, float, complex, bool)):
             shapes[v] = numpy.shape(a)
-    _execute(ops, env, found, derived, record=True)
+    with numpy.errstate(all="ignore"):  # values after a loop are stand-ins (_run_control)
+        _execute(ops, env, found, derived, record=True)
     return found
 
 
@@ -100,13 +104,9 @@ def _execute(ops, env, found, derived, record):
     shapes, dtypes = found.shapes, found.dtypes
     for op in ops:
         rule = rules.RULES[op.prim]
-        if record and op.prim in ("for_range", "while_loop"):
-            # Interpreting a loop costs its trip count; nothing in or after it would
-            # be recorded as exactly anyway. Values from here on stay generic.
-            return
         try:
             if rule.control:
-                outs = _run_control(op, env, found, derived)
+                outs = _run_control(op, env, found, derived, record)
             else:
                 namespace = dict(rules.FORMULA_GLOBALS)
                 namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
@@ -123,7 +123,11 @@ def _execute(ops, env, found, derived, record):
             env[o] = value
             if record and isinstance(value, numpy.ndarray):
                 dtypes[o] = value.dtype
-        if record and not rule.control and _stable(op, rule, env, shapes, derived):
+        if op.prim == "tape_pop":
+            if record and op.args[0] not in found.unstable_tapes:
+                shapes.update((o, numpy.shape(env[o])) for o in op.outs)
+            continue
+        if record and op.prim != "cond" and _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
                     v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):
                 derived.update(op.outs)
@@ -131,28 +135,60 @@ def _execute(ops, env, found, derived, record):
                 shapes[o] = numpy.shape(env[o])
 
 
-def _run_control(op, env, found, derived):
-    """The values of a control-flow op's outputs (Note [Regions])."""
-    def run(block):
-        _execute(block.ops, env, found, derived, record=False)
+def _run_control(op, env, found, derived, record):
+    """The values of a control-flow op's outputs (Note [Regions]).
+
+    A loop runs *one* iteration: interpreting every iteration would cost the trip
+    count at compile time. When that iteration leaves every carried value's shape
+    as it found it, every iteration does (the body's shapes depend on shapes only,
+    or `_stable` has said otherwise), so the body's shapes are recorded and the
+    loop's outputs get the carried shapes; their values are not the loop's, but
+    only shapes are kept from here on. Branches record nothing: which one runs
+    depends on values."""
+    def run(block, keep):
+        _execute(block.ops, env, found, derived, record=keep)
         return [_value(r, env) for r in block.results]
 
     if op.prim == "cond":
-        return run(op.blocks[0] if _value(op.args[0], env) else op.blocks[1])
+        return run(op.blocks[0] if _value(op.args[0], env) else op.blocks[1], False)
     block = op.blocks[0]
     carried = [_value(a, env) for a in op.args[-1].items]
     if op.prim == "while_loop":
         running = _value(op.args[0], env)
-        while running:
-            env.update(zip(block.params, [running, *carried]))
-            running, *carried = run(block)
-        return carried
-    start, stop, step = (_value(a, env) for a in op.args[:3])
-    indices = range(start, stop, step)
-    for i in indices[::-1] if op.attrs.get("reverse") else indices:
-        env.update(zip(block.params, [i, *carried]))
-        carried = run(block)
-    return carried
+        if not running:
+            return carried
+        params = [running, *carried]
+    else:
+        start, stop, step = (_value(a, env) for a in op.args[:3])
+        indices = range(start, stop, step)
+        if not indices:
+            return carried
+        params = [indices[-1] if op.attrs.get("reverse") else indices[0], *carried]
+    env.update(zip(block.params, params))
+    before = {p: numpy.shape(v) for p, v in zip(block.params, params)}
+    if record:  # tentatively: the iteration's ops read the carried values' shapes
+        found.shapes.update((p, before[p]) for p in block.params[1:] if _is_array(env[p])
+                            or isinstance(env[p], (int, float, complex, bool)))
+    results = run(block, record)
+    carried_after = results[1:] if op.prim == "while_loop" else results  # params[0]: flag/index
+    stable = record and all(before[p] == numpy.shape(v)
+                            for p, v in zip(block.params[1:], carried_after))
+    if stable:
+        found.shapes.update((p, before[p]) for p in block.params[1:])
+        found.shapes.update((o, before[p]) for o, p in zip(op.outs, block.params[1:]))
+    else:
+        for inner in [*block.params, *_all_outs(block)]:
+            found.shapes.pop(inner, None)
+        found.unstable_tapes.update(o.args[0] for o in block.ops if o.prim == "tape_push")
+    return results[1:] if op.prim == "while_loop" else results
+
+
+def _all_outs(block):
+    for op in block.ops:
+        yield from op.outs
+        for inner in op.blocks:
+            yield from inner.params
+            yield from _all_outs(inner)
 
 
 def _reads_arrays(op, env) -> bool:

@@ -71,14 +71,18 @@ class _Facts:
     uses: dict = field(default_factory=dict)  # Var -> reads in the input ops (an upper bound)
 
 
-def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
+def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | None = None) -> tuple:
     """(simplified ops, {removed var: the operand standing for it}).
 
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
     replaced by a temporary, the temporary takes its name. `shapes` (from
-    srcgrad.passes.shapes) holds concrete shapes when compiling for known arguments.
+    srcgrad.passes.shapes) holds concrete shapes when compiling for known arguments;
+    `alike` maps Vars to values of the same shape (Note [Shape classes]).
     """
     out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}), uses=uses(ops))
+    # `alike`: values known to share a shape with another, defined later (a loop's
+    # carried cotangent and the value it is the cotangent of).
+    pending_alike = dict(alike or {})
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
@@ -101,6 +105,10 @@ def simplify(ops: list, keep: list, shapes: dict | None = None) -> tuple:
             alias[op.outs[0]] = replacement
             continue
         _record(op, out, facts)
+        for v, like in list(pending_alike.items()):
+            if like in facts.shape_class or any(like is o for o in op.outs):
+                facts.shape_class[v] = facts.shape_class.get(like, like)
+                del pending_alike[v]
     _rename_survivors(alias, keep)
     return out, alias
 

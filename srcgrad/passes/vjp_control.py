@@ -87,6 +87,29 @@ def _export(op, block, b_ops, b_results, namer):
     b_results[:] = [mapping.get(r, r) if isinstance(r, Var) else r for r in b_results]
 
 
+def _simplify_with_forward(body, b_ops, grads, alike):
+    """Simplify the backward body knowing the forward body's facts (shape classes:
+    `xp.shape(t)` of a forward temporary becomes that of a carried value), before
+    deciding what goes on the tape, so nothing is taped only for its shape."""
+    from srcgrad.passes.dce import dce
+    from srcgrad.passes.simplify import simplify
+
+    forward = {id(op) for op in body.ops}
+    keep = [g for g in grads.values() if isinstance(g, Var)]
+    combined, alias = simplify(body.ops + b_ops, keep, alike=alike)
+    split = next((i for i, op in enumerate(combined) if id(op) not in forward), len(combined))
+
+    def follow(v):
+        while isinstance(v, Var) and v in alias:
+            v = alias[v]
+        return v
+
+    body.ops = combined[:split]
+    body.results = [follow(r) for r in body.results]
+    grads = {k: follow(v) for k, v in grads.items()}
+    return dce(combined[split:], list(grads.values())), grads
+
+
 # ---------------------------------------------------------------------- loops
 def _reverse_loop(op, cts, tracer, namer, active, pending):
     body = op.blocks[0]
@@ -106,22 +129,26 @@ def _reverse_loop(op, cts, tracer, namer, active, pending):
     seeds = [(r, g) for (p, r, *_), g in zip(carried, g_params) if isinstance(r, Var)]
     wrt = [p for p, *_ in carried] + free
     b_ops, grads = _block_reverse(body.ops, wrt, seeds, namer)
+    alike = {g: r for (_, r, *_), g in zip(carried, g_params) if isinstance(r, Var)}
+    b_ops, grads = _simplify_with_forward(body, b_ops, grads, alike)
     inner = type(tracer)(namer, b_ops)
     defined = _defined(body)  # again: nested control flow may have exported values
     # What the backward body reads of the forward body travels on a tape.
-    tape = Var(namer.fresh("_tape"), "static")
-    pending.append((op, Op("tape_new", (), (tape,), op.loc)))
     b_results_probe = [grads[p] for p, *_ in carried] + [grads[v] for v in free]
     needed = [v for v in dict.fromkeys(Block(b_ops, [r for r in b_results_probe if r is not None])
                                        .free_vars()) if v in defined and v is not index]
-    body.ops.append(Op("tape_push", (tape, Pack(tuple(needed))), (), op.loc, {"effect": True}))
+    taped = needed or is_while  # a while loop's tape also counts its iterations
+    if taped:
+        tape = Var(namer.fresh("_tape"), "static")
+        pending.append((op, Op("tape_new", (), (tape,), op.loc)))
+        body.ops.append(Op("tape_push", (tape, Pack(tuple(needed))), (), op.loc, {"effect": True}))
     popped = [Var(namer.fresh(v.name.lstrip("_") + "_t"), v.kind) for v in needed]
     b_index = Var(namer.fresh(index.name if index is not None else "_i"), "static")
     mapping = dict(zip(needed, popped))
     if index is not None:
         mapping[index] = b_index
     substitute(b_ops, mapping)
-    pop = Op("tape_pop", (tape,), tuple(popped), op.loc, {"backward": True})
+    pops = [Op("tape_pop", (tape,), tuple(popped), op.loc, {"backward": True})] if taped else []
     # Backward iteration: carried cotangents, and sums for the outer values read.
     acc = [Var(namer.fresh("grad_" + v.name.lstrip("_") + "_sum")) for v in free]
     new_g = []
@@ -134,7 +161,7 @@ def _reverse_loop(op, cts, tracer, namer, active, pending):
         sums.append(a if contribution is None else inner.apply(rules.RULES["add"], [a, contribution], {}))
     for new in inner.ops:
         new.attrs["backward"] = True
-    block = Block([pop] + inner.ops, new_g + sums, [b_index] + g_params + acc)
+    block = Block(pops + inner.ops, new_g + sums, [b_index] + g_params + acc)
     start = [ct if ct is not None else _zeros_like(out, tracer) for *_, out, ct in carried]
     start += [_zeros_like(v, tracer) for v in free]
     outs = tuple(Var(namer.fresh("grad_" + p.name.lstrip("_"))) for p, *_ in carried) + tuple(

@@ -122,3 +122,24 @@ def long_loop(x, n):
     for i in range(n):
         s = s * 0.99999 + 0.00001
     return np.sum(s)
+
+
+def rnn(Wx, Wh, b, xs, y):
+    h = np.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
+    return np.mean((h - y) ** 2)
+
+
+def counter_starting_at_zero(x):
+    acc = 0
+    for i in range(3):
+        acc = acc + x * i
+    return np.sum(acc)
+
+
+def growing(x):
+    acc = x[:1]
+    for i in range(1, x.shape[0]):
+        acc = np.concatenate([acc, acc[-1:] * x[i]])
+    return np.sum(acc ** 2)

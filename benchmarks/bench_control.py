@@ -1,0 +1,165 @@
+"""Loops in compiled code: a vanilla RNN and a scalar Euler integrator.
+
+    python benchmarks/bench_control.py [--quick]
+
+Times, in one process with BLAS pinned to one thread, srcgrad's generated gradient
+against a hand-written gradient of the same function (backpropagation through time
+written out by hand; the integrator's adjoint with `math` on floats), and HIPS
+autograd / torch when importable, and prints ratios to the hand-written one. Also
+reports how long compiling the RNN loss takes for several sequence lengths T (it
+must not grow with T: the loop is not unrolled).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import timeit  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import srcgrad as sg  # noqa: E402
+
+
+# ---------------------------------------------------------------------- the functions
+def rnn_loss(Wx, Wh, b, xs, y):
+    """A vanilla tanh RNN over a sequence xs (T x batch x input); MSE on the last state."""
+    h = np.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
+    return np.mean((h - y) ** 2)
+
+
+def rnn_hand(Wx, Wh, b, xs, y):
+    """Backpropagation through time, by hand."""
+    hs = [np.zeros((xs.shape[1], Wh.shape[0]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ Wx + hs[-1] @ Wh + b))
+    dh = 2.0 * (hs[-1] - y) / y.size
+    gWx, gWh, gb = np.zeros_like(Wx), np.zeros_like(Wh), np.zeros_like(b)
+    for t in range(xs.shape[0] - 1, -1, -1):
+        da = dh * (1.0 - hs[t + 1] ** 2)
+        gWx += xs[t].T @ da
+        gWh += hs[t].T @ da
+        gb += da.sum(axis=0)
+        dh = da @ Wh.T
+    return gWx, gWh, gb
+
+
+def euler_loss(k, v0, dt):
+    """A pendulum integrated by 200 explicit Euler steps, on Python floats."""
+    x = 1.0
+    v = v0
+    for _ in range(200):
+        a = -k * np.sin(x) - 0.1 * np.cos(x) * v
+        x = x + dt * v
+        v = v + dt * a
+    return x * x + v * v
+
+
+def euler_hand(k, v0, dt):
+    """The adjoint of the integrator, by hand, with `math` on floats."""
+    xs, vs = [1.0], [v0]
+    x, v = 1.0, v0
+    for _ in range(200):
+        a = -k * math.sin(x) - 0.1 * math.cos(x) * v
+        x, v = x + dt * v, v + dt * a
+        xs.append(x)
+        vs.append(v)
+    gx, gv, gk, gdt = 2.0 * x, 2.0 * v, 0.0, 0.0
+    for i in range(199, -1, -1):
+        x, v = xs[i], vs[i]
+        a = -k * math.sin(x) - 0.1 * math.cos(x) * v
+        # v' = v + dt * a;  x' = x + dt * v
+        gdt += gv * a + gx * v
+        ga = gv * dt
+        gk += -math.sin(x) * ga
+        gx_new = gx + ga * (-k * math.cos(x) + 0.1 * math.sin(x) * v)
+        gv = gv + gx * dt + ga * (-0.1 * math.cos(x))
+        gx = gx_new
+    return gk, gv, gdt
+
+
+# ---------------------------------------------------------------------- timing
+def median_us(fn, repeat):
+    timer = timeit.Timer(fn)
+    number, _ = timer.autorange()
+    return statistics.median(t / number for t in timer.repeat(repeat, number)) * 1e6
+
+
+def check(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    repeat = 3 if parser.parse_args(argv).quick else 9
+    rng = np.random.default_rng(0)
+    T, B, I, H = 50, 16, 32, 64
+    rnn_args = (rng.standard_normal((I, H)) * 0.2, rng.standard_normal((H, H)) * 0.1,
+                np.zeros(H), rng.standard_normal((T, B, I)), rng.standard_normal((B, H)))
+    euler_args = (2.0, 0.3, 0.01)
+
+    rows = []
+    for name, loss, hand, args, wrt in (
+            ("rnn T=50 h=64 b=16", rnn_loss, rnn_hand, rnn_args, (0, 1, 2)),
+            ("euler 200 steps (floats)", euler_loss, euler_hand, euler_args, (0, 1, 2))):
+        g = sg.grad(loss, wrt=wrt)
+        check(g(*args), hand(*args))
+        row = {"name": name, "hand": median_us(lambda: hand(*args), repeat),
+               "srcgrad": median_us(lambda: g(*args), repeat)}
+        try:
+            import autograd
+
+            ag = autograd.grad(_autograd_version(loss), wrt)
+            check(ag(*args), hand(*args))
+            row["autograd"] = median_us(lambda: ag(*args), repeat)
+        except ImportError:
+            pass
+        rows.append(row)
+
+    print(f"{'workload':28} {'hand us':>10} {'srcgrad us':>11} {'srcgrad/hand':>13} {'autograd/hand':>14}")
+    for r in rows:
+        ag = f"{r['autograd'] / r['hand']:.2f}x" if "autograd" in r else "n/a"
+        print(f"{r['name']:28} {r['hand']:10.1f} {r['srcgrad']:11.1f} "
+              f"{r['srcgrad'] / r['hand']:12.2f}x {ag:>14}")
+
+    print("\ncompile time of the RNN gradient (cache cleared each time), by sequence length:")
+    for t_len in (10, 50, 500):
+        xs = rng.standard_normal((t_len, B, I))
+        times = []
+        for _ in range(3):
+            sg.cache_clear()
+            g = sg.grad(rnn_loss, wrt=(0, 1, 2))
+            start = time.perf_counter()
+            g(rnn_args[0], rnn_args[1], rnn_args[2], xs, rnn_args[4])
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            g(rnn_args[0], rnn_args[1], rnn_args[2], xs, rnn_args[4])
+            times.append(first - (time.perf_counter() - start))
+        print(f"  T={t_len:4d}: {statistics.median(times) * 1e3:6.1f} ms")
+
+
+def _autograd_version(loss):
+    import types
+
+    import autograd.numpy as anp
+
+    return types.FunctionType(loss.__code__, {**loss.__globals__, "np": anp}, loss.__name__)
+
+
+if __name__ == "__main__":
+    main()
