@@ -37,6 +37,7 @@ CASES = [
     ("mutate_in_callee", lambda: [_r(4)]),
     ("write_in_nested", lambda: [_r(4)]),
     ("reshape_write_unread", lambda: [_r(2, 3)]),
+    ("inplace_sort_and_fill", lambda: [_r(5)]),
 ]
 
 

@@ -191,6 +191,29 @@ class Mutation:
             tr.fail(node, f"augmented assignment to `{type(target).__name__}`",
                     "assign to a name or an array item")
 
+    def inplace_method(self, call, scope) -> bool:
+        """`x.sort()` / `x.fill(v)` as a statement on an array: a write into x. True when
+        handled; other ndarray methods that write in place are refused."""
+        tr = self.tracer
+        func = call.func
+        if not isinstance(func, gast.Attribute) or func.attr not in _INPLACE_METHODS:
+            return False
+        base = tr.expr(func.value, scope)
+        if not isinstance(base, (Var, Const)) or (isinstance(base, Const) and not isinstance(
+                base.value, numpy.ndarray)):
+            return False  # a list's `.sort()`, an object's method: an ordinary call
+        if func.attr not in ("sort", "fill") or call.keywords or len(call.args) > 1:
+            tr.fail(call, f"the in-place array method `.{func.attr}()`",
+                    "use the NumPy function that returns a new array and assign it")
+        self._check_local(gast.Subscript(value=func.value, slice=None, ctx=gast.Store()), scope)
+        args = [tr.expr(a, scope) for a in call.args]
+        if func.attr == "sort":
+            new = tr.apply(rules.RULES["sort"], [base, *args], {}, call)
+        else:
+            new = tr.apply(rules.RULES["setitem"], [base, Const(Ellipsis), args[0]], {}, call)
+        self.write(base, new, call, "out")
+        return True
+
     def store_subscript(self, target, value, scope):
         tr = self.tracer
         base = tr.expr(target.value, scope)
@@ -449,6 +472,8 @@ class Mutation:
         return value
 
 
+_INPLACE_METHODS = frozenset({"sort", "fill", "put", "partition", "resize", "itemset", "setfield",
+                              "byteswap"})
 _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
         gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%"}
 

@@ -231,7 +231,8 @@ class Tracer:
             if isinstance(node.value, gast.Constant):
                 return  # a docstring or a bare literal
             if isinstance(node.value, gast.Call):  # `lst.append(v)`, `update(params)`, `ctx.f(x)`
-                self.expr(node.value, scope)
+                if not self.mutation.inplace_method(node.value, scope):
+                    self.expr(node.value, scope)
                 return
             self.fail(node, "an expression statement", "assign its result or remove it")
         elif isinstance(node, gast.Nonlocal):

@@ -349,3 +349,12 @@ def append_in_loop(x):
     for i in range(2):
         lst.append(x[i] * x)
     return np.sum(np.stack(lst))
+
+
+def inplace_sort_and_fill(x):
+    y = x * 1.0
+    y.sort()  # in place, as NumPy does
+    z = x * 2.0
+    w = z[1:]
+    w.fill(0.5)  # through a view: z changes
+    return np.sum(y * np.arange(1.0, 1.0 + y.size)) + np.sum(z * z)
