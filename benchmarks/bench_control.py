@@ -108,9 +108,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     repeat = 3 if parser.parse_args(argv).quick else 9
     rng = np.random.default_rng(0)
-    T, B, I, H = 50, 16, 32, 64
-    rnn_args = (rng.standard_normal((I, H)) * 0.2, rng.standard_normal((H, H)) * 0.1,
-                np.zeros(H), rng.standard_normal((T, B, I)), rng.standard_normal((B, H)))
+    T, B, n_in, H = 50, 16, 32, 64
+    rnn_args = (rng.standard_normal((n_in, H)) * 0.2, rng.standard_normal((H, H)) * 0.1,
+                np.zeros(H), rng.standard_normal((T, B, n_in)), rng.standard_normal((B, H)))
     euler_args = (2.0, 0.3, 0.01)
 
     rows = []
@@ -119,14 +119,14 @@ def main(argv=None):
             ("euler 200 steps (floats)", euler_loss, euler_hand, euler_args, (0, 1, 2))):
         g = sg.grad(loss, wrt=wrt)
         check(g(*args), hand(*args))
-        row = {"name": name, "hand": median_us(lambda: hand(*args), repeat),
-               "srcgrad": median_us(lambda: g(*args), repeat)}
+        row = {"name": name, "hand": median_us(lambda hand=hand, args=args: hand(*args), repeat),
+               "srcgrad": median_us(lambda g=g, args=args: g(*args), repeat)}
         try:
             import autograd
 
             ag = autograd.grad(_autograd_version(loss), wrt)
             check(ag(*args), hand(*args))
-            row["autograd"] = median_us(lambda: ag(*args), repeat)
+            row["autograd"] = median_us(lambda ag=ag, args=args: ag(*args), repeat)
         except ImportError:
             pass
         rows.append(row)
@@ -139,7 +139,7 @@ def main(argv=None):
 
     print("\ncompile time of the RNN gradient (cache cleared each time), by sequence length:")
     for t_len in (10, 50, 500):
-        xs = rng.standard_normal((t_len, B, I))
+        xs = rng.standard_normal((t_len, B, n_in))
         times = []
         for _ in range(3):
             sg.cache_clear()

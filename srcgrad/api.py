@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy
 
@@ -88,7 +89,7 @@ class _Compiled:
             path = str(cache.path_for(key))
             out_tree = self._out_tree_from_source(fs)
         filename = path or pseudo_filename(key or f"{fs.name}-{id(self.fn):x}")
-        namespace = {"xp": numpy, **rules.FORMULA_GLOBALS, **constants}
+        namespace = {"xp": numpy, "math": math, **rules.FORMULA_GLOBALS, **constants}
         ns = load_module(source, filename, namespace)
         self.module_source, self.out_tree = source, out_tree
         if key:

@@ -29,6 +29,7 @@ from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
 from srcgrad.passes.inplace import reuse_buffers
 from srcgrad.passes.invariance import zero_edges
+from srcgrad.passes.scalars import python_scalars
 from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import prune_tapes
@@ -127,6 +128,8 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     if optimized:
         ops, results = optimize(ops, results, found.shapes)
     _prefer_methods(ops, found.arrays)
+    if args is not None:
+        python_scalars(ops, graph.inputs, args)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
     if args is not None and optimized:

@@ -177,6 +177,10 @@ def op_statement(op, pool: ConstPool) -> str:
 
         args = ", ".join(operand_source(a, pool) for a in op.args)
         return f"{targets} = xp.{ufunc_name(op.prim)}({args}, out={into.name})"
+    if "math" in op.attrs:  # Note [Scalar code]: Python floats in, a Python float out
+        return f"{targets} = math.{op.attrs['math']}({', '.join(operand_source(a, pool) for a in op.args)})"
+    if "python_value" in op.attrs:
+        return f"{targets} = {operand_source(op.attrs['python_value'], pool)}"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
         return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
     if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])

@@ -21,6 +21,7 @@ import gast
 from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend import containers
+from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
 from srcgrad.ir.core import Const, Graph, Op, Pack, Var
@@ -125,7 +126,7 @@ class TraceObject:
         raise NotImplementedError
 
 
-class Tracer:
+class Tracer(ControlFlow):
     def __init__(self, namer: Namer, ops: list | None = None):
         self.namer = namer
         self.ops = [] if ops is None else ops
@@ -210,12 +211,8 @@ class Tracer:
     # ------------------------------------------------------------------ statements
     def trace_body(self, stmts, scope):
         self.locate = scope.locate
-        for stmt in stmts:
-            self.loc = scope.locate(stmt)
-            if isinstance(stmt, gast.Return):
-                return Const(None) if stmt.value is None else self.expr(stmt.value, scope)
-            self.stmt(stmt, scope)
-        return Const(None)
+        returned = self.trace_statements(stmts, scope)
+        return Const(None) if returned is None else returned
 
     def stmt(self, node, scope):
         if isinstance(node, gast.Assign):
@@ -241,7 +238,11 @@ class Tracer:
                     self.error(node, f"no binding for nonlocal `{name}` found")
                 scope.nonlocals.add(name)
         elif isinstance(node, gast.If):
-            self._static_if(node, scope)
+            self.trace_if(node, scope)
+        elif isinstance(node, gast.For):
+            self.trace_for(node, scope)
+        elif isinstance(node, gast.While):
+            self.trace_while(node, scope)
         elif isinstance(node, gast.Pass):
             return
         elif isinstance(node, gast.FunctionDef):
@@ -256,20 +257,6 @@ class Tracer:
         return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
                 and isinstance(node.func.value, gast.Name)
                 and isinstance(scope.env.get(node.func.value.id), TraceObject))
-
-    def _static_if(self, node, scope):
-        """An `if` on a condition known at compile time (`if g is not None:`): the taken
-        branch is traced, the other dropped. Dynamic conditions are not supported yet."""
-        test = self.expr(node.test, scope)
-        if not isinstance(test, Const):
-            self.fail(node, "an `if` on a condition that depends on array values",
-                      "use `np.where(cond, a, b)`")
-        for stmt in node.body if test.value else node.orelse:
-            self.loc = scope.locate(stmt)
-            if isinstance(stmt, gast.Return):
-                self.fail(stmt, "a `return` inside an `if`", "assign a result and return it "
-                          "at the end of the function")
-            self.stmt(stmt, scope)
 
     def bind(self, target, value, scope):
         if isinstance(target, gast.Name):

@@ -1,0 +1,109 @@
+"""Python floats stay Python floats: `math.sin(x)`, not `xp.sin(x)`, on scalars.
+
+Note [Scalar code]
+~~~~~~~~~~~~~~~~~~
+NumPy spends about a microsecond on any call, even on one float, and returns a
+NumPy scalar, so the next operation pays again; `math.sin` on a float takes a
+twentieth of that. A variant compiled for Python-float (or int) arguments (their
+class is part of its guard: Note [Shape specialisation]) knows which values are
+plain Python numbers: those arguments, numeric literals, and the results of
+arithmetic operators and `math`-equivalent functions applied to nothing else.
+Those functions are written as `math.<f>`, so every later value stays a Python
+float too; a loop's carried value is a Python number when it starts as one and
+the body keeps it one. (At singular points Python raises where NumPy would
+return inf or nan: `math.log(0.0)`, `1.0 / 0.0`.)
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from srcgrad.ir.core import Const, Var
+
+# NumPy primitive -> the math function that computes it on one float
+MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+        "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh",
+        "arccosh": "acosh", "arctanh": "atanh", "exp": "exp", "expm1": "expm1", "log": "log",
+        "log1p": "log1p", "log2": "log2", "log10": "log10", "sqrt": "sqrt", "arctan2": "atan2",
+        "hypot": "hypot"}
+# Primitives that Python's own operators compute on floats
+OPERATORS = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "power"})
+
+
+def python_scalars(ops: list, inputs: list, args: tuple) -> set:
+    """Mark ops that compute on Python numbers (attrs["math"]); the set of such Vars."""
+    known = {v for v, a in zip(inputs, args) if isinstance(a, (float, int)) and not isinstance(a, bool)}
+    _block(ops, known, {})
+    return known
+
+
+def _is_scalar(a, known) -> bool:
+    if isinstance(a, Var):
+        return a in known
+    return isinstance(a, Const) and isinstance(a.value, numbers.Real) and not isinstance(a.value, bool)
+
+
+def _block(ops, known, tapes):
+    """`tapes`: tape Var -> which pushed entries are Python numbers (popped ones are)."""
+    for op in ops:
+        if op.blocks:
+            _control(op, known, tapes)
+            continue
+        if op.prim == "tape_push":
+            tapes[op.args[0]] = [_is_scalar(v, known) for v in op.args[1].items]
+            continue
+        if op.prim == "tape_pop":
+            flags = tapes.get(op.args[0], ())
+            known.update(o for o, flag in zip(op.outs, flags) if flag)
+            continue
+        if not op.args or len(op.outs) != 1 or not _is_scalar(op.args[0], known) or (
+                op.prim in MATH or op.prim in OPERATORS) and not all(_is_scalar(a, known) for a in op.args):
+            continue
+        if op.prim in MATH:
+            op.attrs["math"] = MATH[op.prim]
+            known.add(op.outs[0])
+        elif op.prim in OPERATORS:
+            known.add(op.outs[0])
+        elif op.prim == "zeros_like" and len(op.args) >= 1:
+            op.attrs["python_value"] = Const(0.0)
+            known.add(op.outs[0])
+        elif op.prim == "ensure_scalar" or (op.prim in ("unbroadcast", "broadcast_to")
+                                            and isinstance(op.args[1], Const) and op.args[1].value == ()):
+            op.attrs["python_value"] = op.args[0]  # a Python number is 0-d already
+            known.add(op.outs[0])
+
+
+def _control(op, known, tapes):
+    """A branch or loop: its results are Python numbers when every block keeps them so."""
+    if op.prim == "cond":
+        for block in op.blocks:
+            _block(block.ops, known, tapes)
+        for i, out in enumerate(op.outs):
+            if all(_is_scalar(b.results[i], known) for b in op.blocks):
+                known.add(out)
+        return
+    block = op.blocks[0]
+    inits = list(op.args[-1].items)
+    first = 1  # params[0]: the index (for) or the running flag (while)
+    params = block.params[first:]
+    results = block.results[first:] if op.prim == "while_loop" else block.results
+    assumed = {p for p, init in zip(params, inits) if _is_scalar(init, known)}
+    while True:  # assume, check the body keeps them Python numbers, retract, repeat
+        trial = set(known) | assumed
+        for o in _all_ops(block.ops):
+            o.attrs.pop("math", None)
+            o.attrs.pop("python_value", None)
+        _block(block.ops, trial, tapes)
+        kept = {p for p, r in zip(params, results) if p in assumed and _is_scalar(r, trial)}
+        if kept == assumed:
+            known.update(trial)
+            known.update(out for out, p in zip(op.outs, params) if p in assumed)
+            return
+        assumed = kept
+
+
+def _all_ops(ops):
+    for op in ops:
+        yield op
+        for block in op.blocks:
+            yield from _all_ops(block.ops)

@@ -1,0 +1,33 @@
+"""In-place writes inside if/for/while (needs the tracer's control-flow hooks):
+branches carry writes out; loops refuse what they would not carry (never a wrong
+gradient)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+from tests.corpus import surface as S
+
+rng = np.random.default_rng(7)
+
+
+def _r(*shape):
+    return rng.standard_normal(shape)
+
+
+@pytest.mark.parametrize("x", [np.array([0.5, -1.0, 2.0, 0.3]), np.array([-3.0, -1.0, 2.0, 0.3])])
+def test_subscript_writes_in_a_branch(x):
+    g = sg.grad(S.write_in_branch)(x)
+    assert_close(g, numeric_grad(S.write_in_branch, [x], 0), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["write_in_loop", "append_in_loop"])
+def test_writes_a_loop_would_not_carry_are_refused(name):
+    # Loop blocks carry the names they rebind; in-place writes and list changes inside a
+    # traced (not unrolled) loop are refused until they are carried too: never a wrong
+    # gradient (Mutation.guard_region).
+    with pytest.raises(sg.CompileError, match="inside"):
+        sg.grad(getattr(S, name))(_r(3))
