@@ -44,6 +44,11 @@ CASES = [
     ("int-accumulator", C.counter_starting_at_zero, lambda: [rng.standard_normal(3)]),
     # a carried value whose shape changes every iteration: no shape facts in the loop
     ("growing-shape", C.growing, lambda: [rng.standard_normal(5)]),
+    # in-place writes inside loops are carried like assignments
+    ("subscript-write-in-branch-in-loop", C.subscript_write_in_branch_in_loop,
+     lambda: [rng.standard_normal(5)]),
+    ("append-then-stack", C.append_then_stack, lambda: [rng.standard_normal(3)]),
+    ("write-through-view-in-loop", C.write_through_view_in_loop, lambda: [rng.standard_normal(4)]),
 ]
 
 

@@ -225,12 +225,13 @@ class ControlFlow:
                    if n in scope.env and n not in _target_names(node.target)]
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
         kinds = [_kind(scope.env[n]) for n in carried]
-        while True:  # until each carried value's kind covers what the body makes of it
+        while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
             body_ops, env_after, _, _ = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 prologue=lambda inner: self.bind(node.target, per_index(index), inner))
-            if not self._widen(kinds, carried, env_after):
+            if not (self._carry_more(carried, kinds, scope.env, env_after, _target_names(node.target))
+                    or self._widen(kinds, carried, env_after)):
                 break
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
@@ -250,16 +251,28 @@ class ControlFlow:
             return  # never entered
         kinds = [_kind(scope.env[n]) for n in carried]
         flag = Var(self.namer.fresh("_running"), "static")
-        while True:  # until each carried value's kind covers what the body makes of it
+        while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
             body_ops, env_after, _, next_test = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 epilogue=lambda inner: self.expr(test_node, inner))
-            if not self._widen(kinds, carried, env_after):
+            if not (self._carry_more(carried, kinds, scope.env, env_after, ())
+                    or self._widen(kinds, carried, env_after)):
                 break
         self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
                         extra_param=flag, extra_result=next_test)
         scope.env.pop(BREAK_FLAG, None)
+
+    @staticmethod
+    def _carry_more(carried, kinds, before, after, targets) -> bool:
+        """Carry every name of the enclosing code the body rebinds, also without an
+        `=` on it (`y[i] = v` and writes through views rebind `y`: Note [Mutation at
+        trace time]); True when one was added, so the body is traced again."""
+        more = [n for n, v in before.items() if n in after and after[n] is not v
+                and n not in carried and n not in targets and isinstance(v, (Var, Const))]
+        carried.extend(more)
+        kinds.extend(_kind(before[n]) for n in more)
+        return bool(more)
 
     @staticmethod
     def _widen(kinds, carried, env_after) -> bool:
@@ -388,12 +401,19 @@ def _is_builtin_call(node, names) -> bool:
 
 
 def _subscripts_containers(node, scope) -> bool:
-    """Whether the loop body subscripts a tuple/list/dict with the loop variable."""
+    """Whether the loop body subscripts a tuple/list/dict with the loop variable, or
+    changes one (`lst.append(v)`): then a static range is traced per iteration."""
     names = set(_target_names(node.target))
+
+    def container(n):
+        return isinstance(n, gast.Name) and isinstance(scope.env.get(n.id), (tuple, list, dict))
+
     for n in gast.walk(gast.Module(body=node.body, type_ignores=[])):
-        if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) \
-                and isinstance(scope.env.get(n.value.id), (tuple, list, dict)) \
-                and any(isinstance(m, gast.Name) and m.id in names for m in gast.walk(n.slice)):
+        if isinstance(n, gast.Subscript) and container(n.value) and (
+                isinstance(n.ctx, gast.Store)
+                or any(isinstance(m, gast.Name) and m.id in names for m in gast.walk(n.slice))):
+            return True
+        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and container(n.func.value):
             return True
     return False
 

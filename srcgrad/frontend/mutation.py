@@ -98,7 +98,10 @@ class Mutation:
         code outside the block) would not be carried: refused, never a wrong gradient."""
         if self.top_ops is None or self.tracer.ops is self.top_ops:
             return
-        if container or id(node) in self.loop_nodes or self.tracer.depth > 0:
+        # Loops carry what their body rebinds at their own level (Note [Tracing control
+        # flow]); a write by an inlined callee inside a block, or a change to a shared
+        # list/dict, is still refused.
+        if container or self.tracer.depth > 0:
             where = "inside an `if`/loop on array values" if container else "inside a loop"
             self.tracer.fail(node, f"{what} {where}" if not self.tracer.depth or container
                              else f"{what} in a function called inside an `if`/loop on array "

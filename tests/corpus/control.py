@@ -143,3 +143,35 @@ def growing(x):
     for i in range(1, x.shape[0]):
         acc = np.concatenate([acc, acc[-1:] * x[i]])
     return np.sum(acc ** 2)
+
+
+def subscript_write_in_branch_in_loop(x):
+    y = x * 1.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            y[i] = y[i] * 2.0 * x[i]
+        else:
+            y[i] = np.sin(y[i])
+    return np.sum(y * y)
+
+
+def append_then_stack(x):
+    rows = []
+    for i in range(3):
+        rows.append(np.sin(x * i))
+    return np.sum(np.stack(rows) ** 2)
+
+
+def write_through_view_in_loop(x):
+    b = x * 1.0
+    for i in range(2):
+        v = b[1:]
+        v *= x[0]
+    return np.sum(b ** 2)
+
+
+def append_in_dynamic_loop(x):
+    rows = []
+    for i in range(x.shape[0]):
+        rows.append(x * i)
+    return np.sum(np.stack(rows))
