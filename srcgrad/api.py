@@ -198,11 +198,12 @@ class _Dispatch:
             else:
                 self.globals[f"_default{i}"] = p.default
                 params.append(f"{name}=_default{i}")
-        text = emit.render_dispatcher(self.fn.__name__, params, self.params, list(guards))
+        name = self.fn.__name__ if self.fn.__name__.isidentifier() else "_lambda"  # `<lambda>`
+        text = emit.render_dispatcher(name, params, self.params, list(guards))
         code = compile(text, f"<srcgrad dispatch {self.fn.__qualname__}>", "exec")
         namespace = self.globals
         exec(code, namespace)  # noqa: S102 (our own generated text)
-        return namespace.pop(self.fn.__name__)
+        return namespace.pop(name)
 
     def miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):

@@ -87,6 +87,36 @@ def _export(op, block, b_ops, b_results, namer):
     b_results[:] = [mapping.get(r, r) if isinstance(r, Var) else r for r in b_results]
 
 
+def _shapes_instead(needed, body, b_ops, namer):
+    """Tape a shape, not an array, when the backward reads nothing else of it."""
+    out = []
+    for v in needed:
+        readers = [op for op in b_ops if v in set(op.operand_vars())]
+        if readers and all(op.prim == "shape" for op in readers):
+            shape = Var(namer.fresh(f"_shape_{v.name.lstrip('_')}"), "static")
+            body.ops.append(Op("shape", (v,), (shape,), readers[0].loc))
+            substitute(b_ops, {op.outs[0]: shape for op in readers})
+            for op in readers:
+                b_ops.remove(op)
+            out.append(shape)
+        else:
+            out.append(v)
+    return out
+
+
+def _hoist_invariants(b_ops, varying):
+    """Take out of the backward loop the ops that read nothing the loop changes."""
+    varying = set(varying)
+    hoisted = []
+    for op in list(b_ops):
+        if op.blocks or rules.RULES[op.prim].effect or any(v in varying for v in op.operand_vars()):
+            varying.update(op.outs)
+            continue
+        b_ops.remove(op)
+        hoisted.append(op)
+    return hoisted
+
+
 def _simplify_with_forward(body, b_ops, grads, alike):
     """Simplify the backward body knowing the forward body's facts (shape classes:
     `xp.shape(t)` of a forward temporary becomes that of a carried value), before
@@ -137,6 +167,9 @@ def _reverse_loop(op, cts, tracer, namer, active, pending):
     b_results_probe = [grads[p] for p, *_ in carried] + [grads[v] for v in free]
     needed = [v for v in dict.fromkeys(Block(b_ops, [r for r in b_results_probe if r is not None])
                                        .free_vars()) if v in defined and v is not index]
+    needed = _shapes_instead(needed, body, b_ops, namer)
+    hoisted = _hoist_invariants(b_ops, defined | {index} | set(g_params))
+    tracer.ops.extend(hoisted)
     taped = needed or is_while  # a while loop's tape also counts its iterations
     if taped:
         tape = Var(namer.fresh("_tape"), "static")

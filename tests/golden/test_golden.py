@@ -35,6 +35,10 @@ CASES = [
     ("logistic_grad", "examples.logistic", "loss", ("w", "b"), _logistic),
     ("softmax_grad", "examples.softmax", "loss", ("W",), _softmax),
     ("elementwise_grad", "examples.elementwise", "f", ("x",), lambda r: [r.standard_normal(9)]),
+    # a loop: one forward loop with a tape of only what the adjoint reads, one adjoint loop
+    ("rnn_grad", "examples.rnn", "loss", ("Wx", "Wh", "b"),
+     lambda r: [r.standard_normal((3, 4)) * 0.3, r.standard_normal((4, 4)) * 0.3, r.standard_normal(4),
+                r.standard_normal((5, 2, 3)), r.standard_normal((2, 4))]),
 ]
 
 
