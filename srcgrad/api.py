@@ -57,6 +57,40 @@ class _Compiled:
         ns = self._load(fs, key, lambda: self._generate(fs, key or "uncached", tuple(full.args)))
         return ns[_entry_names(self)[0]]
 
+    def specialized_tree(self, args: tuple, trees: tuple, key: tuple):
+        """For arguments that are tuples/lists/dicts of arrays: a function taking the
+        original arguments, calling generated code on their leaves, and nesting the
+        gradients back into each argument's structure (Note [Container arguments])."""
+        leaves, _ = pytree.flatten_args(args)
+        fs = self.parsed()
+        cache = pipeline.cache_key(fs, self.options(key))
+
+        def generate():
+            source, pool, _ = pipeline.container_gradient_program(
+                fs, self.wrt, trees, has_aux=self.has_aux, with_value=self.kind == "value_and_grad",
+                args=tuple(leaves))
+            module = emit.render_module([source], version=pipeline.VERSION,
+                                        origin=f"{_short_path(fs.filename)}:{fs.name}",
+                                        key=cache or "uncached", helpers=emit.helpers_used([source]),
+                                        constants=sorted(pool.values))
+            return module, dict(pool.values), None
+
+        impl = self._load(fs, cache, generate)[_entry_names(self)[0]]
+        wrt, single, with_value, has_aux = self.wrt, self.single, self.kind == "value_and_grad", self.has_aux
+
+        def call(*args):
+            out = impl(*pytree.flatten_args(args)[0])
+            value, flat = out if with_value else (None, out)
+            if has_aux and not with_value:
+                flat, aux = flat
+            grads = pytree.group_gradients(flat, trees, wrt)
+            grads = grads[0] if single else grads
+            if with_value:
+                return value, grads
+            return (grads, aux) if has_aux else grads
+
+        return call
+
     def fingerprint(self) -> str | None:
         """For a compiled function referenced from other compiled code."""
         from srcgrad.frontend.resolve import fingerprint
@@ -210,6 +244,13 @@ class _Dispatch:
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
+        if any(isinstance(a, (tuple, list, dict)) for a in args):  # containers: no fast guard
+            leaves, trees = pytree.flatten_args(args)
+            key = ("tree", trees, tuple([_guard_value(a) for a in leaves]))
+            impl = self.variants.get(key)
+            if impl is None:
+                impl = self.variants[key] = self.compiled.specialized_tree(args, trees, key)
+            return impl(*args)
         key = tuple([_guard_value(a) for a in args])
         impl = self.variants.get(key)
         if impl is None:
