@@ -328,6 +328,11 @@ class ControlFlow:
     def loop_plan(self, node, scope):
         """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
         it = node.iter
+        if isinstance(it, gast.Subscript) and _is_builtin_call(it.value, ("range",)):
+            # `range(...)[::-1]`: an adjoint loop of srcgrad's own generated code
+            self.fail(node, "differentiating a generated loop adjoint again (a second "
+                      "derivative through a loop)", "take second derivatives of loop-free "
+                      "code, or use forward mode (sg.jvp) of the loop")
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
                 and not it.keywords:
             args = [self.expr(a, scope) for a in it.args]

@@ -29,6 +29,7 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend import function as custom
 from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.passes.jvp_control import forward_region
 from srcgrad.passes.simplify import _classify
 from srcgrad.passes.vjp import parse_formula
 
@@ -57,8 +58,13 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
 
     custom_body = custom.body_ops(ops)
     for op in ops:
-        record(op)
         rule = rules.RULES[op.prim]
+        if rule.control:  # tangents beside the values in its blocks (passes/jvp_control.py)
+            for pre in forward_region(op, tangents, namer, forward):
+                record(pre)
+            record(op)
+            continue
+        record(op)
         # ---- custom Functions (Note [Custom Functions] in srcgrad.frontend.function)
         if id(op) in custom_body:
             continue  # the user's jvp gives the tangents of the call's outputs
