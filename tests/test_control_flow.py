@@ -48,6 +48,8 @@ CASES = [
     ("subscript-write-in-branch-in-loop", C.subscript_write_in_branch_in_loop,
      lambda: [rng.standard_normal(5)]),
     ("append-then-stack", C.append_then_stack, lambda: [rng.standard_normal(3)]),
+    ("return-in-loop-taken", C.return_in_loop, lambda: [np.array([0.5, 1.2, 0.9, 1.5])]),
+    ("return-in-loop-not-taken", C.return_in_loop, lambda: [np.array([0.1, 0.2, 0.3, 0.1])]),
     ("write-through-view-in-loop", C.write_through_view_in_loop, lambda: [rng.standard_normal(4)]),
 ]
 

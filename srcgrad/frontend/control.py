@@ -30,6 +30,44 @@ from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import flatten, unflatten
 
 
+RETURNED, RESULT = "_returned", "_result"
+
+
+def _lower_loop_return(loop):
+    """`for ...: ... return v ...` as
+    `_returned = False; _result = None; for ...: ... _result = v; _returned = True; break`
+    followed by `if _returned: return _result` (the rest of the function goes into the
+    branch that falls through: Note [Tracing control flow])."""
+    def name(n, ctx):
+        return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
+
+    def assign(target, value, at):
+        return gast.copy_location(gast.Assign(targets=[name(target, gast.Store())], value=value,
+                                              type_comment=None), at)
+
+    class Returns(gast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            return node  # a nested def's returns are its own
+
+        def visit_Return(self, node):
+            value = node.value or gast.Constant(value=None, kind=None)
+            return [assign(RESULT, value, node),
+                    assign(RETURNED, gast.Constant(value=True, kind=None), node),
+                    gast.copy_location(gast.Break(), node)]
+
+    import copy
+
+    body = [Returns().visit(copy.deepcopy(s)) for s in loop.body]
+    flat = [s for b in body for s in (b if isinstance(b, list) else [b])]
+    new_loop = copy.copy(loop)
+    new_loop.body = flat
+    done = gast.copy_location(gast.If(test=name(RETURNED, gast.Load()),
+                                      body=[gast.copy_location(gast.Return(value=name(RESULT, gast.Load())),
+                                                               loop)], orelse=[]), loop)
+    return [assign(RETURNED, gast.Constant(value=False, kind=None), loop),
+            assign(RESULT, gast.Constant(value=None, kind=None), loop), new_loop, done]
+
+
 def always_returns(stmts) -> bool:
     if not stmts:
         return False
@@ -135,8 +173,7 @@ class ControlFlow:
             if isinstance(stmt, gast.If) and contains_return([stmt]):
                 return self.if_with_return(stmt, stmts[i + 1:], scope)
             if isinstance(stmt, (gast.For, gast.While)) and contains_return(stmt.body):
-                self.fail(stmt, "a `return` inside a loop",
-                          "set a result variable and `break` out, then return after the loop")
+                return self.trace_statements(_lower_loop_return(stmt) + list(stmts[i + 1:]), scope)
             self.stmt(stmt, scope)
         return None
 

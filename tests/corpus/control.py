@@ -175,3 +175,12 @@ def append_in_dynamic_loop(x):
     for i in range(x.shape[0]):
         rows.append(x * i)
     return np.sum(np.stack(rows))
+
+
+def return_in_loop(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] ** 2
+        if s > 2.0:
+            return s * np.sin(x[0])
+    return s
