@@ -29,7 +29,6 @@ import gast
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import flatten, unflatten
 
-
 RETURNED, RESULT = "_returned", "_result"
 
 
