@@ -55,21 +55,21 @@ def trace(fs: FunctionSource):
     return graph, namer
 
 
-def optimize(ops: list, results: list, shapes: dict | None = None) -> tuple:
+def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None) -> tuple:
     """simplify → cse → dce; returns (ops, results with removed values replaced).
 
     Nested blocks (Note [Regions]) are optimised on their own, after their op: the
     enclosing level treats a control-flow op as one op reading its blocks' free Vars.
     """
     keep = [r for r in results if isinstance(r, Var)]
-    ops, alias = simplify(ops, keep, shapes)
+    ops, alias = simplify(ops, keep, shapes, values=values)
     results = [_follow(r, alias) for r in results]
     ops, alias = cse(ops)
     results = [_follow(r, alias) for r in results]
     ops = dce(ops, results)
     for op in ops:
         for block in op.blocks:
-            block.ops, block.results = optimize(block.ops, block.results, shapes)
+            block.ops, block.results = optimize(block.ops, block.results, shapes, values)
     prune_tapes(ops)
     ops = dce(ops, results)
     for op in ops:  # what a pruned push read may have been its last reader
@@ -126,7 +126,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
     found = probe(ops, graph.inputs, args) if args is not None else Probe()
     if optimized:
-        ops, results = optimize(ops, results, found.shapes)
+        ops, results = optimize(ops, results, found.shapes, found.values)
     _prefer_methods(ops, found.arrays)
     if args is not None:
         python_scalars(ops, graph.inputs, args)

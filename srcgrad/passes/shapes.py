@@ -73,6 +73,10 @@ class Probe:
     # Tapes of loops whose shapes change between iterations: what they hold differs
     # in shape from entry to entry, so popped values have no recorded shape.
     unstable_tapes: set = field(default_factory=set)
+    # Values computed from shapes alone (shape tuples, sizes), also through a loop's
+    # tape: constants of the variant.
+    values: dict = field(default_factory=dict)
+    pushes: dict = field(default_factory=dict)  # tape Var -> the Vars its push takes
 
     @property
     def arrays(self):
@@ -123,14 +127,21 @@ def _execute(ops, env, found, derived, record):
             env[o] = value
             if record and isinstance(value, numpy.ndarray):
                 dtypes[o] = value.dtype
+        if op.prim == "tape_push":
+            found.pushes[op.args[0]] = op.args[1].items
         if op.prim == "tape_pop":
             if record and op.args[0] not in found.unstable_tapes:
                 shapes.update((o, numpy.shape(env[o])) for o in op.outs)
+                for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
+                    if pushed in found.values:
+                        found.values[o] = found.values[pushed]
             continue
         if record and op.prim != "cond" and _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
-                    v in derived for v in op.operand_vars()) and not _reads_arrays(op, env):
+                    v in derived for v in op.operand_vars()) and not _reads_arrays(op, env) \
+                    and not op.prim.startswith("tape_"):  # a tape's length is a trip count
                 derived.update(op.outs)
+                found.values.update((o, env[o]) for o in op.outs if isinstance(env[o], (tuple, int)))
             for o in op.outs:
                 shapes[o] = numpy.shape(env[o])
 
@@ -213,7 +224,8 @@ def _stable(op, rule, env, shapes, derived) -> bool:
 
 
 def _holds_array(operand, env) -> bool:
-    return any(_is_array(env[v]) for v in _vars(operand))
+    """Data, not a parameter: an array, or a float (an int may be a size: np.zeros(n))."""
+    return any(_is_array(env[v]) or isinstance(env[v], (float, complex)) for v in _vars(operand))
 
 
 def _operand_stable(operand, env, shapes, derived) -> bool:

@@ -71,7 +71,8 @@ class _Facts:
     uses: dict = field(default_factory=dict)  # Var -> reads in the input ops (an upper bound)
 
 
-def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | None = None) -> tuple:
+def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | None = None,
+             values: dict | None = None) -> tuple:
     """(simplified ops, {removed var: the operand standing for it}).
 
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
@@ -80,12 +81,16 @@ def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | No
     `alike` maps Vars to values of the same shape (Note [Shape classes]).
     """
     out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}), uses=uses(ops))
+    known_values = values or {}
     # `alike`: values known to share a shape with another, defined later (a loop's
     # carried cotangent and the value it is the cotangent of).
     pending_alike = dict(alike or {})
     for op in ops:
         substitute([op], alias)
         rule = rules.RULES.get(op.prim)
+        if known_values:  # shape-derived values of this variant (Note [Shape specialisation])
+            op.args = tuple(Const(known_values[a]) if isinstance(a, Var) and a in known_values else a
+                            for a in op.args)
         folded = _fold(op, rule)
         if folded is not None:
             alias[op.outs[0]] = folded
