@@ -24,7 +24,7 @@ from srcgrad.frontend import containers
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
-from srcgrad.ir.core import Const, Graph, Op, Pack, Var
+from srcgrad.ir.core import Const, Graph, Op, Pack, Var, operand_vars
 from srcgrad.ir.tree import LEAF, flatten
 
 BINOPS = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply", gast.Div: "divide",
@@ -605,7 +605,7 @@ class Tracer(ControlFlow):
             else:
                 operands.append(to_operand(value if not isinstance(value, (int, float, str))
                                            and value is not None else Const(value)))
-        if not any(True for o in operands for _ in _vars(o)):
+        if not any(True for o in operands for _ in operand_vars(o)):
             try:
                 folded = Const(evaluate_static(rule, operands))
                 if rule.name in VIEW_RULES:
@@ -618,7 +618,7 @@ class Tracer(ControlFlow):
         known = {n: o.value if isinstance(o, Const) else from_operand(o)
                  for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}
         nout = rule.nout if isinstance(rule.nout, int) else rule.nout(known)
-        dynamic_kinds = {v.kind for o in operands for v in _vars(o)}
+        dynamic_kinds = {v.kind for o in operands for v in operand_vars(o)}
         kind = "static" if rule.static_out or rule.nondiff or dynamic_kinds == {"static"} else "array"
         outs = tuple(Var(self.namer.fresh("_" + rule.name), kind) for _ in range(nout))
         self.ops.append(Op(rule.name, tuple(operands), outs, self.loc))
@@ -766,14 +766,6 @@ def _assigned_names(body) -> frozenset:
 
 def _formula_lookup(name):
     return rules.FORMULA_GLOBALS.get(name, getattr(builtins, name, MISSING))
-
-
-def _vars(operand):
-    if isinstance(operand, Var):
-        yield operand
-    elif isinstance(operand, Pack):
-        for item in operand.items:
-            yield from _vars(item)
 
 
 def to_operand(value):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy
 
 from srcgrad import rules
-from srcgrad.ir.core import Const, Pack, Var
+from srcgrad.ir.core import Const, Pack, Var, operand_vars
 
 
 class ProbeFailed(Exception):
@@ -225,17 +225,17 @@ def _stable(op, rule, env, shapes, derived) -> bool:
 
 def _holds_array(operand, env) -> bool:
     """Data, not a parameter: an array, or a float (an int may be a size: np.zeros(n))."""
-    return any(_is_array(env[v]) or isinstance(env[v], (float, complex)) for v in _vars(operand))
+    return any(_is_array(env[v]) or isinstance(env[v], (float, complex)) for v in operand_vars(operand))
 
 
 def _operand_stable(operand, env, shapes, derived) -> bool:
     """A data operand: its shape (not its value) must be known."""
-    return all(v in shapes or v in derived for v in _vars(operand))
+    return all(v in shapes or v in derived for v in operand_vars(operand))
 
 
 def _static_stable(operand, derived) -> bool:
     """A parameter operand (axis, shape, repeats): its value must come from shapes."""
-    return all(v in derived for v in _vars(operand))
+    return all(v in derived for v in operand_vars(operand))
 
 
 def _index_stable(index, env, shapes, derived) -> bool:
@@ -258,10 +258,3 @@ def _index_stable(index, env, shapes, derived) -> bool:
             return False
     return True
 
-
-def _vars(operand):
-    if isinstance(operand, Var):
-        yield operand
-    elif isinstance(operand, Pack):
-        for item in operand.items:
-            yield from _vars(item)

@@ -8,7 +8,7 @@ the forward body and from the pop in the backward body.
 
 from __future__ import annotations
 
-from srcgrad.ir.core import Pack
+from srcgrad.ir.core import Pack, operand_vars
 
 
 def prune_tapes(ops: list) -> None:
@@ -23,7 +23,7 @@ def prune_tapes(ops: list) -> None:
         if op.prim != "tape_push":
             read.update(op.operand_vars())
     for block in _blocks(ops):
-        read.update(v for r in block.results for v in _vars(r))
+        read.update(v for r in block.results for v in operand_vars(r))
     for op in _walk(ops):
         if op.prim == "tape_push" and op.args[0] in pops:
             pop = pops[op.args[0]]
@@ -44,9 +44,3 @@ def _blocks(ops):
         for block in op.blocks:
             yield block
             yield from _blocks(block.ops)
-
-
-def _vars(operand):
-    from srcgrad.ir.core import operand_vars
-
-    return operand_vars(operand)
