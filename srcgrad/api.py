@@ -33,14 +33,15 @@ class _Compiled:
 
     def __init__(self, fn, kind: str, wrt=None, single=False, has_aux=False):
         self.fn, self.kind, self.wrt, self.single, self.has_aux = fn, kind, wrt, single, has_aux
-        self.namespace = None  # the shape-generic variant's module globals, once loaded
+        self.namespaces: dict = {}  # allow-mutation mode -> the shape-generic variant's globals
         self.module_source = None  # the source of the variant loaded last
         self.out_tree = None
         self.fn_name = None  # the name of the parsed function (set by load)
         self._fs = None
 
     def options(self, shapes=None) -> tuple:
-        return (self.kind, self.wrt, self.single, self.has_aux, shapes)
+        return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
+            ("allow_mutation_on_saved_tensors",) if _mutation_allowed() else ())
 
     def parsed(self):
         if self._fs is None:
@@ -68,7 +69,7 @@ class _Compiled:
         def generate():
             source, pool, _ = pipeline.container_gradient_program(
                 fs, self.wrt, trees, has_aux=self.has_aux, with_value=self.kind == "value_and_grad",
-                args=tuple(leaves))
+                args=tuple(leaves), allow_mutation=_mutation_allowed())
             module = emit.render_module([source], version=pipeline.VERSION,
                                         origin=f"{_short_path(fs.filename)}:{fs.name}",
                                         key=cache or "uncached", helpers=emit.helpers_used([source]),
@@ -101,11 +102,12 @@ class _Compiled:
     def load(self) -> dict:
         """The shape-generic variant (what `sg.source` shows before a call, and what
         other compiled code traces when it calls this transform)."""
-        if self.namespace is None:
+        mode = _mutation_allowed()
+        if mode not in self.namespaces:
             fs = self.parsed()
             key = pipeline.cache_key(fs, self.options())
-            self.namespace = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
-        return self.namespace
+            self.namespaces[mode] = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
+        return self.namespaces[mode]
 
     def _load(self, fs, key, generate) -> dict:
         """Module globals for `key`: from memory, the disk cache, or `generate()`."""
@@ -139,12 +141,13 @@ class _Compiled:
     def _generate(self, fs, key: str, args=None) -> tuple:
         origin = f"{_short_path(fs.filename)}:{fs.name}"
         if self.kind == "vjp":
-            program = pipeline.vjp_program(fs)
+            program = pipeline.vjp_program(fs, allow_mutation=_mutation_allowed())
             functions, constants, out_tree = program.sources, program.constants, program.out_tree
         else:
             source, pool = pipeline.gradient_program(
                 fs, self.wrt, single=self.single, has_aux=self.has_aux,
-                with_value=self.kind == "value_and_grad", args=args)
+                with_value=self.kind == "value_and_grad", args=args,
+                allow_mutation=_mutation_allowed())
             functions, constants, out_tree = [source], dict(pool.values), None
         module = emit.render_module(functions, version=pipeline.VERSION, origin=origin, key=key,
                                     helpers=emit.helpers_used(functions),
@@ -154,6 +157,14 @@ class _Compiled:
     def entry(self, index: int = 0):
         ns = self.load()
         return ns[_entry_names(self)[index]]
+
+
+def _mutation_allowed() -> bool:
+    """Whether an `allow_mutation_on_saved_tensors` context is active: part of every
+    variant's options (Note [Saved values written in place])."""
+    from srcgrad.autograd.graph import mutation_allowed
+
+    return mutation_allowed() is not None
 
 
 def _entry_names(compiled) -> tuple:
@@ -208,7 +219,9 @@ class _Dispatch:
     signature whose code is generated (templates/dispatch.py.j2): it compares each
     argument's shape (or, for Python scalars, its class) with those of the variant
     used last and calls it directly; a miss looks the variant for the new shapes up
-    (compiling it once) and regenerates the guards for it.
+    (compiling it once) and regenerates the guards for it. Entering or leaving
+    `allow_mutation_on_saved_tensors` unbinds it (every call misses once), so the
+    guards never test that mode.
     """
 
     def __init__(self, fn, compiled):
@@ -219,6 +232,14 @@ class _Dispatch:
         self.params = list(self.signature.parameters) if plain else None
         self.globals = {"_miss": self.miss, "_impl": None}
         self.function = self._function(guards=())
+        from srcgrad.autograd.graph import on_mutation_mode_change
+
+        on_mutation_mode_change(self.unbind)
+
+    def unbind(self):
+        """Forget the variant the guards pick: the next call looks it up again."""
+        if self.params is not None:
+            self.function.__code__ = self._function(guards=()).__code__
 
     def _function(self, guards):
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
@@ -244,18 +265,19 @@ class _Dispatch:
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
+        mode = _mutation_allowed()
         if any(isinstance(a, (tuple, list, dict)) for a in args):  # containers: no fast guard
             leaves, trees = pytree.flatten_args(args)
-            key = ("tree", trees, tuple([_guard_value(a) for a in leaves]))
+            key = ("tree", trees, tuple([_guard_value(a) for a in leaves]), mode)
             impl = self.variants.get(key)
             if impl is None:
                 impl = self.variants[key] = self.compiled.specialized_tree(args, trees, key)
             return impl(*args)
         key = tuple([_guard_value(a) for a in args])
-        impl = self.variants.get(key)
+        impl = self.variants.get((key, mode))
         if impl is None:
             try:
-                impl = self.variants[key] = self.compiled.specialized(args, key)
+                impl = self.variants[key, mode] = self.compiled.specialized(args, key)
             except ProbeFailed:  # these arguments make the function itself fail:
                 return self.compiled.entry()(*args)  # let the generic code raise it, readably
         self._retarget(key, impl)
@@ -324,7 +346,7 @@ class _CompiledVjpHooks(_Compiled):
         return super().options() + ("saved_tensors_hooks",)
 
     def _generate(self, fs, key: str) -> tuple:
-        program = pipeline.vjp_program(fs, hooks=True)
+        program = pipeline.vjp_program(fs, hooks=True, allow_mutation=_mutation_allowed())
         module = emit.render_module(program.sources, version=pipeline.VERSION,
                                     origin=f"{_short_path(fs.filename)}:{fs.name}", key=key,
                                     helpers=emit.helpers_used(program.sources),
@@ -336,11 +358,13 @@ def vjp(f, *primals):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal.
 
     The saved-tensor hooks active now (`sg.autograd.graph.saved_tensors_hooks`) pack
-    what custom Functions save; `vjp_fn` unpacks it with the same pair.
+    what custom Functions save; `vjp_fn` unpacks it with the same pair. A forward run
+    inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
-    from srcgrad.autograd.graph import current_hooks
+    from srcgrad.autograd.graph import current_hooks, mutation_allowed
 
     hooks = current_hooks()
+    recorded_in = mutation_allowed()
     table, make = (_VJP, lambda: _Compiled(f, "vjp")) if hooks is None else (
         _VJP_HOOKS, lambda: _CompiledVjpHooks(f))
     compiled = table.get(f)
@@ -356,6 +380,9 @@ def vjp(f, *primals):
     out = pytree.unflatten(out_tree, out_leaves)
 
     def vjp_fn(cotangent):
+        if recorded_in is not None and mutation_allowed() is not recorded_in:
+            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                                 "contextin which the graph was originally recorded.")  # sic, torch
         leaves, ct_tree = pytree.flatten(cotangent)
         if ct_tree != out_tree:
             raise ValueError(f"vjp_fn: the cotangent's structure {_describe_tree(ct_tree)} does "

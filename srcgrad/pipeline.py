@@ -48,10 +48,14 @@ class Functions:
     out_tree: object = None  # vjp: the primal output's tree definition
 
 
-def trace(fs: FunctionSource):
+def trace(fs: FunctionSource, allow_mutation: bool = False):
+    """`allow_mutation`: traced under `allow_mutation_on_saved_tensors` (Note [Saved
+    values written in place] in srcgrad.frontend.versions)."""
     fence(fs)
     namer = Namer(names.RESERVED)
-    graph = Tracer(namer).trace_function(fs)
+    tracer = Tracer(namer)
+    tracer.mutation.saved.allow = allow_mutation
+    graph = tracer.trace_function(fs)
     return graph, namer
 
 
@@ -99,14 +103,16 @@ def _scalar_output(graph, has_aux: bool):
 
 
 def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=False,
-                     optimized=True, fn_name=None, pool=None, args=None) -> tuple:
+                     optimized=True, fn_name=None, pool=None, args=None,
+                     allow_mutation=False) -> tuple:
     """(function source, ConstPool) of grad / value_and_grad of `fs` w.r.t. parameter indices.
 
     `single`: the user named one parameter (not a tuple), so one gradient is returned bare.
     `args`: the first call's arguments (all of them, defaults applied) when compiling
     a variant specialised to their shapes (Note [Shape specialisation]).
+    `allow_mutation`: compiled for `allow_mutation_on_saved_tensors`.
     """
-    graph, namer = trace(fs)
+    graph, namer = trace(fs, allow_mutation)
     value, aux, aux_tree = _scalar_output(graph, has_aux)
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
@@ -182,13 +188,14 @@ def provably_scalar(ops, value) -> bool:
     return value in scalar
 
 
-def vjp_program(fs, optimized=True, hooks=False) -> Functions:
+def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functions:
     """Forward (returns outputs and saved values) and backward functions of `fs`.
 
     `hooks`: the saved-tensor-hook variant, `f_fwd(pack_hook, ...)` and
     `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks] in srcgrad.passes.hooks).
+    `allow_mutation`: compiled for `allow_mutation_on_saved_tensors`.
     """
-    graph, namer = trace(fs)
+    graph, namer = trace(fs, allow_mutation)
     hook_vars = (Var(namer.fresh("pack_hook"), "static"),
                  Var(namer.fresh("unpack_hook"), "static")) if hooks else None
     seeds, cotangent_params = [], []

@@ -18,7 +18,7 @@ def numeric_grad(f, args, index, eps=1e-6):
     """Central-difference gradient of scalar f w.r.t. args[index] (float64)."""
     args = list(args)
     x = np.array(args[index], dtype=np.float64)
-    grad = np.zeros_like(x)
+    grad = np.zeros(x.shape)  # C-ordered, so `flat` is a view whatever x's layout
     flat = grad.reshape(-1)
     for i in range(x.size):
         xp_, xm = x.copy().reshape(-1), x.copy().reshape(-1)

@@ -4,13 +4,20 @@
 pair applies. Compiled code reads the active pair when the forward runs (`sg.vjp`
 picks the hook variant of the generated module, Note [Saved-tensor hooks] in
 srcgrad.passes.hooks); with no hooks active the hook-free variant runs at no cost.
+
+`allow_mutation_on_saved_tensors()` lets compiled code write in place into values a
+custom Function saved (Note [Saved values written in place] in
+srcgrad.frontend.versions): the mode is part of the variant, and entering or leaving
+the context makes every transform's next call look its variant up again, so calls
+outside the context pay nothing for it.
 """
 
 from __future__ import annotations
 
 import threading
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "current_hooks"]
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "current_hooks",
+           "allow_mutation_on_saved_tensors"]
 
 _state = threading.local()
 
@@ -106,4 +113,62 @@ class disable_saved_tensors_hooks:  # noqa: N801
 
     def __exit__(self, *exc):
         _disabled().pop()
+        return False
+
+
+# The active allow-mutation context (torch keeps one per process, not per thread) and
+# the callbacks run when it changes: each transform's dispatcher forgets the variant it
+# was bound to (srcgrad.api._Dispatch.unbind).
+_allow_mutation: list = [None]
+_mode_listeners = None
+
+
+def mutation_allowed():
+    """The active `allow_mutation_on_saved_tensors` context, or None."""
+    return _allow_mutation[0]
+
+
+def on_mutation_mode_change(callback) -> None:
+    """Call `callback()` whenever an `allow_mutation_on_saved_tensors` context is entered
+    or left (held weakly: a bound method of an object that dies is dropped)."""
+    global _mode_listeners
+    import weakref
+
+    if _mode_listeners is None:
+        _mode_listeners = []
+    _mode_listeners.append(weakref.WeakMethod(callback))
+
+
+def _mode_changed() -> None:
+    if _mode_listeners is None:
+        return
+    alive = []
+    for ref in _mode_listeners:
+        callback = ref()
+        if callback is not None:
+            callback()
+            alive.append(ref)
+    _mode_listeners[:] = alive
+
+
+class allow_mutation_on_saved_tensors:  # noqa: N801 (torch's name)
+    """Within this context, compiled code may write in place into a value a custom
+    Function saved for backward; the backward uses the value as it was when saved.
+
+    In torch this clones the saved tensor before the write; compiled code is
+    functional, so the value as saved is already kept and nothing is copied. A
+    backward of a forward run inside the context (`sg.vjp`'s `vjp_fn`) must run
+    inside the same context.
+    """
+
+    def __enter__(self):
+        if _allow_mutation[0] is not None:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        _allow_mutation[0] = self
+        _mode_changed()
+        return self
+
+    def __exit__(self, *exc):
+        _allow_mutation[0] = None
+        _mode_changed()
         return False

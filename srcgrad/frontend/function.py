@@ -29,6 +29,11 @@ Note [Custom Functions]
   `save_for_backward` saved is packed right after the call (`saved_pack`, in the
   forward) and unpacked at each `ctx.saved_tensors` access (`saved_unpack`, in
   the backward): Note [Saved-tensor hooks] in srcgrad.passes.hooks.
+* `ctx.mark_dirty(x)`: the forward wrote input `x` in place (Note [Mutation at
+  trace time]) and returns it; after the call, every name that shared `x`'s storage
+  reads the `custom_call` output, so the user's backward is its derivative. An input
+  written but not marked is a CompileError. Values saved and then written in place
+  are Note [Saved values written in place] (srcgrad.frontend.versions).
 
 `ParsedFunction` is the parsed class, shared with the eager runtime; `FunctionCall`
 is what one `apply` site recorded.
@@ -37,13 +42,17 @@ is what one `apply` site recorded.
 from __future__ import annotations
 
 import itertools
+import warnings
 import weakref
 from dataclasses import dataclass, field
+
+import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend.parse import FunctionSource, parse_function
 from srcgrad.frontend.trace import TraceObject, to_operand
+from srcgrad.frontend.versions import checked_saved
 from srcgrad.ir.core import Const, Op, Pack, Var
 from srcgrad.ir.tree import flatten, unflatten
 
@@ -135,6 +144,7 @@ class FunctionCall:
     out_tree: object  # how the forward's result nests (srcgrad.ir.tree)
     out_leaves: tuple  # its leaves, the custom_call outputs in place of forward Vars
     saved: tuple = ()  # save_for_backward's arguments (Vars, Const(None) or Const arrays)
+    saved_records: tuple = ()  # per saved value, its writes (srcgrad.frontend.versions) or None
     saved_forward: tuple = ()  # save_for_forward's arguments
     attributes: dict = field(default_factory=dict)  # ctx.<name> = tvalue
     non_differentiable: frozenset = frozenset()  # indices into out_leaves
@@ -161,6 +171,8 @@ class TraceCtx(TraceObject):
         self.attributes = dict(attributes or {})
         self.unpack = unpack  # tracer -> tuple of saved values (hook variant)
         self.non_differentiable: tuple = ()
+        self.dirty: tuple = ()
+        self.saved_records: tuple = ()  # Note [Saved values written in place], per saved value
         self.materialize_grads = True
 
     def trace_getattr(self, tracer, name, node):
@@ -189,17 +201,19 @@ class TraceCtx(TraceObject):
         if kwargs:
             tracer.error(node, f"ctx.{name}() takes positional arguments only")
         if name == "mark_dirty":
-            where = tracer.loc
-            raise CompileError.at(self.call_loc, "in-place Functions are not supported in compiled "
-                                  f"code yet: {self.call_name}.forward calls ctx.mark_dirty "
-                                  f"({where})", hint="return a new array instead of mutating "
-                                  "an input, or call the Function outside compiled code")
-        if name == "save_for_backward":
+            if not all(isinstance(a, (Var, Const)) for a in args):
+                tracer.error(node, "ctx.mark_dirty() takes the arrays the forward wrote in place")
+            self.dirty = tuple(args)
+        elif name == "save_for_backward":
             for i, a in enumerate(args):
                 if not _savable(a):
                     tracer.error(node, "save_for_backward can only save variables, but argument "
                                  f"{i} is of type {_type_name(a)}")
             self.saved = tuple(args)
+            shown = [getattr(n, "id", None) for n in getattr(node, "args", ())]
+            shown += [None] * (len(args) - len(shown))  # `save_for_backward(*xs)`
+            self.saved_records = tuple(tracer.mutation.saved.save(a, self.call_name, tracer.loc, name)
+                                       for a, name in zip(args, shown))
         elif name == "save_for_forward":
             if not all(_savable(a) for a in args):
                 tracer.error(node, "save_for_forward expects all arguments to be tensors; you "
@@ -247,6 +261,10 @@ def trace_apply(tracer, cls, args, kwargs, node):
     ctx = TraceCtx(parsed.name, "forward", call_loc,
                    needs_input_grad=[isinstance(v, Var) and v.kind == "array" for v in inputs])
     start = len(tracer.ops)
+    writes_before = len(tracer.mutation.write_log)
+    for i in _dirty_parameters(parsed):  # torch's dirty inputs are arrays: `x *= 2` writes
+        if i < len(inputs) and isinstance(inputs[i], Var):
+            tracer.mutation.arrays[id(inputs[i])] = inputs[i]
     if parsed.setup_context is not None:
         output = tracer.inline(parsed.forward, list(inputs), {}, node)
         ctx.phase = "setup_context"
@@ -263,6 +281,7 @@ def trace_apply(tracer, cls, args, kwargs, node):
             tracer.error(node, f"{parsed.name}: mark_non_differentiable only accepts outputs "
                          "of forward")
         nondiff.update(hits)
+    dirty = _dirty_outputs(tracer, parsed, ctx, inputs, leaves, writes_before, node)
     var_leaves = [(i, leaf) for i, leaf in enumerate(leaves) if isinstance(leaf, Var)]
     if not var_leaves:
         return output  # nothing dynamic comes out: nothing to differentiate
@@ -277,13 +296,61 @@ def trace_apply(tracer, cls, args, kwargs, node):
     for (i, _), out in zip(var_leaves, outs):
         new_leaves[i] = out
     call = FunctionCall(parsed, tuple(inputs), tree, tuple(new_leaves), saved=ctx.saved,
+                        saved_records=ctx.saved_records or (None,) * len(ctx.saved),
                         saved_forward=ctx.saved_forward, attributes=ctx.attributes,
                         non_differentiable=frozenset(nondiff),
                         materialize_grads=ctx.materialize_grads, loc=call_loc,
                         body=tuple(tracer.ops[start:]))
     operands = Pack(tuple(leaf for _, leaf in var_leaves)), Pack(tuple(_input_operand(v) for v in inputs))
     tracer.ops.append(Op("custom_call", operands, tuple(outs), call_loc, {"function": call}))
+    for (i, leaf), out in zip(var_leaves, outs):
+        tracer.mutation.saved.same_storage(out, leaf)
+        if i in dirty:  # the caller's names for the written input now read the output
+            tracer.mutation.write(leaf, out, node, "dirty")
     return unflatten(tree, new_leaves)
+
+
+def _dirty_parameters(parsed) -> list:
+    """Indices (among the inputs) of the forward parameters it passes to `ctx.mark_dirty`."""
+    node = parsed.forward.node
+    params = _input_names(parsed)
+    marked = {a.id for n in gast.walk(node) if isinstance(n, gast.Call)
+              and isinstance(n.func, gast.Attribute) and n.func.attr == "mark_dirty"
+              for a in n.args if isinstance(a, gast.Name)}
+    return [i for i, name in enumerate(params) if name in marked]
+
+
+def _input_names(parsed) -> list:
+    """The forward's parameter names for the inputs (after ctx, unless setup_context)."""
+    return [a.id for a in parsed.forward.node.args.args][0 if parsed.setup_context else 1:]
+
+
+def _dirty_outputs(tracer, parsed, ctx, inputs, leaves, writes_before, node) -> set:
+    """Indices of the output leaves `ctx.mark_dirty` marked, checked as torch does; an
+    input written in place but not marked is a CompileError (its new value would be
+    computed by the forward's own ops, which neither mode differentiates)."""
+    mutation = tracer.mutation
+    dirty = set()
+    for marked in ctx.dirty:
+        hits = [i for i, leaf in enumerate(leaves) if leaf is marked]
+        if not hits:
+            tracer.error(node, "Some elements marked as dirty during the forward method were not "
+                         "returned as output. The inputs that are modified inplace must all be "
+                         "outputs of the Function.")
+        if not any(mutation.origin(marked) is v for v in inputs):
+            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                          "Tensors that have been mutated should be passed to ctx.mark_dirty().",
+                          stacklevel=2)
+        dirty.update(hits)
+    marked_origins = {id(mutation.origin(m)) for m in ctx.dirty}
+    for old_ids, loc in mutation.write_log[writes_before:]:
+        for v, name in zip(inputs, _input_names(parsed)):
+            if isinstance(v, Var) and id(v) in old_ids and id(v) not in marked_origins:
+                raise CompileError.at(loc, f"{parsed.name}.forward writes its input `{name}` in "
+                                      "place without marking it with `ctx.mark_dirty`",
+                                      hint=f"call `ctx.mark_dirty({name})` and return it, or "
+                                      f"write into a copy (`{name} = {name}.copy()`)")
+    return dirty
 
 
 def _input_operand(value):
@@ -351,8 +418,14 @@ def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=No
     inputs = op.args[1].items
     needs = tuple(isinstance(a, Var) and a in active for a in inputs)
     unpack = _unpacker(tracer, op, call, hooks) if hooks is not None else None
+
+    def read_saved(tr):  # at each `ctx.saved_tensors`: unpacked, then version-checked
+        values = unpack(tr) if unpack is not None else call.saved
+        return tuple(checked_saved(tr, v, r)
+                     for v, r in zip(values, call.saved_records))
+
     ctx = TraceCtx(parsed.name, "backward", call.loc, needs_input_grad=needs, saved=call.saved,
-                   attributes=call.attributes, unpack=unpack)
+                   attributes=call.attributes, unpack=read_saved)
     result = tracer.inline(parsed.backward, [ctx, *grads_in], {}, None)
     tracer.loc = op.loc
     results = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -45,6 +45,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
+from srcgrad.frontend.versions import SavedWrites
 from srcgrad.ir.core import Const, Var
 
 VIEW_RULES = frozenset({"getitem", "T", "transpose", "swapaxes", "moveaxis", "expand_dims",
@@ -82,6 +83,9 @@ class Mutation:
         self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
         self.top_ops = None  # the function-level op list (others are if/loop blocks)
         self.loop_nodes: set = set()  # ids of the AST nodes inside a for/while body
+        self.saved = SavedWrites(self)  # Note [Saved values written in place]
+        self.history: dict = {}  # id(value after a write) -> the value before it
+        self.write_log: list = []  # (ids of the values whose storage a write changed, Loc)
 
     def start(self, fs_node, ops):
         self.top_ops = ops
@@ -131,6 +135,12 @@ class Mutation:
         elif rule_name == "shape":
             self.shapes[id(out)] = out
 
+    def origin(self, t):
+        """The value `t` was before the in-place writes that made it."""
+        while id(t) in self.history:
+            t = self.history[id(t)]
+        return t
+
     def is_shape(self, v) -> bool:
         """`v` is a whole shape tuple (`x.reshape(y.shape)` must not pack it again)."""
         return id(v) in self.shapes
@@ -158,12 +168,15 @@ class Mutation:
             if not isinstance(old, (Var, Const)):
                 tr.bind(target, new, scope)
                 return
-            refs = self._family_refs(old)
+            refs = self._family_refs(old) + self.saved.references(old)
             if refs <= 1:  # only this name sees the storage: in place == rebinding
-                tr.bind(target, self._guard_input(old, new), scope)
-            elif self._is_array(old):
+                bound = self._guard_input(old, new)
+                self.history[id(bound)] = old
+                tr.bind(target, bound, scope)
+            elif self.is_array(old):
                 self.write(old, new, node, "name")
             else:
+                self.saved.written(old, False, tr.loc)
                 op = _OPS.get(optype, "op")
                 self._poison_family(old, node, f"`{target.id} {op}= ...` writes into `{target.id}` "
                                     "if it is an ndarray (changing every name that shares it) but "
@@ -260,8 +273,11 @@ class Mutation:
         """`old`'s storage now holds `new`: rebind every name that shares it."""
         tr = self.tracer
         self.guard_region(node, "an in-place write")
+        if how != "dirty":  # a Function's output replacing its written input: not a new write
+            self.saved.written(old, how != "name", tr.loc)
         new = self._guard_input(old, new)
         updates = {id(old): new}
+        self.history[id(new)] = old
         cur, cur_new, unsure = old, new, None
         while id(cur) in self.views:
             _, parent, rule, rest, kind = self.views[id(cur)]
@@ -274,7 +290,9 @@ class Mutation:
             parent_new = self._guard_input(parent, self._write_back(parent, rule, rest, cur_new))
             self.views[id(cur_new)] = (cur_new, parent_new, rule, rest, CERTAIN)
             updates[id(parent)] = parent_new
+            self.history[id(parent_new)] = parent
             cur, cur_new = parent, parent_new
+        self.write_log.append((frozenset(updates), tr.loc))
         self.arrays[id(new)] = new
         unsure_root = self._chain(unsure[0])[-1] if unsure else None
         loc = tr.loc
@@ -424,7 +442,7 @@ class Mutation:
         root = self._chain(t)[-1]
         return sum(1 for r in self._references() if self._chain(r)[-1] is root)
 
-    def _is_array(self, t) -> bool:
+    def is_array(self, t) -> bool:
         if isinstance(t, Const):
             return isinstance(t.value, numpy.ndarray)
         if id(t) in self.arrays:

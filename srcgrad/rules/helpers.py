@@ -30,7 +30,7 @@ __all__ = [
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
-    "check_grad", "differentiable_once",
+    "check_grad", "differentiable_once", "storage_written", "check_saved",
     "setitem", "setitem_bar", "no_alias",
 ]
 
@@ -622,4 +622,38 @@ def check_grad(grad, shape, name, index):
 def differentiable_once(x, name):
     """`x` itself: a gradient an `@once_differentiable` backward returned. The compiler
     refuses to differentiate it again (a CompileError naming `name`)."""
+    return x
+
+
+# Note [Saved values written in place] in srcgrad.frontend.versions.
+
+def storage_written(saved, target):
+    """Whether an in-place write into `target` (NumPy semantics) wrote into the storage
+    of `saved`: `target` is an array (`x += 1` only rebinds a NumPy scalar) sharing
+    its buffer with `saved`. As torch's version counter, this is per buffer, not per
+    element."""
+    def is_array(a):
+        return isinstance(a, numpy.ndarray) or hasattr(a, "__cuda_array_interface__")
+
+    def owner(a):  # the object owning the memory a view looks at
+        while is_array(a) and a.base is not None:
+            a = a.base
+        return a
+
+    return is_array(target) and is_array(saved) and owner(target) is owner(saved)
+
+
+def check_saved(x, written, name, saved_at, writes):
+    """`x`, a value custom Function `name` saved at `saved_at`, unless one of the in-place
+    writes `writes` changed it (its flag in `written` is set): torch's RuntimeError."""
+    version = sum(1 for w in written if w)
+    if version:
+        first = next(where for w, where in zip(written, writes) if w)
+        shape = ", ".join(str(n) for n in getattr(x, "shape", ()))
+        raise RuntimeError("one of the variables needed for gradient computation has been modified "
+                           f"by an inplace operation: [{getattr(x, 'dtype', type(x).__name__)} "
+                           f"[{shape}]], which was saved by {name} at {saved_at}, is at version "
+                           f"{version}; expected version 0 instead. Hint: it was written in place "
+                           f"at {first}; write out of place, save a copy, or run under "
+                           "sg.autograd.graph.allow_mutation_on_saved_tensors().")
     return x

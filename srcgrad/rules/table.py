@@ -851,6 +851,17 @@ defrule("differentiable_once", "x, name", "differentiable_once(x, name)",
         targets=("srcgrad.rules.helpers.differentiable_once",),
         vjp={"x": "differentiable_once(g, name)"}, jvp={"x": "differentiable_once(x_t, name)"})
 
+# In-place writes into what a Function saved (Note [Saved values written in place] in
+# srcgrad.frontend.versions): a flag computed at the write, checked where the backward
+# reads the saved value.
+defrule("storage_written", "saved, target", "storage_written(saved, target)",
+        targets=("srcgrad.rules.helpers.storage_written",), nondiff=True, static_out=True)
+defrule("check_saved", "x, written, name, saved_at, writes",
+        "check_saved(x, written, name, saved_at, writes)",
+        targets=("srcgrad.rules.helpers.check_saved",), effect=True,
+        vjp={"x": "g"}, jvp={"x": "x_t"},
+        doc="identity; raises where an in-place write changed a value a Function saved")
+
 # Saved-tensor hooks (Note [Saved-tensor hooks] in srcgrad.passes.hooks): `pack`
 # and `unpack` are the hook functions, parameters of the generated forward/backward.
 defrule("saved_pack", "pack, x", "pack(x)", nondiff=True)

@@ -553,5 +553,10 @@ case("check_grad", ("same", {"grad": N(3), "shape": (3,), "name": "FBackward", "
 # Differentiating differentiable_once is a CompileError by design (the case is an integer
 # array so no derivative is taken; tests/test_custom_function_compiled.py checks the error).
 case("differentiable_once", ("int", {"x": I(1, 2), "name": "FBackward"}))
+# Note [Saved values written in place]: the flag, and the identity that checks it (a set
+# flag raises; tests/test_saved_versions.py checks the message).
+case("storage_written", ("distinct", {"saved": N(3), "target": N(3)}))
+case("check_saved", ("unwritten", {"x": N(2, 3), "written": (False, False), "name": "Mul",
+                                   "saved_at": "f.py:3", "writes": ("f.py:5", "f.py:6")}))
 case("saved_pack", ("copy", {"pack": np.copy, "x": N(3)}))
 case("saved_unpack", ("copy", {"unpack": np.copy, "packed": N(3)}))

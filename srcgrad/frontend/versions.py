@@ -1,0 +1,167 @@
+"""Values a custom Function saved, then written in place (Note [Saved values written in place]).
+
+Note [Saved values written in place]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+PyTorch records a saved tensor's version when it is saved and raises at backward if
+an in-place write changed it since ("... modified by an inplace operation"). Compiled
+code is functional (Note [Mutation at trace time]): a saved Var holds the value it had
+when saved whatever is written later, so the values the compiler itself saves (what
+a derivative formula reads) need no check, and none is emitted. A custom Function's
+`ctx.save_for_backward(x)` is different: the user saved an *array* in torch's sense,
+and a later write into its storage is the mistake torch reports. Each write is
+compared with each value saved so far, through the views recorded while tracing:
+
+* certainly written: the write's target and the saved value are one storage through
+  steps that are certainly views (the value itself, a basic slice of it, its base).
+  Reverse mode raises CompileError naming the line that saved it and the line that
+  wrote it (PyTorch finds this only at backward);
+* possibly written: they are linked only through a step that is a view or a copy
+  depending on run-time facts (`reshape`/`ravel`, a dynamic or integer index, `x +=`
+  on a value that may be a NumPy scalar, which only rebinds). The forward computes
+  at the write `storage_written(saved, target)`: is the target an array, and do the
+  two share a buffer. The backward reads the saved value through
+  `check_saved(value, flags, ...)`, which raises PyTorch's RuntimeError, naming both
+  lines, when a flag is set;
+* separate storages: nothing is emitted.
+
+As in torch, the version is per storage: a write into any view of the saved value's
+base counts, even where it does not overlap the saved elements. Forward mode never
+checks (torch runs `jvp` inside `apply`, before any later write). Under
+`sg.autograd.graph.allow_mutation_on_saved_tensors()` there is neither error nor
+check: the functional code already kept the value as saved, which is what torch's
+copy-before-write gives.
+
+Two arguments may be one array at run time (`f(a, a)`); a write into one of them is
+refused at run time by `no_alias` (Note [Mutation at trace time]) before a saved
+value could be involved. Inside a loop body a save is compared with the writes that
+follow it in the same iteration; a write in the next iteration into what this one
+saved is not seen (the gradient is still that of the values as saved).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Const, Pack, Var
+
+CERTAIN, POSSIBLE = "certain", "possible"
+
+
+@dataclass(eq=False)
+class SavedRecord:
+    """One value a Function's `save_for_backward` saved, and the writes that followed."""
+
+    value: Var
+    function: str  # the Function's class name
+    loc: object  # the save_for_backward call
+    allow: bool  # saved under allow_mutation_on_saved_tensors: writes are allowed
+    shown: str  # how the save call names it
+    certain: list = field(default_factory=list)  # Locs of writes that changed it
+    possible: list = field(default_factory=list)  # (flag Var, Loc) of writes that may have
+
+
+class SavedWrites:
+    """The saved values of one trace, checked against each in-place write."""
+
+    def __init__(self, mutation):
+        self.mutation = mutation
+        self.records: list = []
+        self.allow = False  # tracing under allow_mutation_on_saved_tensors
+        self.aliases: dict = {}  # id(a custom_call output) -> the forward's value it names
+
+    def same_storage(self, name, value) -> None:
+        """`name` (a custom_call output) is `value` (what the forward returned)."""
+        self.aliases[id(name)] = value
+
+    def save(self, value, function: str, loc, shown: str | None) -> SavedRecord | None:
+        """Record `value`, saved by `function` at `loc` (`shown`: its name there)."""
+        if not isinstance(value, Var):
+            return None  # None, or a constant array (writing into a global is refused)
+        record = SavedRecord(value, function, loc, self.allow, shown or "a value")
+        self.records.append(record)
+        return record
+
+    def references(self, target) -> int:
+        """How many saved values share `target`'s storage (certainly or possibly)."""
+        return sum(1 for r in self.records if self.relation(r.value, target, False) is not None)
+
+    def written(self, target, proven_array: bool, loc) -> None:
+        """`target`'s storage was written (`proven_array`: the write itself shows it is an
+        ndarray, as a subscript write does; else `x += ...` on a name)."""
+        tracer = self.mutation.tracer
+        for record in self.records:
+            relation = self.relation(record.value, target, proven_array)
+            if relation == CERTAIN and not proven_array and not self.mutation.is_array(target):
+                relation = POSSIBLE  # `x += 1` on a value that may be a NumPy scalar
+            if relation == CERTAIN:
+                record.certain.append(loc)
+            elif relation == POSSIBLE:
+                if tracer.ops is not self.mutation.top_ops:
+                    raise CompileError.at(loc, f"this in-place write may change a value that "
+                                          f"{record.function} saved for backward at {record.loc}, "
+                                          "and inside an `if`/loop the compiler cannot check it "
+                                          "at run time", hint="write out of place, or save a copy "
+                                          "(`ctx.save_for_backward(x.copy())`)")
+                flag = tracer.apply(rules.RULES["storage_written"], [record.value, target], {})
+                flag.name = tracer.namer.fresh(f"{target.name.lstrip('_')}_written")
+                record.possible.append((flag, loc))
+
+    def relation(self, saved, target, proven_array: bool):
+        """CERTAIN, POSSIBLE or None: whether writing into `target`'s storage writes
+        `saved`'s, judged by the view steps between them. A subscript write proves each
+        integer-indexed step above its target was a view, not a scalar."""
+        up_saved, up_target = self._path(saved), self._path(target)
+        if proven_array:
+            up_target = [(t, "view" if k == "int" else k) for t, k in up_target]
+        depth = {id(t): i for i, (t, _) in enumerate(up_target)}
+        for i, (t, _) in enumerate(up_saved):
+            j = depth.get(id(t))
+            if j is not None:
+                steps = [k for _, k in up_saved[1:i + 1]] + [k for _, k in up_target[1:j + 1]]
+                return CERTAIN if all(k == "view" for k in steps) else POSSIBLE
+        return None
+
+    def _path(self, t) -> list:
+        """[(t, None), (its parent, how certain that view step is), ...] up to the root."""
+        views = self.mutation.views
+        path = [(t, None)]
+        while True:
+            top = path[-1][0]
+            if id(top) in views:
+                path.append((views[id(top)][1], views[id(top)][4]))
+            elif id(top) in self.aliases:
+                path.append((self.aliases[id(top)], "view"))
+            else:
+                return path
+
+
+def checked_saved(tracer, value, record: SavedRecord | None):
+    """`value` (the saved value, or its unpacked copy) as the backward reads it:
+    CompileError if it was certainly written, through `check_saved` if it may have been."""
+    if record is None or record.allow:
+        return value
+    if record.certain:
+        write = record.certain[0]
+        raise CompileError.at(write, f"one of the variables needed for gradient computation is "
+                              f"modified by an inplace operation: {record.function} saved "
+                              f"`{record.shown}` for backward at {record.loc} "
+                              f"(`{record.loc.text}`), and line {write.line} (`{write.text}`) "
+                              "writes into it before the backward reads it",
+                              hint="write out of place (`x = x + 1`), save a copy "
+                              "(`ctx.save_for_backward(x.copy())`), or run under "
+                              "`sg.autograd.graph.allow_mutation_on_saved_tensors()`")
+    if not record.possible:
+        return value
+    flags = Pack(tuple(flag for flag, _ in record.possible))
+    writes = tuple(f"{_short(loc)} (`{loc.text}`)" for _, loc in record.possible)
+    return tracer.apply(rules.RULES["check_saved"], [
+        value, flags, Const(record.function), Const(_short(record.loc)), Const(writes)], {})
+
+
+def _short(loc) -> str:
+    """`file.py:12`, as generated comments name lines (no machine-specific directory)."""
+    import os
+
+    return f"{os.path.basename(loc.file)}:{loc.line}"
