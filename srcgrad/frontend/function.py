@@ -417,10 +417,14 @@ def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=No
         grads_in.append(ct)
     inputs = op.args[1].items
     needs = tuple(isinstance(a, Var) and a in active for a in inputs)
-    unpack = _unpacker(tracer, op, call, hooks) if hooks is not None else None
+    # A saved output is read as the call's output, not as the forward's value that it
+    # names, so a second derivative goes through this backward, as torch's does.
+    output_of = {id(leaf): o for o, leaf in zip(op.outs, op.args[0].items)}
+    saved = tuple(output_of.get(id(v), v) for v in call.saved)
+    unpack = _unpacker(tracer, op, call, saved, hooks) if hooks is not None else None
 
     def read_saved(tr):  # at each `ctx.saved_tensors`: unpacked, then version-checked
-        values = unpack(tr) if unpack is not None else call.saved
+        values = unpack(tr) if unpack is not None else saved
         return tuple(checked_saved(tr, v, r)
                      for v, r in zip(values, call.saved_records))
 
@@ -487,11 +491,11 @@ def _same_class(a, b, classes, new_ops, leaf_of) -> bool:
     return a is b or rep(a) is rep(b)
 
 
-def _unpacker(tracer, op, call, hooks):
+def _unpacker(tracer, op, call, saved, hooks):
     """Pack every saved Var once (in the forward) and unpack at each access."""
     pack_fn, unpack_fn = hooks
     packed = []
-    for i, v in enumerate(call.saved):
+    for i, v in enumerate(saved):
         if isinstance(v, Var):
             out = Var(tracer.namer.fresh("_packed_" + v.name.lstrip("_")), "static")
             tracer.ops.append(Op("saved_pack", (pack_fn, v), (out,), call.loc,

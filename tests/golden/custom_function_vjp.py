@@ -131,17 +131,17 @@ def f_two_calls_fwd(x, y):
     out = _add + _multiply_2
 
     # return Func.apply(e, y, 2)  (functions.py:444)
-    _out = out
+    out_1 = out
     _shape = xp.shape(e)
     _shape_1 = xp.shape(y)
 
     # e = Exp.apply(x)  (functions.py:443)
     _shape_2 = xp.shape(x)
-    return (_out,), (y, _multiply_1, e, w, _shape, _shape_1, result, _shape_2)
+    return (out_1,), (y, _multiply_1, e, w, _shape, _shape_1, _shape_2)
 
 
 def f_two_calls_bwd(_saved, grad_out):
-    y, _multiply_1, e, w, _shape, _shape_1, result, _shape_2, = _saved
+    y, _multiply_1, e, w, _shape, _shape_1, _shape_2, = _saved
 
     # grad of: gx = grad_out * (y + y * z)  (functions.py:30)
     _add_1 = y + _multiply_1
@@ -159,7 +159,7 @@ def f_two_calls_bwd(_saved, grad_out):
     grad_y = differentiable_once(_check_grad_1, 'FuncBackward')
 
     # grad of: return grad_output * result  (functions.py:64)
-    _multiply_3 = grad_e * result
+    _multiply_3 = grad_e * e
 
     # grad of: e = Exp.apply(x)  (functions.py:443)
     grad_x = check_grad(_multiply_3, _shape_2, 'ExpBackward', 0)
@@ -172,7 +172,7 @@ def f_two_calls_fwd_hooks(pack_hook, x, y):
 
     # e = Exp.apply(x)  (functions.py:443)
     e = result
-    _packed_result = pack_hook(result)
+    _packed_e = pack_hook(e)
 
     # w = x * z  (functions.py:19)
     w = e * 2
@@ -186,23 +186,23 @@ def f_two_calls_fwd_hooks(pack_hook, x, y):
 
     # return Func.apply(e, y, 2)  (functions.py:444)
     _out = out
-    _packed_e = pack_hook(e)
+    _packed_e_1 = pack_hook(e)
     _packed_y = pack_hook(y)
     _packed_w = pack_hook(w)
-    _packed_out = pack_hook(out)
+    _packed_out = pack_hook(_out)
     _shape = xp.shape(e)
     _shape_1 = xp.shape(y)
 
     # e = Exp.apply(x)  (functions.py:443)
     _shape_2 = xp.shape(x)
-    return (_out,), (_packed_e, _packed_y, _packed_w, _packed_out, _shape, _shape_1, _packed_result, _shape_2)
+    return (_out,), (_packed_e_1, _packed_y, _packed_w, _packed_out, _shape, _shape_1, _packed_e, _shape_2)
 
 
 def f_two_calls_bwd_hooks(unpack_hook, _saved, grad_out):
-    _packed_e, _packed_y, _packed_w, _packed_out, _shape, _shape_1, _packed_result, _shape_2, = _saved
+    _packed_e_1, _packed_y, _packed_w, _packed_out, _shape, _shape_1, _packed_e, _shape_2, = _saved
 
     # grad of: x, y, w, out = ctx.saved_tensors  (functions.py:28)
-    x_1 = unpack_hook(_packed_e)
+    x_1 = unpack_hook(_packed_e_1)
     y_1 = unpack_hook(_packed_y)
     w_1 = unpack_hook(_packed_w)
     out_1 = unpack_hook(_packed_out)
@@ -224,7 +224,7 @@ def f_two_calls_bwd_hooks(unpack_hook, _saved, grad_out):
     grad_y = differentiable_once(_check_grad_1, 'FuncBackward')
 
     # grad of: result, = ctx.saved_tensors  (functions.py:63)
-    result_1 = unpack_hook(_packed_result)
+    result_1 = unpack_hook(_packed_e)
 
     # grad of: return grad_output * result  (functions.py:64)
     _multiply_4 = grad_e * result_1
