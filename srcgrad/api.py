@@ -358,7 +358,8 @@ def vjp(f, *primals):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal.
 
     The saved-tensor hooks active now (`sg.autograd.graph.saved_tensors_hooks`) pack
-    what custom Functions save; `vjp_fn` unpacks it with the same pair. A forward run
+    each array the backward keeps (what custom Functions save, and what the derivative
+    formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
     from srcgrad.autograd.graph import current_hooks, mutation_allowed

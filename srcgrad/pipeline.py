@@ -226,6 +226,8 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functi
     for g in grad_list:
         if isinstance(g, Var) and g in defined_forward and g not in saved:
             saved.append(g)
+    if hooks:
+        saved = hooks_pass.hook_saved(forward, backward, saved, hook_vars, namer)
     pool = emit.ConstPool()
     fwd_name, bwd_name = names.forward_fn_name(fs.name), names.backward_fn_name(fs.name)
     out_src = _tuple_src([emit.operand_source(o, pool) for o in outputs], single=False)

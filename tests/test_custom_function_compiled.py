@@ -251,6 +251,38 @@ def test_save_on_cpu_gives_the_same_gradients():
         np.testing.assert_allclose(a, b)
 
 
+def _product_sum(x, y):
+    return np.sum(x * y)
+
+
+def _square_sum(a):
+    return np.sum(a * a)
+
+
+def test_hooks_apply_to_what_builtin_ops_save():
+    """torch §7 (c) 1-3 without custom Functions: x*y saves y for x's gradient and x for
+    y's; each is packed at forward and unpacked at backward, once."""
+    rec = Recorder()
+    x, y = np.array([1.0, 2.0]), np.ones(2)
+    with saved_tensors_hooks(rec.pack, rec.unpack):
+        _, vjp_fn = sg.vjp(_product_sum, x, y)
+    assert rec.kinds() == ["pack", "pack"]
+    assert sorted(tuple(v) for _, v in rec.log) == [(1.0, 1.0), (1.0, 2.0)]
+    grads = vjp_fn(1.0)
+    assert rec.kinds() == ["pack", "pack", "unpack", "unpack"]
+    np.testing.assert_allclose(grads[0], y)
+    with saved_tensors_hooks(lambda t: 2 * t, lambda t: t):
+        _, vjp_fn = sg.vjp(_square_sum, np.ones(2))
+    np.testing.assert_allclose(vjp_fn(1.0)[0], [4.0, 4.0])  # torch: a.grad == 4 * a
+    with saved_tensors_hooks(lambda t: ("stored", t * 2), lambda p: p[1]):
+        _, vjp_fn = sg.vjp(_square_sum, np.array([1.0, 2.0]))
+    np.testing.assert_allclose(vjp_fn(1.0)[0], [4.0, 8.0])  # any object can be packed
+    with saved_tensors_hooks(lambda t: 3 * t, lambda t: 3 * t):
+        with saved_tensors_hooks(lambda t: 5 * t, lambda t: 5 * t):
+            _, vjp_fn = sg.vjp(_square_sum, np.ones(2))
+    np.testing.assert_allclose(vjp_fn(1.0)[0], [50.0, 50.0])  # only the innermost pair
+
+
 def test_hook_variant_is_a_separate_module():
     from srcgrad import api
 

@@ -15,8 +15,14 @@ after the call (torch packs at save time), and unpacked at each `ctx.saved_tenso
 access of its backward (torch unpacks on every access); pack and unpack are kept
 even where their result is unused, so the counts are torch's. The hook state is
 part of the variant (its cache key), never a run-time branch: with no hooks
-active the hook-free variant runs at zero cost. Values the derivative table's
-own formulas save are not hooked yet.
+active the hook-free variant runs at zero cost.
+
+The values the derivative table's formulas read are hooked too (`hook_saved`):
+each array the backward reads from the forward is packed at the end of the
+forward and unpacked once at the start of the backward. Where torch saves one
+tensor for two nodes (`a * a`) it packs twice and the compiler once; the values
+the backward computes with are the same. Shapes, dtypes and the packed objects
+themselves are not hooked (torch never hooks a Python number).
 
 The vjp pass emits the pack ops among the backward ops (that is where it reads a
 Function's saved values); `place_packs` moves each to just after its call.
@@ -44,3 +50,23 @@ def place_packs(ops: list) -> tuple:
         placed.extend(after.get(id(op), ()))
     alive = [o for op in placed if op.prim in ("saved_pack", "saved_unpack") for o in op.outs]
     return placed, alive
+
+
+def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list:
+    """Pack each saved array at the end of `forward` and unpack it at the start of
+    `backward` (both lists are extended in place); returns the new saved list."""
+    from srcgrad.ir.core import Op, Var
+
+    pack_fn, unpack_fn = hooks
+    hooked = {o for op in forward if op.prim == "saved_pack" for o in op.outs}
+    unpacks, out = [], []
+    for v in saved:
+        if v.kind != "array" or v in hooked or v in hooks:
+            out.append(v)
+            continue
+        packed = Var(namer.fresh("_packed_" + v.name.lstrip("_")), "static")
+        forward.append(Op("saved_pack", (pack_fn, v), (packed,), None, {}))
+        unpacks.append(Op("saved_unpack", (unpack_fn, packed), (v,), None, {}))
+        out.append(packed)
+    backward[:0] = unpacks
+    return out

@@ -259,11 +259,16 @@ def maybe_scalar_augmented_fwd_hooks(pack_hook, x, w):
 
     # z = Mul.apply(y, w)  (saved_writes.py:88)
     _shape_3 = xp.shape(w)
-    return (_sum,), (_shape, y_1, _shape_1, z, _shape_2, _packed_y, _packed_w, y_written, _shape_3)
+    _packed_y_1 = pack_hook(y_1)
+    _packed_z = pack_hook(z)
+    return (_sum,), (_shape, _packed_y_1, _shape_1, _packed_z, _shape_2, _packed_y, _packed_w, y_written, _shape_3)
 
 
 def maybe_scalar_augmented_bwd_hooks(unpack_hook, _saved, grad_sum):
-    _shape, y_1, _shape_1, z, _shape_2, _packed_y, _packed_w, y_written, _shape_3, = _saved
+    _shape, _packed_y_1, _shape_1, _packed_z, _shape_2, _packed_y, _packed_w, y_written, _shape_3, = _saved
+
+    y_1 = unpack_hook(_packed_y_1)
+    z = unpack_hook(_packed_z)
 
     # grad of: return np.sum(z * y)  (saved_writes.py:90)
     grad_multiply_2 = xp.broadcast_to(grad_sum, _shape)
