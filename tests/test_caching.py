@@ -109,3 +109,56 @@ def test_traceback_shows_the_generated_line(tmp_path, monkeypatch):
     else:
         raise AssertionError("singular matrix did not raise")
     assert "xp.linalg.solve(A, b)" in text or "solve(" in text
+
+
+def _key_of(directory, body):
+    """The cache key of `f` in a module `fnmod.py` written from `body` into `directory`."""
+    import importlib.util
+
+    from srcgrad import pipeline
+    from srcgrad.frontend.parse import parse_function
+
+    directory.mkdir()
+    path = directory / "fnmod.py"
+    _write_module(path, body)
+    spec = importlib.util.spec_from_file_location(f"fnmod_{directory.name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return pipeline.cache_key(parse_function(mod.f), ())
+
+
+FUNCTION_MODULE = """
+    import numpy as np
+    from srcgrad.autograd import Function
+
+
+    class Scale(Function):
+        FACTOR = {factor}
+
+        @staticmethod
+        def forward(ctx, x):
+            return Scale.scaled(x)
+
+        @staticmethod
+        def scaled(x):
+            return x * Scale.FACTOR
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * Scale.FACTOR
+{padding}
+
+    def f(x):
+        return np.sum(Scale.apply(x))
+"""
+
+
+def test_programs_with_custom_functions_are_disk_cached_and_keyed_on_the_whole_class(tmp_path):
+    def key(name, factor=2.0, padding=""):
+        return _key_of(tmp_path / name, FUNCTION_MODULE.format(factor=factor, padding=padding))
+
+    base = key("a")
+    assert base is not None  # `@staticmethod` in the class body does not disable the cache
+    assert key("same") == base
+    assert key("constant", factor=3.0) != base  # a class constant the methods read
+    assert key("moved", padding="\n") != base  # f one line down: messages name lines

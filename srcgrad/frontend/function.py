@@ -131,7 +131,23 @@ def fingerprint_function(cls, stack) -> str | None:
         if fp is None:
             return None
         parts.append(fp)
+    # The rest of the class body: a helper method or constant its methods read as
+    # `MyFn.helper(...)` must change the key too.
+    for name, value in sorted(vars(cls).items()):
+        if name.startswith("__") or name in ("forward", "setup_context", "backward", "vjp", "jvp"):
+            continue
+        fp = _member_print(value, stack)
+        if fp is None:
+            return None
+        parts.append(f"{name}={fp}")
     return ":".join(parts)
+
+
+def _member_print(value, stack) -> str | None:
+    from srcgrad.frontend.resolve import _value_print
+
+    value = getattr(value, "__func__", value)  # staticmethod / classmethod
+    return _value_print(value, stack, parse_function)
 
 
 # ---------------------------------------------------------------------- one call site

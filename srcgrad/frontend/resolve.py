@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import os
 import types
 
 import gast
@@ -52,6 +53,8 @@ def fingerprint(fs, _stack=None) -> str | None:
         return "recursive:" + fs.fn.__qualname__
     stack = stack | {id(fs.fn)}
     h = hashlib.sha256(fs.source.encode())
+    # Where it is: generated comments and error messages name file lines.
+    h.update(f"\0{os.path.basename(fs.filename)}:{fs.line_offset}".encode())
     for name in free_names(fs.node):
         value = resolve(name, fs)
         part = _value_print(value, stack, parse_function)
@@ -78,7 +81,8 @@ def _value_print(value, stack, parse_function) -> str | None:
     rule = rules.lookup_callable(value) if callable(value) else None
     if rule is not None:
         return "rule:" + rule.name
-    if isinstance(value, types.BuiltinFunctionType) and getattr(builtins, value.__name__, None) is value:
+    if isinstance(value, (types.BuiltinFunctionType, type)) and getattr(
+            builtins, value.__name__, None) is value:  # `len`, and `staticmethod` in a Function class
         return "builtin:" + value.__name__
     if isinstance(value, type) and getattr(value, "_srcgrad_function", False):
         from srcgrad.frontend.function import fingerprint_function  # a custom Function class
