@@ -185,7 +185,7 @@ class TraceCtx(TraceObject):
         self.needs_input_grad = tuple(needs_input_grad)
         self.saved, self.saved_forward = tuple(saved), ()
         self.attributes = dict(attributes or {})
-        self.unpack = unpack  # tracer -> tuple of saved values (hook variant)
+        self.unpack = unpack  # tracer -> the saved values as the backward reads them
         self.non_differentiable: tuple = ()
         self.dirty: tuple = ()
         self.saved_records: tuple = ()  # Note [Saved values written in place], per saved value
@@ -312,7 +312,7 @@ def trace_apply(tracer, cls, args, kwargs, node):
     for (i, _), out in zip(var_leaves, outs):
         new_leaves[i] = out
     call = FunctionCall(parsed, tuple(inputs), tree, tuple(new_leaves), saved=ctx.saved,
-                        saved_records=ctx.saved_records or (None,) * len(ctx.saved),
+                        saved_records=ctx.saved_records,
                         saved_forward=ctx.saved_forward, attributes=ctx.attributes,
                         non_differentiable=frozenset(nondiff),
                         materialize_grads=ctx.materialize_grads, loc=call_loc,
@@ -433,8 +433,9 @@ def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=No
         grads_in.append(ct)
     inputs = op.args[1].items
     needs = tuple(isinstance(a, Var) and a in active for a in inputs)
-    # A saved output is read as the call's output, not as the forward's value that it
-    # names, so a second derivative goes through this backward, as torch's does.
+    # A saved output is read as the call's output, as torch's backward sees it (not as
+    # the forward's value it names): the backward uses the caller's name, and one
+    # saved slot serves both.
     output_of = {id(leaf): o for o, leaf in zip(op.outs, op.args[0].items)}
     saved = tuple(output_of.get(id(v), v) for v in call.saved)
     unpack = _unpacker(tracer, op, call, saved, hooks) if hooks is not None else None

@@ -7,7 +7,7 @@ Every function runs as plain NumPy too (`Function.apply` outside compiled code c
 
 import numpy as np
 
-from srcgrad.autograd import Function
+from tests.corpus.functions import DirtyNotReturned, Function  # a class the eager tests use too
 
 
 class Mul(Function):
@@ -164,18 +164,6 @@ class WritesWithoutMark(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad
-
-
-class DirtyNotReturned(Function):
-    @staticmethod
-    def forward(ctx, x):
-        x *= 2.0
-        ctx.mark_dirty(x)
-        return x.copy()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * 2.0
 
 
 class SavedThenDirtied(Function):  # saves its input, then writes it: torch fails at backward
