@@ -16,6 +16,14 @@ shape parameter: a boolean mask, `x[:k]` with an integer argument `k`,
 `np.zeros(n)` with `n = np.sum(mask)`. Such values are *unstable*: their shape
 is not recorded, so the simplifier keeps the generic code for them and for all
 that follows from them.
+
+Nor may a fact come from which way the first call's data went (DESIGN decision 11).
+Both branches of an `if` run (the untaken one on a copy of the environment), and a
+branch's output has a fact only where both branches agree on it: a float in one arm
+and an array in the other has no class. A loop's one probed iteration stands for
+all only when it leaves the facts of every carried value as it found them, and a
+value popped from a tape has the facts of what was pushed, never of what one
+iteration happened to push.
 """
 
 from __future__ import annotations
@@ -61,22 +69,22 @@ def _is_array(value) -> bool:
 
 @dataclass
 class Probe:
-    """What running the ops once on example arguments showed."""
+    """What running the ops once on example arguments showed: only *facts*, what
+    holds on every call the variant's guard admits (Note [Shape specialisation])."""
 
     # Var -> shape, for values whose shape depends on argument shapes alone
     shapes: dict = field(default_factory=dict)
-    # Vars whose values are NumPy ndarrays (they have every method: `x.sum()` costs
-    # half of `np.sum(x)`; NumPy scalars lack some, like `.dot`), and their dtypes.
-    # Both follow from the arguments' classes, shapes and dtypes, which a variant's
-    # guard fixes.
+    # Var -> (class, dtype), for values whose class and dtype follow from the
+    # arguments' classes, shapes and dtypes (which a variant's guard fixes).
+    kinds: dict = field(default_factory=dict)
+    # Vars that are NumPy ndarrays (they have every method: `x.sum()` costs half of
+    # `np.sum(x)`; NumPy scalars lack some, like `.dot`), and their dtypes: the
+    # ndarray entries of `kinds`.
     dtypes: dict = field(default_factory=dict)
-    # Tapes of loops whose shapes change between iterations: what they hold differs
-    # in shape from entry to entry, so popped values have no recorded shape.
-    unstable_tapes: set = field(default_factory=set)
     # Values computed from shapes alone (shape tuples, sizes), also through a loop's
     # tape: constants of the variant.
     values: dict = field(default_factory=dict)
-    pushes: dict = field(default_factory=dict)  # tape Var -> the Vars its push takes
+    pushes: dict = field(default_factory=dict)  # tape Var -> the operands its push takes
 
     @property
     def arrays(self):
@@ -88,29 +96,29 @@ def probe(ops: list, inputs: list, args: tuple) -> Probe:
     dtypes and classes can rely on (Note [Shape specialisation])."""
     env = dict(zip(inputs, args))
     found = Probe()
-    shapes, dtypes = found.shapes, found.dtypes
-    dtypes.update((v, a.dtype) for v, a in zip(inputs, args) if isinstance(a, numpy.ndarray))
-    derived: set = set()  # values computed from shapes only (shape tuples, sizes, counts)
     for v, a in zip(inputs, args):
         if _is_array(a) or isinstance(a, (int, float, complex, bool)):
-            shapes[v] = numpy.shape(a)
+            found.shapes[v] = numpy.shape(a)
+        if not _is_array(a) or numpy.ndim(a) > 0:  # a 0-d array and a NumPy scalar share a guard
+            _note_kind(found, v, a)
     with numpy.errstate(all="ignore"):  # values after a loop are stand-ins (_run_control)
-        _execute(ops, env, found, derived, record=True)
+        _execute(ops, env, found, set())
     return found
 
 
-def _execute(ops, env, found, derived, record):
-    """Run ops; with `record`, note shapes, dtypes and shape-derived values.
+def _execute(ops, env, found, derived):
+    """Run ops, noting the shapes, kinds and shape-derived values that are facts.
 
-    Inside a branch or a loop body nothing is recorded: a value there may differ in
-    shape from one iteration (or branch) to the next, so its shape is not a fact of
-    the variant (Note [Shape specialisation])."""
-    shapes, dtypes = found.shapes, found.dtypes
+    A fact follows from facts: an op's output shape is one when its operands' shapes
+    (and the values it reads as parameters) are; a control-flow op's outputs get facts
+    only where every way through it agrees (`_run_control`). The values themselves
+    are the first call's data and decide nothing."""
+    shapes = found.shapes
     for op in ops:
         rule = rules.RULES[op.prim]
         try:
             if rule.control:
-                outs = _run_control(op, env, found, derived, record)
+                outs = _run_control(op, env, found, derived)
             else:
                 namespace = dict(rules.FORMULA_GLOBALS)
                 namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
@@ -125,18 +133,19 @@ def _execute(ops, env, found, derived, record):
             raise ProbeFailed(f"{op.prim}: {err}") from err
         for o, value in zip(op.outs, outs):
             env[o] = value
-            if record and isinstance(value, numpy.ndarray):
-                dtypes[o] = value.dtype
-        if op.prim == "tape_push":
-            found.pushes[op.args[0]] = op.args[1].items
-        if op.prim == "tape_pop":
-            if record and op.args[0] not in found.unstable_tapes:
-                shapes.update((o, numpy.shape(env[o])) for o in op.outs)
-                for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
-                    if pushed in found.values:
-                        found.values[o] = found.values[pushed]
+        if rule.control:
             continue
-        if record and op.prim != "cond" and _stable(op, rule, env, shapes, derived):
+        if op.prim == "tape_push":
+            tape, items = op.args[0], op.args[1].items
+            found.pushes[tape] = items if found.pushes.get(tape, items) == items else ()
+            continue
+        if op.prim == "tape_pop":  # an entry has the facts of what was pushed
+            for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
+                _set_facts(o, _facts(pushed, found), found)
+                if pushed in found.values:
+                    found.values[o] = found.values[pushed]
+            continue
+        if _stable(op, rule, env, shapes, derived):
             if op.prim in _SHAPE_FACTS or all(
                     v in derived for v in op.operand_vars()) and not _reads_arrays(op, env) \
                     and not op.prim.startswith("tape_"):  # a tape's length is a trip count
@@ -144,24 +153,33 @@ def _execute(ops, env, found, derived, record):
                 found.values.update((o, env[o]) for o in op.outs if isinstance(env[o], (tuple, int)))
             for o in op.outs:
                 shapes[o] = numpy.shape(env[o])
+        if all(v in found.kinds for v in op.operand_vars()):
+            for o in op.outs:
+                _note_kind(found, o, env[o])
 
 
-def _run_control(op, env, found, derived, record):
+def _run_control(op, env, found, derived):
     """The values of a control-flow op's outputs (Note [Regions]).
 
-    A loop runs *one* iteration: interpreting every iteration would cost the trip
-    count at compile time. When that iteration leaves every carried value's shape
-    as it found it, every iteration does (the body's shapes depend on shapes only,
-    or `_stable` has said otherwise), so the body's shapes are recorded and the
-    loop's outputs get the carried shapes; their values are not the loop's, but
-    only shapes are kept from here on. Branches record nothing: which one runs
-    depends on values."""
-    def run(block, keep):
-        _execute(block.ops, env, found, derived, record=keep)
-        return [_value(r, env) for r in block.results]
+    A branch: the taken one computes the outputs; the other runs too, on a copy of
+    the environment, so that its values get facts as well (an error there, on data
+    it would never see, only costs its facts). An output is a fact only where both
+    branches agree: which branch runs depends on values, which no guard checks.
 
+    A loop runs *one* iteration: interpreting every iteration would cost the trip
+    count at compile time. When that iteration leaves the facts of every carried
+    value as it found them, every iteration does (the body's facts follow from
+    facts), so the body's facts stand and the loop's outputs get the carried
+    values' facts; their values are not the loop's, but only facts are kept from
+    here on. Otherwise nothing inside the loop is a fact."""
     if op.prim == "cond":
-        return run(op.blocks[0] if _value(op.args[0], env) else op.blocks[1], False)
+        taken = 0 if _value(op.args[0], env) else 1
+        results = _run_block(op.blocks[taken], env, found, derived)
+        if _run_aside(op.blocks[1 - taken], env, found, derived):
+            for o, a, b in zip(op.outs, op.blocks[0].results, op.blocks[1].results):
+                (sa, ka), (sb, kb) = _facts(a, found), _facts(b, found)
+                _set_facts(o, (sa if sa == sb else None, ka if ka == kb else None), found)
+        return results
     block = op.blocks[0]
     carried = [_value(a, env) for a in op.args[-1].items]
     if op.prim == "while_loop":
@@ -175,23 +193,76 @@ def _run_control(op, env, found, derived, record):
         if not indices:
             return carried
         params = [indices[-1] if op.attrs.get("reverse") else indices[0], *carried]
+        found.kinds[block.params[0]] = (int, None)
     env.update(zip(block.params, params))
-    before = {p: numpy.shape(v) for p, v in zip(block.params, params)}
-    if record:  # tentatively: the iteration's ops read the carried values' shapes
-        found.shapes.update((p, before[p]) for p in block.params[1:] if _is_array(env[p])
-                            or isinstance(env[p], (int, float, complex, bool)))
-    results = run(block, record)
-    carried_after = results[1:] if op.prim == "while_loop" else results  # params[0]: flag/index
-    stable = record and all(before[p] == numpy.shape(v)
-                            for p, v in zip(block.params[1:], carried_after))
-    if stable:
-        found.shapes.update((p, before[p]) for p in block.params[1:])
-        found.shapes.update((o, before[p]) for o, p in zip(op.outs, block.params[1:]))
+    before = [_facts(a, found) for a in op.args[-1].items]
+    for p, facts in zip(block.params[1:], before):  # tentatively: the iteration reads them
+        _set_facts(p, facts, found)
+    results = _run_block(block, env, found, derived)
+    carried_after = block.results[1:] if op.prim == "while_loop" else block.results
+    if all(_facts(r, found) == facts for r, facts in zip(carried_after, before)):
+        for o, facts in zip(op.outs, before):
+            _set_facts(o, facts, found)
     else:
-        for inner in [*block.params, *_all_outs(block)]:
-            found.shapes.pop(inner, None)
-        found.unstable_tapes.update(o.args[0] for o in block.ops if o.prim == "tape_push")
+        _forget([*block.params, *_all_outs(block)], found, derived)
     return results[1:] if op.prim == "while_loop" else results
+
+
+def _run_block(block, env, found, derived):
+    _execute(block.ops, env, found, derived)
+    return [_value(r, env) for r in block.results]
+
+
+def _run_aside(block, env, found, derived) -> bool:
+    """Run a branch the data does not take, on a copy of `env` (tapes copied too);
+    False, and its facts forgotten, when it raises."""
+    aside = {k: (list(v) if type(v) is list else v) for k, v in env.items()}
+    try:
+        _execute(block.ops, aside, found, derived)
+    except ProbeFailed:
+        _forget(list(_all_outs(block)), found, derived)
+        return False
+    return True
+
+
+def _kind_of(value) -> tuple:
+    """What a guard fixes about a value besides its shape: its class and dtype."""
+    return type(value), getattr(value, "dtype", None)
+
+
+def _note_kind(found, var, value) -> None:
+    found.kinds[var] = _kind_of(value)
+    if isinstance(value, numpy.ndarray):
+        found.dtypes[var] = value.dtype
+
+
+def _facts(operand, found) -> tuple:
+    """(shape, kind) of an operand as far as they are facts of the variant (None: not)."""
+    if isinstance(operand, Const):
+        try:
+            return numpy.shape(operand.value), _kind_of(operand.value)
+        except Exception:  # noqa: BLE001 (a ragged literal: no shape)
+            return None, _kind_of(operand.value)
+    if isinstance(operand, Var):
+        return found.shapes.get(operand), found.kinds.get(operand)
+    return None, None
+
+
+def _set_facts(var, facts, found) -> None:
+    shape, kind = facts
+    if shape is not None:
+        found.shapes[var] = shape
+    if kind is not None:
+        found.kinds[var] = kind
+        if kind[0] is numpy.ndarray:
+            found.dtypes[var] = kind[1]
+
+
+def _forget(vars_, found, derived) -> None:
+    for v in vars_:
+        for table in (found.shapes, found.kinds, found.dtypes, found.values):
+            table.pop(v, None)
+        derived.discard(v)
 
 
 def _all_outs(block):
