@@ -21,8 +21,9 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.fence import fence
 from srcgrad.frontend.parse import FunctionSource
 from srcgrad.frontend.resolve import fingerprint
-from srcgrad.frontend.trace import Namer, Tracer
+from srcgrad.frontend.trace import Tracer
 from srcgrad.ir.core import Const, Var
+from srcgrad.ir.expand import Expander, Namer
 from srcgrad.passes import hooks as hooks_pass
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
@@ -123,10 +124,10 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
             if out_shape != ():
                 raise ProbeFailed("grad of a non-scalar output")  # the generic code says so
     if check_scalar:  # checked at run time by the identity `ensure_scalar`
-        value = Tracer(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
+        value = Expander(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
     seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
     backward, grads = reverse(graph.ops, wrt_vars, seeds, namer, zero_edges=zero_edges(graph.ops))
-    tracer = Tracer(namer, backward)
+    tracer = Expander(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     ops = graph.ops + backward
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
@@ -206,7 +207,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functi
             seeds.append((out, ct))
     backward, grads = reverse(graph.ops, graph.inputs, seeds, namer, hooks=hook_vars,
                               zero_edges=zero_edges(graph.ops))
-    tracer = Tracer(namer, backward)
+    tracer = Expander(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in graph.inputs]
     ops = graph.ops + backward
     alive: list = []
@@ -261,7 +262,7 @@ _VIEWS = ("getitem", "reshape", "transpose", "T", "swapaxes", "moveaxis", "expan
 def _own_gradients(ops, grad_list, inputs, namer):
     """Copy returned gradients that alias an input, a read-only broadcast or each other."""
     producers = {o: op for op in ops for o in op.outs}
-    tracer = Tracer(namer, [])
+    tracer = Expander(namer, [])
     seen, out = set(), []
     for g in grad_list:
         if isinstance(g, Var):
@@ -354,7 +355,7 @@ def jvp_program(fs, optimized=True, wrt=None) -> Functions:
     tangent_params = [Var(namer.fresh(tangent_name(graph.inputs[i].name))) for i in wrt]
     ops, tangents = forward(graph.ops, {graph.inputs[i]: t for i, t in zip(wrt, tangent_params)},
                             namer)
-    tracer = Tracer(namer, ops)
+    tracer = Expander(namer, ops)
     tangent_outs = []
     for out in graph.outputs:
         t = tangents.get(out) if isinstance(out, Var) else None

@@ -173,10 +173,8 @@ def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
     into = op.attrs.get("out")
     if into is not None:  # srcgrad.passes.inplace: the result reuses a dead operand's buffer
-        from srcgrad.passes.inplace import ufunc_name
-
         args = ", ".join(operand_source(a, pool) for a in op.args)
-        return f"{targets} = xp.{ufunc_name(op.prim)}({args}, out={into.name})"
+        return f"{targets} = xp.{op.attrs['ufunc']}({args}, out={into.name})"
     if "math" in op.attrs:  # Note [Scalar code]: Python floats in, a Python float out
         return f"{targets} = math.{op.attrs['math']}({', '.join(operand_source(a, pool) for a in op.args)})"
     if "python_value" in op.attrs:

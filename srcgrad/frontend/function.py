@@ -51,9 +51,10 @@ import gast
 from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend.parse import FunctionSource, parse_function
-from srcgrad.frontend.trace import TraceObject, to_operand
+from srcgrad.frontend.trace import TraceObject
 from srcgrad.frontend.versions import checked_saved
 from srcgrad.ir.core import Const, Op, Pack, Var
+from srcgrad.ir.expand import to_operand
 from srcgrad.ir.tree import flatten, unflatten
 
 
@@ -170,6 +171,30 @@ class FunctionCall:
 
     def __repr__(self) -> str:  # cse compares attrs by repr: one record per call
         return f"<{self.parsed.name}.apply #{id(self):x}>"
+
+    # The passes reach a custom Function only through these three methods, so they
+    # import nothing of the frontend: the call record the tracer left on the op traces
+    # the user's backward / jvp into the pass's ops when the pass knows which inputs
+    # are active and which outputs have a cotangent.
+    def differentiable_inputs(self, op) -> Pack:
+        """The operands the `custom_call` is differentiable in: its top-level array inputs."""
+        return Pack(tuple(a for a in op.args[1].items if isinstance(a, Var) and a.kind == "array"))
+
+    def backward_ops(self, expander, op, cotangents, active, same_shape, hooks=None) -> list:
+        """Trace the user's backward onto `expander.ops`; one cotangent (or None) per input."""
+        from srcgrad.frontend.trace import Tracer
+
+        tracer = Tracer(expander.namer, expander.ops)
+        tracer.loc = op.loc
+        return trace_backward(tracer, op, cotangents, active, same_shape, hooks)
+
+    def jvp_ops(self, expander, op, tangents) -> dict:
+        """Trace the user's jvp onto `expander.ops`; {custom_call output: tangent}."""
+        from srcgrad.frontend.trace import Tracer
+
+        tracer = Tracer(expander.namer, expander.ops)
+        tracer.loc = op.loc
+        return trace_jvp(tracer, op, tangents)
 
 
 _METHODS = ("save_for_backward", "save_for_forward", "mark_dirty", "mark_non_differentiable",
@@ -376,16 +401,6 @@ def _input_operand(value):
         return Const(None)
 
 
-def body_ops(ops) -> set:
-    """ids of the ops of the inlined forward bodies of the custom_calls in `ops`."""
-    return {id(b) for op in ops if op.prim == "custom_call" for b in op.attrs["function"].body}
-
-
-def differentiable_inputs(op) -> Pack:
-    """The operands a `custom_call` is differentiable in: its top-level array inputs."""
-    return Pack(tuple(a for a in op.args[1].items if isinstance(a, Var) and a.kind == "array"))
-
-
 def _output_slots(call):
     """(per forward output: its leaf index or None), one per top-level output."""
     tree = call.out_tree
@@ -408,11 +423,11 @@ def _count_leaves(tree) -> int:
 _access = itertools.count()
 
 
-def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=None) -> list:
+def trace_backward(tracer, op, cotangents: dict, active, same_shape, hooks=None) -> list:
     """The cotangent operand (or None) of each input of a `custom_call` op.
 
-    `cotangents` maps the op's outputs to their summed cotangents; `classes` are
-    shape classes (Note [Shape classes]) for eliding `check_grad`; `hooks` is
+    `cotangents` maps the op's outputs to their summed cotangents; `same_shape(a, b)`
+    says whether `a` provably has `b`'s shape (then no `check_grad`); `hooks` is
     `(pack Var, unpack Var)` in the saved-tensor-hook variant.
     """
     call: FunctionCall = op.attrs["function"]
@@ -420,7 +435,6 @@ def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=No
     if parsed.backward is None:
         raise CompileError.at(call.loc, "You must implement either the backward or vjp method for "
                               "your custom autograd.Function to use it with backward mode AD.")
-    leaf_of = {o: leaf for o, leaf in zip(op.outs, op.args[0].items)}
     grads_in = []
     for slot in _output_slots(call):
         out = call.out_leaves[slot] if slot is not None else None
@@ -471,7 +485,7 @@ def trace_backward(tracer, op, cotangents: dict, active, classes: dict, hooks=No
         if not (isinstance(arg, Var) and arg in active):
             grads.append(None)  # torch drops a gradient for an input that needs none
             continue
-        if not _same_class(r, arg, classes, tracer.ops, leaf_of):
+        if not same_shape(r, arg):
             shape = tracer.apply(rules.RULES["shape"], [arg], {})
             r = tracer.apply(rules.RULES["check_grad"], [r, shape, Const(parsed.node_name),
                                                          Const(i)], {})
@@ -485,27 +499,6 @@ def _zeros(tracer, v):
     shape = tracer.apply(rules.RULES["shape"], [v], {})
     dtype = tracer.apply(rules.RULES["dtype"], [v], {})
     return tracer.apply(rules.RULES["zeros"], [shape, dtype], {})
-
-
-def _same_class(a, b, classes, new_ops, leaf_of) -> bool:
-    """Whether `a` provably has `b`'s shape (classes extended over the backward's ops)."""
-    from srcgrad.passes.simplify import _classify
-
-    if not isinstance(a, Var):
-        return False
-    classes = dict(classes)
-    for out, leaf in leaf_of.items():  # a custom_call output has its forward output's shape
-        classes[out] = classes.get(leaf, leaf)
-    producer: dict = {}
-    for new in new_ops:
-        _classify(new, rules.RULES.get(new.prim), classes, producer)
-        for o in new.outs:
-            producer[o] = new
-
-    def rep(v):
-        return classes.get(v, v)
-
-    return a is b or rep(a) is rep(b)
 
 
 def _unpacker(tracer, op, call, saved, hooks):

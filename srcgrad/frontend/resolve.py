@@ -11,8 +11,7 @@ import gast
 import numpy
 
 from srcgrad import rules
-
-MISSING = object()
+from srcgrad.ir.expand import MISSING
 
 
 def resolve(name: str, fs) -> object:

@@ -11,9 +11,7 @@ native tuple/list/dict of tvalues (a static container of possibly dynamic values
 
 from __future__ import annotations
 
-import builtins
 import math
-import operator
 import types
 
 import gast
@@ -24,24 +22,9 @@ from srcgrad.frontend import containers
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
-from srcgrad.ir.core import Const, Graph, Op, Pack, Var, operand_vars
+from srcgrad.ir.core import Const, Graph, Var
+from srcgrad.ir.expand import Expander, Namer, describe
 from srcgrad.ir.tree import LEAF, flatten
-
-BINOPS = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply", gast.Div: "divide",
-          gast.Pow: "power", gast.MatMult: "matmul", gast.FloorDiv: "floor_divide",
-          gast.Mod: "mod"}
-PY_BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
-             gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
-             gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
-             gast.BitAnd: operator.and_, gast.BitOr: operator.or_, gast.BitXor: operator.xor,
-             gast.LShift: operator.lshift, gast.RShift: operator.rshift}
-CMPOPS = {gast.Lt: "less", gast.LtE: "less_equal", gast.Gt: "greater", gast.GtE: "greater_equal",
-          gast.Eq: "equal", gast.NotEq: "not_equal"}
-PY_CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
-             gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne,
-             gast.Is: operator.is_, gast.IsNot: operator.is_not,
-             gast.In: lambda a, b: a in b, gast.NotIn: lambda a, b: a not in b}
-UNARYOPS = {gast.USub: "negative", gast.UAdd: "positive", gast.Invert: "invert"}
 
 # Builtins evaluated at compile time when all their arguments are static.
 FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, list, dict,
@@ -49,23 +32,6 @@ FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, li
                      divmod, any, all, map}
 
 MAX_INLINE_DEPTH = 64
-
-
-class Namer:
-    """Hands out unique identifiers, preferring the hint as given."""
-
-    def __init__(self, taken=()):
-        self.taken = set(taken)
-
-    def fresh(self, hint: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
-        if base[0].isdigit():
-            base = "_" + base
-        name, i = base, 1
-        while name in self.taken:
-            name, i = f"{base}_{i}", i + 1
-        self.taken.add(name)
-        return name
 
 
 def is_temp(var: Var) -> bool:
@@ -126,12 +92,11 @@ class TraceObject:
         raise NotImplementedError
 
 
-class Tracer(ControlFlow):
+class Tracer(Expander, ControlFlow):
+    """An Expander (srcgrad.ir.expand) for the whole user-code surface."""
+
     def __init__(self, namer: Namer, ops: list | None = None):
-        self.namer = namer
-        self.ops = [] if ops is None else ops
-        self.loc = None  # Loc of the statement being traced
-        self.locate = None  # gast node -> Loc, for the function being traced
+        super().__init__(namer, ops)
         self.depth = 0
         self.scopes: list = []  # the Scopes of the functions being traced, outermost first
         self.mutation = Mutation(self)  # Note [Mutation at trace time]
@@ -197,16 +162,6 @@ class Tracer(ControlFlow):
             return out, leaves
         items = [out[k] for k in keys]
         return (tuple(items) if tree[0] == "tuple" else items), leaves
-
-    def trace_formula(self, node, env: dict, loc):
-        """A rule formula (a parsed gast expression) with its names bound to tvalues."""
-        saved = self.loc, self.locate
-        self.loc, self.locate = loc, None
-        scope = Scope(dict(env), _formula_lookup, lambda n: loc)
-        try:
-            return self.expr(node, scope)
-        finally:
-            self.loc, self.locate = saved
 
     # ------------------------------------------------------------------ statements
     def trace_body(self, stmts, scope):
@@ -282,20 +237,10 @@ class Tracer(ControlFlow):
                 base := self.expr(target.value, scope), TraceObject):
             base.trace_setattr(self, target.attr, value, target)  # `ctx.z = z`
         else:
-            self.fail(target, f"assignment to `{_describe(target)}`",
+            self.fail(target, f"assignment to `{describe(target)}`",
                       "assign to a plain name")
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, node, scope):
-        method = getattr(self, "expr_" + type(node).__name__, None)
-        if method is None:
-            self.fail(node, f"the expression `{type(node).__name__}`",
-                      "see API.md for what compiled functions may contain")
-        return method(node, scope)
-
-    def expr_Constant(self, node, scope):
-        return Const(node.value)
-
     def expr_Name(self, node, scope):
         owner = scope.owner(node.id)
         if owner is not None:
@@ -321,24 +266,6 @@ class Tracer(ControlFlow):
         self.bind(node.target, value, scope)
         return value
 
-    def expr_Tuple(self, node, scope):
-        return tuple(self._elts(node.elts, scope))
-
-    def expr_List(self, node, scope):
-        return list(self._elts(node.elts, scope))
-
-    def _elts(self, elts, scope):
-        for e in elts:
-            if isinstance(e, gast.Starred):
-                inner = self.expr(e.value, scope)
-                if isinstance(inner, Const):
-                    inner = [Const(v) for v in inner.value]
-                if not isinstance(inner, (tuple, list)):
-                    self.fail(e, "unpacking an array with `*`")
-                yield from inner
-            else:
-                yield self.expr(e, scope)
-
     def expr_Dict(self, node, scope):
         out = {}
         for k, v in zip(node.keys, node.values):
@@ -348,20 +275,11 @@ class Tracer(ControlFlow):
             out[key.value] = self.expr(v, scope)
         return out
 
-    def expr_BinOp(self, node, scope):
-        return self.binop(type(node.op), self.expr(node.left, scope),
-                          self.expr(node.right, scope), node)
-
     def binop(self, optype, left, right, node=None):
-        if isinstance(left, Const) and isinstance(right, Const):
-            return Const(PY_BINOPS[optype](left.value, right.value))
-        if isinstance(left, (tuple, list)) or isinstance(right, (tuple, list)):
-            if optype in (gast.Add, gast.Mult):
-                return self._container_op(optype, left, right, node)
-        name = BINOPS.get(optype)
-        if name is None or name not in rules.RULES:
-            self.fail(node, f"the operator `{optype.__name__}` on arrays")
-        return self.apply(rules.RULES[name], [left, right], {})
+        if not (isinstance(left, Const) and isinstance(right, Const)) and optype in (gast.Add, gast.Mult) \
+                and (isinstance(left, (tuple, list)) or isinstance(right, (tuple, list))):
+            return self._container_op(optype, left, right, node)
+        return super().binop(optype, left, right, node)
 
     def _container_op(self, optype, left, right, node):
         def items(v):
@@ -374,159 +292,26 @@ class Tracer(ControlFlow):
             self.fail(node, "repeating a sequence a dynamic number of times")
         return type(seq)(items(seq) * n.value)
 
-    def expr_UnaryOp(self, node, scope):
-        operand = self.expr(node.operand, scope)
-        if isinstance(operand, Const):
-            fn = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_,
-                  gast.Invert: operator.invert}[type(node.op)]
-            return Const(fn(operand.value))
-        if isinstance(node.op, gast.Not):  # a condition's truth value
-            return self.apply(rules.RULES["logical_not"], [operand], {})
-        return self.apply(rules.RULES[UNARYOPS[type(node.op)]], [operand], {})
-
-    def expr_Compare(self, node, scope):
-        left = self.expr(node.left, scope)
-        result = None
-        for op, comp in zip(node.ops, node.comparators):
-            right = self.expr(comp, scope)
-            if isinstance(left, Const) and isinstance(right, Const):
-                part = Const(PY_CMPOPS[type(op)](left.value, right.value))
-            elif type(op) in (gast.Is, gast.IsNot) and (isinstance(left, Const) or isinstance(right, Const)):
-                # a dynamic array is never None: `x is None` is static
-                part = Const(type(op) is gast.IsNot)
-            elif type(op) in CMPOPS:
-                part = self.apply(rules.RULES[CMPOPS[type(op)]], [left, right], {})
-            else:
-                self.fail(node, f"the comparison `{type(op).__name__}` on arrays")
-            result = part if result is None else self._and(result, part, node)
-            left = right
-        return result
-
-    def _and(self, a, b, node):
-        if isinstance(a, Const) and isinstance(b, Const):
-            return Const(a.value and b.value)
-        return self.apply(rules.RULES["logical_and"], [a, b], {})
-
-    def expr_BoolOp(self, node, scope):
-        values = [self.expr(v, scope) for v in node.values]
-        if all(isinstance(v, Const) for v in values):
-            result = values[0].value
-            for v in values[1:]:
-                result = (result and v.value) if isinstance(node.op, gast.And) else (result or v.value)
-            return Const(result)
-        # A static first operand decides a short-circuit at compile time.
-        first = values[0]
-        if isinstance(first, Const):
-            decided = (not first.value) if isinstance(node.op, gast.And) else bool(first.value)
-            if decided:
-                return first
-            rest = gast.BoolOp(node.op, node.values[1:]) if len(values) > 2 else node.values[1]
-            return self.expr(rest, scope)
-        # Dynamic: a condition's truth value (both sides are evaluated: they are pure).
-        name = "logical_and" if isinstance(node.op, gast.And) else "logical_or"
-        result = values[0]
-        for v in values[1:]:
-            result = self.apply(rules.RULES[name], [result, v], {})
-        return result
-
-    def expr_IfExp(self, node, scope):
-        test = self.expr(node.test, scope)
-        if isinstance(test, Const):
-            return self.expr(node.body if test.value else node.orelse, scope)
+    def dynamic_ifexp(self, node, test, scope):
         return self.trace_ifexp(node, test, scope)  # Note [Tracing control flow]
 
-    def expr_Attribute(self, node, scope):
-        base = self.expr(node.value, scope)
+    def dynamic_attribute(self, base, node):
         if isinstance(base, TraceObject):
             return base.trace_getattr(self, node.attr, node)
-        if isinstance(base, Const):
-            try:
-                return Const(getattr(base.value, node.attr))
-            except AttributeError:
-                self.error(node, f"`{_describe(node)}` does not exist")
-        if isinstance(base, Var):
-            rule = rules.lookup_attribute(node.attr)
-            if rule is None:
-                self.fail(node, f"the array attribute `.{node.attr}`")
-            return self.apply(rule, [base], {})
-        self.fail(node, f"the attribute `.{node.attr}` of a tuple, list or dict")
+        return super().dynamic_attribute(base, node)
 
-    def expr_Subscript(self, node, scope):
-        base = self.expr(node.value, scope)
-        index = self.index(node.slice, scope)
+    def call_method(self, base, name, args, kwargs, node):
+        if isinstance(base, TraceObject):
+            return base.trace_method(self, name, args, kwargs, node)
         if isinstance(base, (tuple, list, dict)):
-            if not isinstance(index, Const):
-                self.fail(node, "indexing a tuple, list or dict with a dynamic index")
-            try:
-                picked = base[index.value]
-            except (IndexError, KeyError, TypeError) as err:
-                self.error(node, f"cannot evaluate `{_describe(node)}`: {err}")
-            if isinstance(index.value, slice):
-                return type(base)(picked)
-            return self.mutation.check_decided(picked, node)
-        if isinstance(base, Const) and isinstance(index, Const):
-            return Const(base.value[index.value])
-        return self.apply(rules.RULES["getitem"], [base, index], {})
+            return containers.method(self, base, name, args, kwargs, node)
+        return super().call_method(base, name, args, kwargs, node)
 
-    def index(self, node, scope):
-        if isinstance(node, gast.Slice):
-            parts = [Const(None) if p is None else self.expr(p, scope)
-                     for p in (node.lower, node.upper, node.step)]
-            if all(isinstance(p, Const) for p in parts):
-                return Const(slice(*(p.value for p in parts)))
-            return Pack(tuple(parts), "slice")
-        if isinstance(node, gast.Tuple):
-            parts = [self.index(e, scope) for e in node.elts]
-            if all(isinstance(p, Const) for p in parts):
-                return Const(tuple(p.value for p in parts))
-            return tuple(parts)
-        return self.expr(node, scope)
+    def is_array_operand(self, value) -> bool:
+        return isinstance(value, Var) and not self.mutation.is_shape(value)
 
-    def expr_Call(self, node, scope):
-        args = list(self._elts(node.args, scope))
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                value = self.expr(kw.value, scope)
-                if not isinstance(value, dict):
-                    self.fail(node, "`**` of a value that is not a dict")
-                kwargs.update(value)
-            else:
-                kwargs[kw.arg] = self.expr(kw.value, scope)
-        func = node.func
-        if isinstance(func, gast.Attribute):
-            base = self.expr(func.value, scope)
-            if isinstance(base, Var):
-                return self.method_call(base, func.attr, args, kwargs, node)
-            if isinstance(base, TraceObject):
-                return base.trace_method(self, func.attr, args, kwargs, node)
-            if isinstance(base, (tuple, list, dict)):
-                return containers.method(self, base, func.attr, args, kwargs, node)
-            if not isinstance(base, Const):
-                self.fail(node, f"the method `.{func.attr}()` of a tuple, list or dict")
-            try:
-                callee = getattr(base.value, func.attr)
-            except AttributeError:
-                self.error(node, f"`{_describe(func)}` does not exist")
-        else:
-            callee_value = self.expr(func, scope)
-            if not isinstance(callee_value, Const):
-                self.fail(node, "calling a value that is not a function")
-            callee = callee_value.value
-        return self.call(callee, args, kwargs, node)
-
-    def method_call(self, base, name, args, kwargs, node):
-        rule = rules.lookup_method(name)
-        if rule is None:
-            self.fail(node, f"the array method `.{name}()`",
-                      "call the NumPy function instead, e.g. `np.<name>(x, ...)`")
-        one_var = len(args) == 1 and isinstance(args[0], Var) and not self.mutation.is_shape(args[0])
-        if rule.method_varargs and (len(args) > 1 or one_var):
-            args = [tuple(args)]
-        elif rule.method_varargs and len(args) == 1 and isinstance(args[0], Const) \
-                and isinstance(args[0].value, int):
-            args = [Const((args[0].value,))]
-        return self.apply(rule, [base, *args], kwargs, node)
+    def decided(self, value, node):
+        return self.mutation.check_decided(value, node)
 
     def call(self, callee, args, kwargs, node):
         from srcgrad.frontend import function as custom
@@ -555,12 +340,7 @@ class Tracer(ControlFlow):
             return self.inline(parse_function(callee), args, kwargs, node)
         if callee is math.fsum and len(args) == 1:  # fsum over a list: a plain sum
             return self.builtin(sum, args, kwargs, node)
-        what = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
-        module = getattr(callee, "__module__", None) or ""
-        full = f"{module}.{what}" if module and module != "builtins" else what
-        self.error(node, f"cannot differentiate the call to `{full}`: it has no derivative "
-                   "rule and no Python source", "use a NumPy function srcgrad knows "
-                   "(srcgrad.rules.table), or write the computation in Python")
+        self.no_rule(callee, node)
 
     def builtin(self, fn, args, kwargs, node):
         static = all(isinstance(a, Const) for a in args) and all(
@@ -588,45 +368,15 @@ class Tracer(ControlFlow):
         self.fail(node, f"`{fn.__name__}()` of an array", "use the NumPy function instead")
 
     # ------------------------------------------------------------------ primitives
-    def apply(self, rule, args, kwargs, node=None):
-        """Bind a call to `rule`'s signature and emit its op (or fold it)."""
-        sig = rule.py_signature
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as err:
-            self.error(node, f"the call to `{rule.name}` does not fit its supported signature "
-                       f"({err})", f"srcgrad supports `{rule.name}({rule.signature})`")
-        bound.apply_defaults()
-        operands = []
-        for name, param in sig.parameters.items():
-            value = bound.arguments[name]
-            if param.kind is param.VAR_POSITIONAL:
-                operands.append(Pack(tuple(to_operand(v) for v in value)))
-            else:
-                operands.append(to_operand(value if not isinstance(value, (int, float, str))
-                                           and value is not None else Const(value)))
-        if not any(True for o in operands for _ in operand_vars(o)):
-            try:
-                folded = Const(evaluate_static(rule, operands))
-                if rule.name in VIEW_RULES:
-                    self.mutation.note_view(rule.name, operands, folded)
-                return folded
-            except Exception as err:  # static arguments NumPy (or a rule) refuses: say where
-                self.error(node, f"cannot compile this line: `{rule.name}` of its constant "
-                           f"arguments fails ({type(err).__name__}: {err})")
-        # `nout` sees static values, and sequence operands as tuples (their length is static).
-        known = {n: o.value if isinstance(o, Const) else from_operand(o)
-                 for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}
-        nout = rule.nout if isinstance(rule.nout, int) else rule.nout(known)
-        dynamic_kinds = {v.kind for o in operands for v in operand_vars(o)}
-        kind = "static" if rule.static_out or rule.nondiff or dynamic_kinds == {"static"} else "array"
-        outs = tuple(Var(self.namer.fresh("_" + rule.name), kind) for _ in range(nout))
-        self.ops.append(Op(rule.name, tuple(operands), outs, self.loc))
-        if nout == 1:
+    def note_fold(self, rule, operands, folded) -> None:
+        if rule.name in VIEW_RULES:
+            self.mutation.note_view(rule.name, operands, folded)
+
+    def note_op(self, rule, operands, outs) -> None:
+        if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:
                 self.mutation.note_view(rule.name, operands, outs[0])
-        return outs if callable(rule.nout) or nout != 1 else outs[0]
 
     # ------------------------------------------------------------------ user functions
     def inline(self, fs, args, kwargs, node):
@@ -693,17 +443,6 @@ class Tracer(ControlFlow):
         fence(fs)
         return Scope(env, lambda name: resolve(name, fs), fs.loc)
 
-    def fail(self, node, what, hint=""):
-        """CompileError: `what` is not supported, at `node` (or the current statement)."""
-        self.error(node, f"{what} is not supported in compiled code", hint)
-
-    def error(self, node, message, hint=""):
-        loc = self.loc
-        if node is not None and getattr(node, "lineno", None) and self.locate is not None:
-            loc = self.locate(node)
-        raise CompileError.at(loc, message, hint=hint)
-
-
 class _NestedDef:
     """A `def` or lambda inside a compiled function: traced at each call, in a scope
     whose free names read the defining scope's bindings at call time (closures capture
@@ -762,60 +501,3 @@ def _assigned_names(body) -> frozenset:
             names.add(n.id)
         stack.extend(gast.iter_child_nodes(n))
     return frozenset(names - declared)
-
-
-def _formula_lookup(name):
-    return rules.FORMULA_GLOBALS.get(name, getattr(builtins, name, MISSING))
-
-
-def to_operand(value):
-    """A tvalue as an op operand: containers of static values fold into one Const."""
-    if isinstance(value, (Var, Const, Pack)):
-        return value
-    if isinstance(value, (tuple, list)):
-        items = tuple(to_operand(v) for v in value)
-        if all(isinstance(i, Const) for i in items):
-            vals = tuple(i.value for i in items)
-            return Const(vals if isinstance(value, tuple) else list(vals))
-        return Pack(items, "tuple" if isinstance(value, tuple) else "list")
-    if isinstance(value, dict):
-        raise TypeError("a dict cannot be an operand")
-    return Const(value)
-
-
-def from_operand(operand):
-    """The tvalue an operand stands for (a Pack becomes a native tuple)."""
-    if isinstance(operand, Pack) and operand.style != "slice":
-        items = tuple(from_operand(i) for i in operand.items)
-        return items if operand.style == "tuple" else list(items)
-    return operand
-
-
-def evaluate_static(rule, operands):
-    """Run a primitive on static operands at compile time."""
-    env = dict(rules.FORMULA_GLOBALS)
-    for name, operand in zip(rule.params, operands):
-        env[name] = _static_value(operand)
-    return eval(rule.render, env)  # noqa: S307 (a rule's own render text: trusted)
-
-
-def _static_value(operand):
-    if isinstance(operand, Const):
-        return operand.value
-    if isinstance(operand, Pack):
-        items = tuple(_static_value(i) for i in operand.items)
-        if operand.style == "slice":
-            return slice(*items)
-        return items if operand.style == "tuple" else list(items)
-    raise TypeError(operand)
-
-
-def _describe(node) -> str:
-    try:
-        import astor
-
-        return astor.to_source(gast.gast_to_ast(node)).strip()
-    except Exception:  # describing is best effort
-        return type(node).__name__
-
-

@@ -15,9 +15,7 @@ from srcgrad.ir.core import Var, operand_vars
 def _differentiable_args(op):
     """(param name, operand) pairs through which a derivative flows."""
     if op.prim == "custom_call":  # Note [Custom Functions]: through its inputs, not its body
-        from srcgrad.frontend.function import differentiable_inputs
-
-        return [("inputs", differentiable_inputs(op))]
+        return [("inputs", op.attrs["function"].differentiable_inputs(op))]
     rule = rules.RULES[op.prim]
     if rule.control:  # Note [Regions]: through everything the op and its blocks read
         return [(None, v) for v in dict.fromkeys(op.operand_vars())]

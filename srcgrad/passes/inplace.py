@@ -49,7 +49,8 @@ def ufunc_name(prim: str) -> str | None:
 
 
 def reuse_buffers(ops: list, inputs: list, results: list, probe) -> None:
-    """Mark ops (attrs["out"]) that may write into a dead operand."""
+    """Mark ops that may write into a dead operand: attrs["out"] is the operand, and
+    attrs["ufunc"] the NumPy ufunc that writes it (`xp.<ufunc>(..., out=operand)`)."""
     last_use: dict = {}
     for i, op in enumerate(ops):
         for v in op.operand_vars():
@@ -64,7 +65,7 @@ def reuse_buffers(ops: list, inputs: list, results: list, probe) -> None:
         if name is not None and len(op.outs) == 1:
             target = _dead_operand(op, i, last_use, keep, fresh, probe)
             if target is not None:
-                op.attrs["out"] = target
+                op.attrs["out"], op.attrs["ufunc"] = target, name
         if name is not None or op.prim in _FRESH_NON_UFUNCS:
             fresh.update(o for o in op.outs if o in probe.dtypes)
 

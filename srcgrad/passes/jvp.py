@@ -26,12 +26,10 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import function as custom
-from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.ir.expand import Expander, from_operand
 from srcgrad.passes.jvp_control import forward_region
 from srcgrad.passes.simplify import _classify
-from srcgrad.passes.vjp import parse_formula
 
 
 def tangent_name(value_name: str) -> str:
@@ -56,7 +54,7 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
             producer[o] = op
         out.append(op)
 
-    custom_body = custom.body_ops(ops)
+    custom_body = {id(b) for op in ops if op.prim == "custom_call" for b in op.attrs["function"].body}
     for op in ops:
         rule = rules.RULES[op.prim]
         if rule.control:  # tangents beside the values in its blocks (passes/jvp_control.py)
@@ -69,10 +67,10 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
         if id(op) in custom_body:
             continue  # the user's jvp gives the tangents of the call's outputs
         if op.prim == "custom_call":
-            if any(v in tangents for v in custom.differentiable_inputs(op).items):
-                tracer = Tracer(namer)
-                tracer.loc = op.loc
-                tangents.update(custom.trace_jvp(tracer, op, tangents))
+            call = op.attrs["function"]
+            if any(v in tangents for v in call.differentiable_inputs(op).items):
+                tracer = Expander(namer)
+                tangents.update(call.jvp_ops(tracer, op, tangents))
                 for new in tracer.ops:
                     new.attrs["backward"] = True
                     record(new)
@@ -89,7 +87,7 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
             continue
         multi = len(op.outs) != 1 or callable(rule.nout)
         ans = tuple(op.outs) if multi else op.outs[0]
-        tracer = Tracer(namer)
+        tracer = Expander(namer)
         tracer.loc = op.loc
         env = {p: from_operand(a) for p, a in zip(rule.params, op.args)}
         env["ans"] = ans
@@ -97,7 +95,7 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
             env[tangent_name(p)] = _operand_tangent(tracer, a, tangents)
         total = None
         for p, _ in active:
-            part = tracer.trace_formula(parse_formula(rule.jvp[p]), env, op.loc)
+            part = tracer.expand(rule.jvp[p], env, op.loc)
             if rule.elementwise and not multi and len(active) < _array_operands(op):
                 part = _broadcast_to_ans(tracer, part, ans, shape_class, producer, tracer.ops)
             total = part if total is None else _add(tracer, total, part, multi)

@@ -9,8 +9,8 @@ blocks, tangent results, tangent outputs; codegen needs nothing new.
 from __future__ import annotations
 
 from srcgrad import rules
-from srcgrad.frontend.trace import Tracer
 from srcgrad.ir.core import Const, Var
+from srcgrad.ir.expand import Expander
 
 
 def forward_region(op, tangents: dict, namer, forward) -> list:
@@ -35,7 +35,7 @@ def _cond(op, outer, tangents, namer, forward):
     arrays = [i for i, o in enumerate(op.outs) if o.kind == "array"]
     for block in op.blocks:
         block.ops, t_map = forward(block.ops, outer, namer)
-        tracer = Tracer(namer, block.ops)
+        tracer = Expander(namer, block.ops)
         block.results = block.results + [_tangent(block.results[i], t_map, tracer) for i in arrays]
     outs = [Var(namer.fresh(op.outs[i].name.lstrip("_") + "_t")) for i in arrays]
     op.outs = op.outs + tuple(outs)
@@ -50,12 +50,12 @@ def _loop(op, outer, tangents, namer, forward):
     carried = [i for i, p in enumerate(params) if p.kind == "array"]
     if not outer or not carried:
         return []
-    before = Tracer(namer, [])
+    before = Expander(namer, [])
     init_t = [_tangent(inits[i], tangents, before) for i in carried]
     params_t = [Var(namer.fresh(params[i].name.lstrip("_") + "_t")) for i in carried]
     body_outer = {**{v: t for v, t in outer.items()}, **dict(zip((params[i] for i in carried), params_t))}
     body.ops, t_map = forward(body.ops, body_outer, namer)
-    tracer = Tracer(namer, body.ops)
+    tracer = Expander(namer, body.ops)
     shift = 1 if op.prim == "while_loop" else 0  # a while block's results start with its test
     body.results = body.results + [_tangent(body.results[shift + i], t_map, tracer) for i in carried]
     body.params = body.params + params_t

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy
 
 from srcgrad import rules
-from srcgrad.frontend.trace import evaluate_static
 from srcgrad.ir.core import Const, Op, Var, substitute, uses
+from srcgrad.ir.expand import evaluate_static
 
 # Primitives whose result is floating point whatever their operands' dtypes.
 _FLOAT_RESULTS = frozenset("""

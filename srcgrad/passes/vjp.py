@@ -20,23 +20,13 @@ also comes from elsewhere (unmasked) stops the propagation.
 
 from __future__ import annotations
 
-import functools
-
-import gast
-
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import function as custom
-from srcgrad.frontend.trace import Tracer, from_operand
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.ir.expand import Expander, from_operand
 from srcgrad.passes.activity import active_vars
-from srcgrad.passes.simplify import shape_classes
+from srcgrad.passes.simplify import _classify, shape_classes
 from srcgrad.passes.vjp_control import reverse_region
-
-
-@functools.cache
-def parse_formula(text: str):
-    return gast.parse(text, mode="eval").body
 
 
 def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=frozenset()) -> tuple:
@@ -50,7 +40,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     """
     active = active_vars(ops, wrt, [v for v, _ in seeds])
     classes = shape_classes(ops)
-    tracer = Tracer(namer)
+    tracer = Expander(namer)
     contributions: dict = {}  # Var -> [(cotangent, mask or None)]
     masks: dict = {}  # Var -> the mask every contribution to it carries (Note [Masked cotangents])
     for v, seed in seeds:
@@ -84,7 +74,9 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
         if op.prim == "custom_call":
             tracer.loc = op.loc
             cts = {o: total(o) for o in op.outs}
-            grads = custom.trace_backward(tracer, op, cts, active, classes, hooks)
+            call = op.attrs["function"]
+            same = _shape_test(op, classes, tracer.ops)
+            grads = call.backward_ops(tracer, op, cts, active, same, hooks)
             for arg, ct in zip(op.args[1].items, grads):
                 if ct is not None:
                     _distribute(arg, ct, active, contributions)
@@ -115,7 +107,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
             if param not in rule.vjp or not any(v in active for v in operand_vars(arg)) \
                     or (id(op), param) in zero_edges:
                 continue
-            ct = tracer.trace_formula(parse_formula(rule.vjp[param]), env, op.loc)
+            ct = tracer.expand(rule.vjp[param], env, op.loc)
             mask = None
             if op.prim == "where" and same_shape(arg, op.outs[0]):
                 mask = (op.args[0], param == rule.params[1])  # (condition, branch taken when true)
@@ -132,6 +124,25 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     for before, new in pending:
         ops.insert(ops.index(before), new)
     return tracer.ops, grads
+
+
+def _shape_test(op, classes, new_ops):
+    """`same(a, b)`: whether `a` provably has `b`'s shape, with the shape classes (Note
+    [Shape classes]) extended over the ops a custom Function's backward adds."""
+    def same(a, b):
+        if not isinstance(a, Var):
+            return False
+        extended = dict(classes)
+        for out, leaf in zip(op.outs, op.args[0].items):  # an output has its forward leaf's shape
+            extended[out] = extended.get(leaf, leaf)
+        producer: dict = {}
+        for new in new_ops:
+            _classify(new, rules.RULES.get(new.prim), extended, producer)
+            for o in new.outs:
+                producer[o] = new
+        return a is b or extended.get(a, a) is extended.get(b, b)
+
+    return same
 
 
 def _distribute(arg, ct, active, contributions, mask=None):

@@ -1,0 +1,439 @@
+"""Rule applications and rule formulas as IR ops: the layer the tracer and the passes share.
+
+Note [Formula expansion]
+~~~~~~~~~~~~~~~~~~~~~~~~
+An `Expander` appends ops to a list. `apply(rule, args, kwargs)` binds a call to a
+row's signature and emits its op, or folds it when every operand is static.
+`expand(formula, env, loc)` evaluates a derivative formula (the subset of Python in
+Note [Formula constructs], srcgrad.rules.table) with its names bound to operands:
+the VJP and JVP passes write their ops this way, and so does the one-op kernel
+builder. The frontend's `Tracer` is an `Expander` that understands all of the
+user-code surface (statements, scopes, user functions, containers, mutation); it
+overrides the expression methods below where user code needs more, and the hooks
+`note_fold`, `note_op` and `decided`, so this module knows nothing of the frontend.
+
+Values during expansion are `Var` (dynamic), `Const` (static), or native tuples/
+lists of them (a multi-output value, a sequence argument).
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+import gast
+
+from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars
+
+MISSING = object()  # what a name lookup returns for an unbound name
+
+BINOPS = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply", gast.Div: "divide",
+          gast.Pow: "power", gast.MatMult: "matmul", gast.FloorDiv: "floor_divide",
+          gast.Mod: "mod"}
+PY_BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+             gast.Div: operator.truediv, gast.Pow: operator.pow, gast.MatMult: operator.matmul,
+             gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
+             gast.BitAnd: operator.and_, gast.BitOr: operator.or_, gast.BitXor: operator.xor,
+             gast.LShift: operator.lshift, gast.RShift: operator.rshift}
+CMPOPS = {gast.Lt: "less", gast.LtE: "less_equal", gast.Gt: "greater", gast.GtE: "greater_equal",
+          gast.Eq: "equal", gast.NotEq: "not_equal"}
+PY_CMPOPS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
+             gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne,
+             gast.Is: operator.is_, gast.IsNot: operator.is_not,
+             gast.In: lambda a, b: a in b, gast.NotIn: lambda a, b: a not in b}
+UNARYOPS = {gast.USub: "negative", gast.UAdd: "positive", gast.Invert: "invert"}
+PY_UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos, gast.Not: operator.not_,
+               gast.Invert: operator.invert}
+
+
+class Namer:
+    """Hands out unique identifiers, preferring the hint as given."""
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+
+    def fresh(self, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
+        if base[0].isdigit():
+            base = "_" + base
+        name, i = base, 1
+        while name in self.taken:
+            name, i = f"{base}_{i}", i + 1
+        self.taken.add(name)
+        return name
+
+
+class FormulaScope:
+    """A formula's names: its bound operands, then the formula globals and builtins."""
+
+    def __init__(self, env: dict):
+        self.env = env
+
+    @staticmethod
+    def free(name):
+        return rules.FORMULA_GLOBALS.get(name, getattr(builtins, name, MISSING))
+
+
+_FORMULAS: dict = {}  # formula text -> parsed gast expression
+
+
+def parse_formula(text: str):
+    node = _FORMULAS.get(text)
+    if node is None:
+        node = _FORMULAS[text] = gast.parse(text, mode="eval").body
+    return node
+
+
+class Expander:
+    def __init__(self, namer: Namer, ops: list | None = None):
+        self.namer = namer
+        self.ops = [] if ops is None else ops
+        self.loc = None  # Loc of the statement (or differentiated op) being expanded
+        self.locate = None  # gast node -> Loc, when expanding a parsed user function
+
+    # ------------------------------------------------------------------ entry points
+    def expand(self, formula, env: dict, loc):
+        """A rule formula (text or parsed expression) with its names bound to operands."""
+        node = parse_formula(formula) if isinstance(formula, str) else formula
+        saved = self.loc, self.locate
+        self.loc, self.locate = loc, None
+        try:
+            return self.expr(node, FormulaScope(dict(env)))
+        finally:
+            self.loc, self.locate = saved
+
+    def apply(self, rule, args, kwargs, node=None):
+        """Bind a call to `rule`'s signature and emit its op (or fold it)."""
+        sig = rule.py_signature
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as err:
+            self.error(node, f"the call to `{rule.name}` does not fit its supported signature "
+                       f"({err})", f"srcgrad supports `{rule.name}({rule.signature})`")
+        bound.apply_defaults()
+        operands = []
+        for name, param in sig.parameters.items():
+            value = bound.arguments[name]
+            if param.kind is param.VAR_POSITIONAL:
+                operands.append(Pack(tuple(to_operand(v) for v in value)))
+            else:
+                operands.append(to_operand(value if not isinstance(value, (int, float, str))
+                                           and value is not None else Const(value)))
+        if not any(True for o in operands for _ in operand_vars(o)):
+            try:
+                folded = Const(evaluate_static(rule, operands))
+            except Exception as err:  # static arguments NumPy (or a rule) refuses: say where
+                self.error(node, f"cannot compile this line: `{rule.name}` of its constant "
+                           f"arguments fails ({type(err).__name__}: {err})")
+            self.note_fold(rule, operands, folded)
+            return folded
+        # `nout` sees static values, and sequence operands as tuples (their length is static).
+        known = {n: o.value if isinstance(o, Const) else from_operand(o)
+                 for n, o in zip(sig.parameters, operands) if not isinstance(o, Var)}
+        nout = rule.nout if isinstance(rule.nout, int) else rule.nout(known)
+        dynamic_kinds = {v.kind for o in operands for v in operand_vars(o)}
+        kind = "static" if rule.static_out or rule.nondiff or dynamic_kinds == {"static"} else "array"
+        outs = tuple(Var(self.namer.fresh("_" + rule.name), kind) for _ in range(nout))
+        self.ops.append(Op(rule.name, tuple(operands), outs, self.loc))
+        self.note_op(rule, operands, outs)
+        return outs if callable(rule.nout) or nout != 1 else outs[0]
+
+    # ------------------------------------------------------------------ hooks
+    def note_fold(self, rule, operands, folded) -> None:
+        """Called after `rule` folded to the Const `folded` (the tracer tracks views)."""
+
+    def note_op(self, rule, operands, outs) -> None:
+        """Called after the op of `rule` was emitted (the tracer tracks arrays and views)."""
+
+    def decided(self, value, node):
+        """`value` as read by an expression (the tracer refuses undecided mutations)."""
+        return value
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node, scope):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            self.fail(node, f"the expression `{type(node).__name__}`",
+                      "see the README's list of what compiled functions may contain")
+        return method(node, scope)
+
+    def expr_Constant(self, node, scope):
+        return Const(node.value)
+
+    def expr_Name(self, node, scope):
+        if node.id in scope.env:
+            return scope.env[node.id]
+        value = scope.free(node.id)
+        if value is MISSING:
+            self.error(node, f"name `{node.id}` is not defined")
+        return Const(value)
+
+    def expr_Tuple(self, node, scope):
+        return tuple(self.elements(node.elts, scope))
+
+    def expr_List(self, node, scope):
+        return list(self.elements(node.elts, scope))
+
+    def elements(self, elts, scope):
+        for e in elts:
+            if isinstance(e, gast.Starred):
+                inner = self.expr(e.value, scope)
+                if isinstance(inner, Const):
+                    inner = [Const(v) for v in inner.value]
+                if not isinstance(inner, (tuple, list)):
+                    self.fail(e, "unpacking an array with `*`")
+                yield from inner
+            else:
+                yield self.expr(e, scope)
+
+    def expr_BinOp(self, node, scope):
+        return self.binop(type(node.op), self.expr(node.left, scope),
+                          self.expr(node.right, scope), node)
+
+    def binop(self, optype, left, right, node=None):
+        if isinstance(left, Const) and isinstance(right, Const):
+            return Const(PY_BINOPS[optype](left.value, right.value))
+        name = BINOPS.get(optype)
+        if name is None or name not in rules.RULES:
+            self.fail(node, f"the operator `{optype.__name__}` on arrays")
+        return self.apply(rules.RULES[name], [left, right], {})
+
+    def expr_UnaryOp(self, node, scope):
+        operand = self.expr(node.operand, scope)
+        if isinstance(operand, Const):
+            return Const(PY_UNARYOPS[type(node.op)](operand.value))
+        if isinstance(node.op, gast.Not):  # a condition's truth value
+            return self.apply(rules.RULES["logical_not"], [operand], {})
+        return self.apply(rules.RULES[UNARYOPS[type(node.op)]], [operand], {})
+
+    def expr_Compare(self, node, scope):
+        left = self.expr(node.left, scope)
+        result = None
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.expr(comp, scope)
+            if isinstance(left, Const) and isinstance(right, Const):
+                part = Const(PY_CMPOPS[type(op)](left.value, right.value))
+            elif type(op) in (gast.Is, gast.IsNot) and (isinstance(left, Const) or isinstance(right, Const)):
+                # a dynamic array is never None: `x is None` is static
+                part = Const(type(op) is gast.IsNot)
+            elif type(op) in CMPOPS:
+                part = self.apply(rules.RULES[CMPOPS[type(op)]], [left, right], {})
+            else:
+                self.fail(node, f"the comparison `{type(op).__name__}` on arrays")
+            result = part if result is None else self._and(result, part)
+            left = right
+        return result
+
+    def _and(self, a, b):
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const(a.value and b.value)
+        return self.apply(rules.RULES["logical_and"], [a, b], {})
+
+    def expr_BoolOp(self, node, scope):
+        values = [self.expr(v, scope) for v in node.values]
+        if all(isinstance(v, Const) for v in values):
+            result = values[0].value
+            for v in values[1:]:
+                result = (result and v.value) if isinstance(node.op, gast.And) else (result or v.value)
+            return Const(result)
+        # A static first operand decides a short-circuit at compile time.
+        first = values[0]
+        if isinstance(first, Const):
+            decided = (not first.value) if isinstance(node.op, gast.And) else bool(first.value)
+            if decided:
+                return first
+            rest = gast.BoolOp(node.op, node.values[1:]) if len(values) > 2 else node.values[1]
+            return self.expr(rest, scope)
+        # Dynamic: a condition's truth value (both sides are evaluated: they are pure).
+        name = "logical_and" if isinstance(node.op, gast.And) else "logical_or"
+        result = values[0]
+        for v in values[1:]:
+            result = self.apply(rules.RULES[name], [result, v], {})
+        return result
+
+    def expr_IfExp(self, node, scope):
+        test = self.expr(node.test, scope)
+        if isinstance(test, Const):
+            return self.expr(node.body if test.value else node.orelse, scope)
+        return self.dynamic_ifexp(node, test, scope)
+
+    def dynamic_ifexp(self, node, test, scope):
+        self.fail(node, "a conditional expression on array values in a formula")
+
+    def expr_Attribute(self, node, scope):
+        base = self.expr(node.value, scope)
+        if isinstance(base, Const):
+            try:
+                return Const(getattr(base.value, node.attr))
+            except AttributeError:
+                self.error(node, f"`{describe(node)}` does not exist")
+        if isinstance(base, Var):
+            rule = rules.lookup_attribute(node.attr)
+            if rule is None:
+                self.fail(node, f"the array attribute `.{node.attr}`")
+            return self.apply(rule, [base], {})
+        return self.dynamic_attribute(base, node)
+
+    def dynamic_attribute(self, base, node):
+        self.fail(node, f"the attribute `.{node.attr}` of a tuple, list or dict")
+
+    def expr_Subscript(self, node, scope):
+        base = self.expr(node.value, scope)
+        index = self.index(node.slice, scope)
+        if isinstance(base, (tuple, list, dict)):
+            if not isinstance(index, Const):
+                self.fail(node, "indexing a tuple, list or dict with a dynamic index")
+            try:
+                picked = base[index.value]
+            except (IndexError, KeyError, TypeError) as err:
+                self.error(node, f"cannot evaluate `{describe(node)}`: {err}")
+            if isinstance(index.value, slice):
+                return type(base)(picked)
+            return self.decided(picked, node)
+        if isinstance(base, Const) and isinstance(index, Const):
+            return Const(base.value[index.value])
+        return self.apply(rules.RULES["getitem"], [base, index], {})
+
+    def index(self, node, scope):
+        if isinstance(node, gast.Slice):
+            parts = [Const(None) if p is None else self.expr(p, scope)
+                     for p in (node.lower, node.upper, node.step)]
+            if all(isinstance(p, Const) for p in parts):
+                return Const(slice(*(p.value for p in parts)))
+            return Pack(tuple(parts), "slice")
+        if isinstance(node, gast.Tuple):
+            parts = [self.index(e, scope) for e in node.elts]
+            if all(isinstance(p, Const) for p in parts):
+                return Const(tuple(p.value for p in parts))
+            return tuple(parts)
+        return self.expr(node, scope)
+
+    def expr_Call(self, node, scope):
+        args = list(self.elements(node.args, scope))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                value = self.expr(kw.value, scope)
+                if not isinstance(value, dict):
+                    self.fail(node, "`**` of a value that is not a dict")
+                kwargs.update(value)
+            else:
+                kwargs[kw.arg] = self.expr(kw.value, scope)
+        func = node.func
+        if isinstance(func, gast.Attribute):
+            base = self.expr(func.value, scope)
+            if not isinstance(base, Const):
+                return self.call_method(base, func.attr, args, kwargs, node)
+            try:
+                callee = getattr(base.value, func.attr)
+            except AttributeError:
+                self.error(node, f"`{describe(func)}` does not exist")
+        else:
+            callee_value = self.expr(func, scope)
+            if not isinstance(callee_value, Const):
+                self.fail(node, "calling a value that is not a function")
+            callee = callee_value.value
+        return self.call(callee, args, kwargs, node)
+
+    def call_method(self, base, name, args, kwargs, node):
+        """`base.name(...)` for a dynamic `base`."""
+        if not isinstance(base, Var):
+            self.fail(node, f"the method `.{name}()` of a tuple, list or dict")
+        rule = rules.lookup_method(name)
+        if rule is None:
+            self.fail(node, f"the array method `.{name}()`",
+                      f"call the NumPy function instead, e.g. `np.{name}(x)`"
+                      if hasattr(numpy_namespace(), name) else "")
+        if rule.method_varargs and (len(args) > 1 or (len(args) == 1 and self.is_array_operand(args[0]))):
+            args = [tuple(args)]
+        elif rule.method_varargs and len(args) == 1 and isinstance(args[0], Const) \
+                and isinstance(args[0].value, int):
+            args = [Const((args[0].value,))]
+        return self.apply(rule, [base, *args], kwargs, node)
+
+    def is_array_operand(self, value) -> bool:
+        """Whether a lone `x.reshape(v)` argument is one array dimension (not a shape)."""
+        return isinstance(value, Var)
+
+    def call(self, callee, args, kwargs, node):
+        rule = rules.lookup_callable(callee)
+        if rule is None:
+            self.no_rule(callee, node)
+        return self.apply(rule, args, kwargs, node)
+
+    def no_rule(self, callee, node):
+        what = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
+        module = getattr(callee, "__module__", None) or ""
+        full = f"{module}.{what}" if module and module != "builtins" else what
+        self.error(node, f"cannot differentiate the call to `{full}`: it has no derivative "
+                   "rule and no Python source", "use a NumPy function srcgrad knows "
+                   "(srcgrad.rules.table), or write the computation in Python")
+
+    # ------------------------------------------------------------------ errors
+    def fail(self, node, what, hint=""):
+        """CompileError: `what` is not supported, at `node` (or the current statement)."""
+        self.error(node, f"{what} is not supported in compiled code", hint)
+
+    def error(self, node, message, hint=""):
+        loc = self.loc
+        if node is not None and getattr(node, "lineno", None) and self.locate is not None:
+            loc = self.locate(node)
+        raise CompileError.at(loc, message, hint=hint)
+
+
+def numpy_namespace():
+    return rules.FORMULA_GLOBALS["xp"]
+
+
+def to_operand(value):
+    """A value as an op operand: containers of static values fold into one Const."""
+    if isinstance(value, (Var, Const, Pack)):
+        return value
+    if isinstance(value, (tuple, list)):
+        items = tuple(to_operand(v) for v in value)
+        if all(isinstance(i, Const) for i in items):
+            vals = tuple(i.value for i in items)
+            return Const(vals if isinstance(value, tuple) else list(vals))
+        return Pack(items, "tuple" if isinstance(value, tuple) else "list")
+    if isinstance(value, dict):
+        raise TypeError("a dict cannot be an operand")
+    return Const(value)
+
+
+def from_operand(operand):
+    """The value an operand stands for (a Pack becomes a native tuple)."""
+    if isinstance(operand, Pack) and operand.style != "slice":
+        items = tuple(from_operand(i) for i in operand.items)
+        return items if operand.style == "tuple" else list(items)
+    return operand
+
+
+def evaluate_static(rule, operands):
+    """Run a primitive on static operands at compile time."""
+    env = dict(rules.FORMULA_GLOBALS)
+    for name, operand in zip(rule.params, operands):
+        env[name] = _static_value(operand)
+    return eval(rule.render, env)  # noqa: S307 (a rule's own render text: trusted)
+
+
+def _static_value(operand):
+    if isinstance(operand, Const):
+        return operand.value
+    if isinstance(operand, Pack):
+        items = tuple(_static_value(i) for i in operand.items)
+        if operand.style == "slice":
+            return slice(*items)
+        return items if operand.style == "tuple" else list(items)
+    raise TypeError(operand)
+
+
+def describe(node) -> str:
+    """A gast node as source text, for messages."""
+    try:
+        import astor
+
+        return astor.to_source(gast.gast_to_ast(node)).strip()
+    except Exception:  # describing is best effort
+        return type(node).__name__
