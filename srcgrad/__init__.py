@@ -4,6 +4,7 @@ Public names only; see API.md.
 """
 
 from srcgrad import autograd
+from srcgrad._version import __version__
 from srcgrad.api import cache_clear, grad, hessian, jacobian, jvp, source, value_and_grad, vjp
 from srcgrad.autograd.grad_mode import (
     enable_grad,
@@ -14,8 +15,6 @@ from srcgrad.autograd.grad_mode import (
     set_grad_enabled,
 )
 from srcgrad.errors import CompileError
-
-__version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source", "cache_clear",
            "CompileError", "autograd", "__version__", "no_grad", "enable_grad", "set_grad_enabled",

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy
 
 from srcgrad import rules
+from srcgrad._version import __version__ as VERSION
 from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError
 from srcgrad.frontend.fence import fence
@@ -35,8 +36,6 @@ from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
-
-VERSION = "0.1.0"
 
 
 @dataclass

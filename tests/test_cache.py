@@ -111,10 +111,26 @@ def test_default_cache_follows_env(tmp_path, monkeypatch):
     assert b is not a and b.directory == tmp_path / "two"
 
 
-def test_default_directory_is_home_cache(monkeypatch, tmp_path):
+def test_default_directory_is_the_platform_cache(monkeypatch, tmp_path):
+    platformdirs = pytest.importorskip("platformdirs")
     monkeypatch.delenv("SRCGRAD_CACHE_DIR", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert cache_mod.default_directory() == tmp_path / ".cache" / "srcgrad"
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    expected = platformdirs.user_cache_path("srcgrad", appauthor=False)
+    assert cache_mod.default_directory() == expected
+    assert str(expected).startswith(str(tmp_path))  # the user's own, not a shared one
+    if sys.platform.startswith("linux"):
+        assert expected == tmp_path / ".cache" / "srcgrad"
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert cache_mod.default_directory() == tmp_path / "xdg" / "srcgrad"
+
+
+def test_env_overrides_the_platform_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "mine"))
+    assert cache_mod.default_directory() == tmp_path / "mine"
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", "")  # empty: as if unset
+    assert cache_mod.default_directory() != tmp_path / "mine"
 
 
 def _assert_memory_only(c: ModuleCache, reason_part: str) -> None:

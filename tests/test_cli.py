@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -109,7 +110,11 @@ def test_python_dash_m(cache_dir):
 
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["cache"], ["cache", "wipe"],
                                   ["emit"], ["emit", "f.py:loss", "--mode", "sideways"],
-                                  ["check", "f.py:loss"]])
+                                  ["check", "f.py:loss"], ["check", "f.py:loss", "--args", "(3,"],
+                                  ["check", "f.py:loss", "--args", "(3, -1)"],
+                                  ["check", "f.py:loss", "--args", "x"],
+                                  ["graph", "f.py:loss", "--format", "pdf"],
+                                  ["graph", "f.py:loss", "--mode", "both"]])
 def test_bad_arguments(argv, capsys):
     assert main(argv) == 2
     assert "usage: srcgrad" in capsys.readouterr().err
@@ -124,7 +129,7 @@ def test_help(capsys):
 
 @pytest.mark.parametrize("cmd", [["emit"], ["graph"], ["check", "--args", "(3,)"]])
 def test_bad_target(cmd, tiny, tmp_path, fake_api, capsys):
-    fake_api.emit_standalone = fake_api.graph_dot = lambda *a, **k: "x"
+    fake_api.emit_standalone = lambda *a, **k: "x"
     fake_api.check_cli = lambda *a, **k: (True, "ok")
     cases = {
         "no-colon": "expected FILE.py:FUNC",
@@ -149,7 +154,7 @@ def test_target_that_fails_to_import(tmp_path, fake_api, capsys):
     assert "cannot import" in err and "RuntimeError: boom at import" in err
 
 
-@pytest.mark.parametrize("cmd", [["check", "--args", "(3,)"], ["graph"], ["emit"]])
+@pytest.mark.parametrize("cmd", [["check", "--args", "(3,)"], ["emit"]])
 def test_unavailable_commands(cmd, tiny, fake_api, capsys):
     assert main([cmd[0], f"{tiny}:loss", *cmd[1:]]) == 2
     assert capsys.readouterr().err.strip() == (
@@ -199,16 +204,13 @@ def test_emit_refused_options(tiny, fake_api, capsys):
         "srcgrad: mode='forward': only 'reverse' is available in this version\n")
 
 
-def test_check_and_graph_wiring(tiny, tmp_path, fake_api, capsys):
-    fake_api.check_cli = lambda func, spec: (spec == "(3,4), (4,)", f"checked {func.__name__}")
-    fake_api.graph_dot = lambda func: f"digraph {func.__name__} {{}}"
+def test_check_wiring(tiny, fake_api, capsys):
+    # The CLI reads --args; the check receives the shapes in its own spelling.
+    fake_api.check_cli = lambda func, spec: (spec == "3x4,4", f"checked {func.__name__} at {spec}")
     assert main(["check", f"{tiny}:loss", "--args", "(3,4), (4,)"]) == 0
-    assert capsys.readouterr().out == "checked loss\n"
-    assert main(["check", f"{tiny}:loss", "--args", "(2,)"]) == 1
-    assert main(["graph", f"{tiny}:loss"]) == 0
-    assert "digraph loss {}" in capsys.readouterr().out
-    assert main(["graph", f"{tiny}:loss", "-o", str(tmp_path / "g.dot")]) == 0
-    assert (tmp_path / "g.dot").read_text() == "digraph loss {}\n"
+    assert capsys.readouterr().out == "checked loss at 3x4,4\n"
+    assert main(["check", f"{tiny}:loss", "--args", "(2,), ()"]) == 1
+    assert capsys.readouterr().out == "checked loss at 2,scalar\n"
 
 
 def test_sibling_imports_and_dotted_names(tmp_path, fake_api, capsys):
@@ -266,18 +268,290 @@ def test_emitted_module_runs_with_only_numpy(tiny, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "g.npy"), expected, rtol=1e-10)
 
 
-# -- packaging ---------------------------------------------------------------------------
+# -- the installed console script ---------------------------------------------------------
+
+SCRIPT = Path(sys.executable).with_name("srcgrad.exe" if os.name == "nt" else "srcgrad")
+needs_script = pytest.mark.skipif(not SCRIPT.exists(), reason="srcgrad is not installed in this "
+                                  "environment (pip install -e .)")
+
+CONTROL = """\
+import numpy as np
 
 
-def test_pyproject_lists_every_package():
-    tomllib = pytest.importorskip("tomllib")
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    on_disk = {".".join(p.parent.relative_to(ROOT).parts)
-               for p in (ROOT / "srcgrad").rglob("*.py") if "__pycache__" not in p.parts}
-    listed = set(config["packages"])
-    missing = on_disk - listed
-    assert not missing, f"add {sorted(missing)} to [tool.setuptools] packages in pyproject.toml"
-    assert config["package-dir"] == {"srcgrad.templates": "templates"}
-    # Without it an editable install cannot serve files("srcgrad.templates") (the
-    # editable finder only maps directories that are regular packages).
-    assert (ROOT / "templates" / "__init__.py").exists()
+def f(x, n):
+    s = np.zeros_like(x)
+    for i in range(n):
+        s = s + np.sin(x) * i
+    if np.sum(s) > 0:
+        s = s * 2.0
+    return np.sum(s ** 2)
+"""
+
+
+def _run(*argv, env=None, cwd=None):
+    return subprocess.run([str(SCRIPT), *argv], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=cwd)
+
+
+@needs_script
+def test_version():
+    import srcgrad
+
+    r = _run("--version")
+    assert r.returncode == 0 and r.stdout == f"srcgrad {srcgrad.__version__}\n"
+
+
+@needs_script
+def test_check_with_the_syntax_its_help_shows(tiny, cache_dir):
+    r = _run("check", "--help")
+    assert '"(3,4), (4,)' in " ".join(r.stdout.split())
+    r = _run("check", f"{tiny}:loss", "--args", "(3,4), (4,)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "OK" and "loss(W: 3x4, x: 4)" in r.stdout
+
+
+@needs_script
+@pytest.mark.parametrize("args,message", [
+    ("(3,4)", "--args gives 1 shapes but loss() takes 2 arguments"),
+    ("(3,4), (5,)", "loss() fails at --args 3x4,5: ValueError: matmul"),
+    ("(3,4), [4]", "argument --args: cannot read '[4]'"),
+    ("(3,4), 'a'", "argument --args: cannot read \"'a'\""),
+])
+def test_check_usage_errors_are_one_line(tiny, cache_dir, args, message):
+    r = _run("check", f"{tiny}:loss", "--args", args)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert message in r.stderr
+    problem = [line for line in r.stderr.splitlines() if not line.startswith(("usage:", " "))]
+    assert len(problem) == 1, r.stderr
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("(3,4), (4,)", [(3, 4), (4,)]),
+    ("(3, 4),(4,),()", [(3, 4), (4,), ()]),
+    ("(3)", [(3,)]),  # what a person means by it, though Python reads an int
+    ("3x4, 4x1, scalar", [(3, 4), (4, 1), ()]),
+    ("(2,), 3, 0.5, -1e-3", [(2,), 3, 0.5, -1e-3]),
+    ("(0, 3)", [(0, 3)]),
+])
+def test_parse_arg_spec(text, expected):
+    from srcgrad.cli import parse_arg_spec
+
+    got = parse_arg_spec(text)
+    assert got == expected
+    assert [type(g) for g in got] == [type(e) for e in expected]
+
+
+@pytest.mark.parametrize("text", ["", "(3,", "(3, -1)", "(3.5,)", "abc", "[1]", "True",
+                                  "1j", "(3,), None", "__import__('os')"])
+def test_parse_arg_spec_refuses(text):
+    import argparse
+
+    from srcgrad.cli import parse_arg_spec
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_arg_spec(text)
+
+
+@needs_script
+def test_cache_info_shows_size_and_entries(cache_dir):
+    size = Path(ModuleCache(cache_dir).put("ab" * 8, "x = 1\n" * 300)).stat().st_size
+    r = _run("cache", "info", env=dict(os.environ, SRCGRAD_CACHE_DIR=str(cache_dir)))
+    assert r.returncode == 0, r.stderr
+    info = _lines(r.stdout)
+    assert info["entries"] == "1" and info["directory"] == str(cache_dir)
+    assert info["bytes"] == str(size) and 1024 < size < 2048
+    assert info["size"] == f"{size / 1024:.1f} KiB in 1 cached module"
+
+
+# -- graph and emit --ir ---------------------------------------------------------------
+
+
+def _dot_nodes(text: str) -> dict[str, str]:
+    """node id -> label of a DOT text as srcgrad writes it."""
+    import re
+
+    return {m.group(1): m.group(2) for m in re.finditer(r'^\s*(n\d+) \[label="((?:[^"\\]|\\.)*)"',
+                                                        text, re.M)}
+
+
+@needs_script
+def test_graph_is_dot_labelled_with_source_lines(tiny, cache_dir):
+    r = _run("graph", f"{tiny}:loss")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('digraph "loss" {') and r.stdout.rstrip().endswith("}")
+    labels = list(_dot_nodes(r.stdout).values())
+    assert labels[:2] == ["W", "x"]
+    assert any(lab.startswith("h = tanh(") and "tiny_model.py:5  h = np.tanh(W @ x)" in lab
+               for lab in labels)
+    assert any("tiny_model.py:6  return np.sum(h ** 2)" in lab for lab in labels)
+    assert "fillcolor=\"#dbe9f6\"" not in r.stdout  # no derivative ops in the function itself
+
+
+@needs_script
+@pytest.mark.parametrize("mode,derivative", [("reverse", "grad_W = "), ("forward", "_t = ")])
+def test_graph_of_the_derivative(tiny, cache_dir, mode, derivative):
+    r = _run("graph", f"{tiny}:loss", "--mode", mode, "--wrt", "W")
+    assert r.returncode == 0, r.stderr
+    labels = _dot_nodes(r.stdout)
+    derived = [lab for lab in labels.values() if derivative in lab]
+    assert derived and all("tiny_model.py:" in lab for lab in derived)
+    assert 'fillcolor="#dbe9f6"' in r.stdout  # the derivative's ops are drawn filled
+    assert "h = tanh(" in r.stdout  # and the function's own ops are there too
+
+
+def test_graph_of_control_flow_has_clusters(tmp_path, cache_dir, capsys):
+    path = tmp_path / "control_mod.py"
+    path.write_text(CONTROL)
+    assert main(["graph", f"{path}:f", "--mode", "reverse"]) == 0
+    out = capsys.readouterr().out
+    for title in ("for_range: body", "cond: then", "cond: else"):
+        assert f'label="{title}"' in out
+    # Edges are written outside the clusters (inside one they would pull both ends in).
+    inside, depth = [], 0
+    for line in out.splitlines():
+        depth += line.count("{") - line.count("}")
+        if depth > 1 and "->" in line:
+            inside.append(line)
+    assert inside == []
+
+
+def _fake_dot(directory: Path) -> Path:
+    """A `dot` that writes what it was asked for, so the wiring is tested without Graphviz."""
+    directory.mkdir()
+    script = directory / "dot"
+    script.write_text(f"#!{sys.executable}\nimport sys\ndata = sys.stdin.read()\n"
+                      "assert data.startswith('digraph')\n"
+                      "sys.stdout.write('<svg fake %s>' % sys.argv[1])\n")
+    script.chmod(0o755)
+    return directory
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a fake `dot` script")
+def test_graph_svg_runs_dot(tiny, tmp_path, cache_dir, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(_fake_dot(tmp_path / "bin")))
+    assert main(["graph", f"{tiny}:loss", "--format", "svg"]) == 0
+    assert capsys.readouterr().out == "<svg fake -Tsvg>"
+    out = tmp_path / "g.svg"
+    assert main(["graph", f"{tiny}:loss", "-o", str(out)]) == 0  # format from the suffix
+    assert out.read_text() == "<svg fake -Tsvg>"
+
+
+@pytest.mark.parametrize("fmt", ["svg", "png"])
+def test_graph_without_graphviz_says_so(tiny, tmp_path, cache_dir, monkeypatch, capsys, fmt):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["graph", f"{tiny}:loss", "--format", fmt, "-o", str(tmp_path / f"g.{fmt}")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"srcgrad: --format {fmt} needs Graphviz's `dot` program")
+    assert "--format dot" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / f"g.{fmt}").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_graph_with_real_graphviz(tmp_path, cache_dir, capsys):
+    path = tmp_path / "control_mod.py"
+    path.write_text(CONTROL)
+    svg, png = tmp_path / "g.svg", tmp_path / "g.png"
+    assert main(["graph", f"{path}:f", "--mode", "reverse", "-o", str(svg)]) == 0
+    assert main(["graph", f"{path}:f", "--mode", "forward", "--format", "png", "-o", str(png)]) == 0
+    assert "<svg" in svg.read_text() and "control_mod.py:6" in svg.read_text()
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+@needs_script
+def test_emit_ir_prints_the_derivatives_ir(tiny, cache_dir):
+    r = _run("emit", f"{tiny}:loss", "--wrt", "W", "--ir")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "graph grad_loss(W, x):"
+    assert any(line.strip().startswith("h = tanh(") and line.endswith("# tiny_model.py:5")
+               for line in lines)
+    assert lines[-1].startswith("  return (") and "grad_W" in lines[-1]
+    r = _run("emit", f"{tiny}:loss", "--ir", "--mode", "both", "--wrt", "x")
+    assert "graph grad_loss(W, x):" in r.stdout and "graph loss_jvp(W, x, x_t):" in r.stdout
+
+
+def test_derivative_graph_is_the_derivative(tiny):
+    """The drawn reverse graph computes the gradient (run by a tiny IR interpreter that
+    evaluates each op with the table's own NumPy renderings would be a second compiler;
+    instead the graph's op list is checked against the module `emit` writes)."""
+    from srcgrad.cli import derivative_graph, load_function
+    from srcgrad.frontend.parse import parse_function
+
+    func = load_function(f"{tiny}:loss")
+    graph = derivative_graph(parse_function(func), (0,), "reverse")
+    prims = [op.prim for op in graph.ops]
+    assert prims.count("tanh") == 1 and "matmul" in prims
+    assert [getattr(o, "name", None) for o in graph.outputs][-1] == "grad_W"
+
+
+# -- how a CompileError prints ----------------------------------------------------------
+
+BAD = """\
+import numpy as np
+import srcgrad as sg
+
+
+def f(x):
+    try:
+        y = x
+    except Exception:
+        y = x
+    return np.sum(y)
+
+
+sg.grad(f)(np.ones(3))
+"""
+
+
+def test_uncaught_compile_error_shows_its_hint(tmp_path, cache_dir):
+    path = tmp_path / "user_script.py"
+    path.write_text(BAD)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SRCGRAD_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                       env=env)
+    err = r.stderr.splitlines()
+    assert r.returncode == 1
+    # Python's syntax-error display of the user's line, the message, then the rewrite.
+    assert f'  File "{path}", line 6' in err
+    assert err[-2] == "srcgrad.errors.CompileError: `try`/`except` is not supported in compiled code"
+    assert err[-1] == "hint: move error handling outside the differentiated function"
+    assert "During handling of the above exception" not in r.stderr
+
+
+def test_compile_error_str_and_note():
+    import traceback
+
+    err = CompileError("bad thing", filename="m.py", lineno=3, col=4, text="  y = f(x)",
+                       hint="write g(x)")
+    assert str(err) == "m.py:3:5: bad thing\n    y = f(x)\n  hint: write g(x)"
+    assert err.msg == "bad thing" and err.lineno == 3
+    shown = "".join(traceback.format_exception(err))
+    assert shown.rstrip().endswith("CompileError: bad thing\nhint: write g(x)")
+    assert "hint" not in "".join(traceback.format_exception(CompileError("plain")))
+
+
+def test_compile_error_pickles():
+    import pickle
+
+    err = CompileError("bad", filename="m.py", lineno=3, col=4, text="y", hint="h")
+    back = pickle.loads(pickle.dumps(err))
+    assert (str(back), back.hint, back.lineno) == (str(err), "h", 3)
+
+
+def test_hide_internal_frames(tmp_path, cache_dir):
+    import traceback
+
+    import srcgrad as sg
+    from srcgrad.errors import hide_internal_frames
+    from tests.corpus import bad_programs as B
+
+    try:
+        sg.grad(B.uses_try)(np.ones(3))
+    except CompileError as caught:
+        err = caught
+    package = str(ROOT / "srcgrad")
+    files = [f.filename for f in traceback.extract_tb(err.__traceback__)]
+    assert any(f.startswith(package) for f in files)  # the tracer's frames, before
+    files = [f.filename for f in traceback.extract_tb(hide_internal_frames(err).__traceback__)]
+    assert files == [__file__]  # this test's own frame is all that is left

@@ -47,11 +47,17 @@ _TRAILER_RE = re.compile(r"# srcgrad-cache: key=(\S+) sha256=([0-9a-f]{64})\n?")
 
 
 def default_directory() -> Path:
-    """`$SRCGRAD_CACHE_DIR` when set and non-empty, else `~/.cache/srcgrad`."""
+    """`$SRCGRAD_CACHE_DIR` when set and non-empty, else the platform's user cache
+    directory for srcgrad: `$XDG_CACHE_HOME/srcgrad` or `~/.cache/srcgrad` on Linux,
+    `~/Library/Caches/srcgrad` on macOS, `%LOCALAPPDATA%\\srcgrad\\Cache` on Windows."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env).expanduser()
-    return Path.home() / ".cache" / "srcgrad"
+    # platformdirs knows each platform's convention; imported only here, because a
+    # process that has $SRCGRAD_CACHE_DIR set never needs it.
+    from platformdirs import user_cache_path
+
+    return user_cache_path("srcgrad", appauthor=False)
 
 
 def _sha256(text: str) -> str:
