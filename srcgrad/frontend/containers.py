@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from srcgrad.frontend.scope import Scope
 from srcgrad.ir.core import Const, Var
 
 # Methods that read a container and leave it unchanged, or change only its structure.
@@ -147,8 +148,6 @@ def comprehension(tracer, node, scope):
     """A list/dict comprehension or generator expression over static iterables: each
     element is traced in turn (the iterables' lengths are known when compiling).
     Its variables live in their own scope, as in Python 3."""
-    from srcgrad.frontend.trace import Scope
-
     inner = Scope({}, scope.lookup_free, scope.locate, outer=scope)
     out = {} if isinstance(node, gast.DictComp) else []
 

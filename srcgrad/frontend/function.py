@@ -35,7 +35,7 @@ Note [Custom Functions]
   written but not marked is a CompileError. Values saved and then written in place
   are Note [Saved values written in place] (srcgrad.frontend.versions).
 
-`ParsedFunction` is the parsed class, shared with the eager runtime; `FunctionCall`
+`ParsedFunction` (srcgrad.frontend.classes) is the parsed class; `FunctionCall`
 is what one `apply` site recorded.
 """
 
@@ -43,112 +43,18 @@ from __future__ import annotations
 
 import itertools
 import warnings
-import weakref
 from dataclasses import dataclass, field
 
 import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend.parse import FunctionSource, parse_function
-from srcgrad.frontend.trace import TraceObject
+from srcgrad.frontend.classes import ParsedFunction, parse_function_class
+from srcgrad.frontend.scope import TraceObject
 from srcgrad.frontend.versions import checked_saved
 from srcgrad.ir.core import Const, Op, Pack, Var
 from srcgrad.ir.expand import to_operand
 from srcgrad.ir.tree import flatten, unflatten
-
-
-# ---------------------------------------------------------------------- the parsed class
-@dataclass(frozen=True, eq=False)
-class ParsedFunction:
-    """A Function subclass with its methods parsed (for the compiler and the runtime)."""
-
-    cls: type
-    name: str  # the class name; the backward node is `<name>Backward`
-    forward: FunctionSource  # takes ctx first unless `setup_context` is set
-    setup_context: FunctionSource | None  # the `setup_context(ctx, inputs, output)` style
-    backward: FunctionSource | None  # `backward`, or its alias `vjp`; None if neither
-    jvp: FunctionSource | None
-    once_differentiable: bool  # backward was decorated with @once_differentiable
-
-    @property
-    def node_name(self) -> str:
-        return f"{self.name}Backward"
-
-
-_PARSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def is_function_class(value) -> bool:
-    return isinstance(value, type) and getattr(value, "_srcgrad_function", False)
-
-
-def applied_class(callee):
-    """The Function subclass when `callee` is its bound `apply`, else None."""
-    owner = getattr(callee, "__self__", None)
-    if is_function_class(owner) and getattr(callee, "__name__", None) == "apply":
-        return owner
-    return None
-
-
-def parse_function_class(cls, loc=None) -> ParsedFunction:
-    """Parse `cls`'s static methods (cached per class); CompileError on torch's class errors."""
-    hit = _PARSED.get(cls)
-    if hit is not None:
-        return hit
-    from srcgrad.autograd.function import Function
-
-    def overridden(name):
-        return getattr(cls, name) is not getattr(Function, name)
-
-    if not overridden("forward"):
-        raise CompileError.at(loc, "You must implement the forward function for custom "
-                              "autograd.Function.")
-    if overridden("backward") and overridden("vjp"):
-        raise CompileError.at(loc, "Implementing both 'backward' and 'vjp' for a custom Function "
-                              "is not allowed. You should only implement one of them.")
-    backward = cls.backward if overridden("backward") else cls.vjp if overridden("vjp") else None
-    parsed = ParsedFunction(
-        cls=cls, name=cls.__name__, forward=parse_function(cls.forward),
-        setup_context=parse_function(cls.setup_context) if overridden("setup_context") else None,
-        backward=parse_function(backward) if backward is not None else None,
-        jvp=parse_function(cls.jvp) if overridden("jvp") else None,
-        once_differentiable=bool(getattr(backward, "_srcgrad_once_differentiable", False)))
-    _PARSED[cls] = parsed
-    return parsed
-
-
-def fingerprint_function(cls, stack) -> str | None:
-    """A Function class's part of a cache key: its methods' sources and free names."""
-    from srcgrad.frontend.resolve import fingerprint
-
-    try:
-        parsed = parse_function_class(cls)
-    except Exception:
-        return None
-    parts = [f"function:{parsed.name}:{parsed.once_differentiable}"]
-    for fs in (parsed.forward, parsed.setup_context, parsed.backward, parsed.jvp):
-        fp = "-" if fs is None else fingerprint(fs, stack)
-        if fp is None:
-            return None
-        parts.append(fp)
-    # The rest of the class body: a helper method or constant its methods read as
-    # `MyFn.helper(...)` must change the key too.
-    for name, value in sorted(vars(cls).items()):
-        if name.startswith("__") or name in ("forward", "setup_context", "backward", "vjp", "jvp"):
-            continue
-        fp = _member_print(value, stack)
-        if fp is None:
-            return None
-        parts.append(f"{name}={fp}")
-    return ":".join(parts)
-
-
-def _member_print(value, stack) -> str | None:
-    from srcgrad.frontend.resolve import _value_print
-
-    value = getattr(value, "__func__", value)  # staticmethod / classmethod
-    return _value_print(value, stack, parse_function)
 
 
 # ---------------------------------------------------------------------- one call site
@@ -168,6 +74,7 @@ class FunctionCall:
     materialize_grads: bool = True
     loc: object = None  # the apply call
     body: tuple = ()  # the ops the forward's body emitted (forward mode skips them)
+    tracer_class: type = None  # the Tracer that recorded the call traces its backward/jvp too
 
     def __repr__(self) -> str:  # cse compares attrs by repr: one record per call
         return f"<{self.parsed.name}.apply #{id(self):x}>"
@@ -182,17 +89,13 @@ class FunctionCall:
 
     def backward_ops(self, expander, op, cotangents, active, same_shape, hooks=None) -> list:
         """Trace the user's backward onto `expander.ops`; one cotangent (or None) per input."""
-        from srcgrad.frontend.trace import Tracer
-
-        tracer = Tracer(expander.namer, expander.ops)
+        tracer = self.tracer_class(expander.namer, expander.ops)
         tracer.loc = op.loc
         return trace_backward(tracer, op, cotangents, active, same_shape, hooks)
 
     def jvp_ops(self, expander, op, tangents) -> dict:
         """Trace the user's jvp onto `expander.ops`; {custom_call output: tangent}."""
-        from srcgrad.frontend.trace import Tracer
-
-        tracer = Tracer(expander.namer, expander.ops)
+        tracer = self.tracer_class(expander.namer, expander.ops)
         tracer.loc = op.loc
         return trace_jvp(tracer, op, tangents)
 
@@ -341,7 +244,7 @@ def trace_apply(tracer, cls, args, kwargs, node):
                         saved_forward=ctx.saved_forward, attributes=ctx.attributes,
                         non_differentiable=frozenset(nondiff),
                         materialize_grads=ctx.materialize_grads, loc=call_loc,
-                        body=tuple(tracer.ops[start:]))
+                        body=tuple(tracer.ops[start:]), tracer_class=type(tracer))
     operands = Pack(tuple(leaf for _, leaf in var_leaves)), Pack(tuple(_input_operand(v) for v in inputs))
     tracer.ops.append(Op("custom_call", operands, tuple(outs), call_loc, {"function": call}))
     for (i, leaf), out in zip(var_leaves, outs):

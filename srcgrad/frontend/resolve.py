@@ -11,6 +11,7 @@ import gast
 import numpy
 
 from srcgrad import rules
+from srcgrad.frontend.classes import parse_function_class
 from srcgrad.ir.expand import MISSING
 
 
@@ -84,9 +85,7 @@ def _value_print(value, stack, parse_function) -> str | None:
             builtins, value.__name__, None) is value:  # `len`, and `staticmethod` in a Function class
         return "builtin:" + value.__name__
     if isinstance(value, type) and getattr(value, "_srcgrad_function", False):
-        from srcgrad.frontend.function import fingerprint_function  # a custom Function class
-
-        return fingerprint_function(value, stack)
+        return fingerprint_function(value, stack)  # a custom Function class
     if isinstance(value, types.FunctionType):
         inner = getattr(value, "__srcgrad__", None)
         if inner is not None:
@@ -98,3 +97,34 @@ def _value_print(value, stack, parse_function) -> str | None:
         fp = fingerprint(sub, stack)
         return None if fp is None else "fn:" + fp
     return None
+
+
+def fingerprint_function(cls, stack) -> str | None:
+    """A Function class's part of a cache key: its methods' sources and free names."""
+    try:
+        parsed = parse_function_class(cls)
+    except Exception:
+        return None
+    parts = [f"function:{parsed.name}:{parsed.once_differentiable}"]
+    for fs in (parsed.forward, parsed.setup_context, parsed.backward, parsed.jvp):
+        fp = "-" if fs is None else fingerprint(fs, stack)
+        if fp is None:
+            return None
+        parts.append(fp)
+    # The rest of the class body: a helper method or constant its methods read as
+    # `MyFn.helper(...)` must change the key too.
+    for name, value in sorted(vars(cls).items()):
+        if name.startswith("__") or name in ("forward", "setup_context", "backward", "vjp", "jvp"):
+            continue
+        fp = _member_print(value, stack)
+        if fp is None:
+            return None
+        parts.append(f"{name}={fp}")
+    return ":".join(parts)
+
+
+def _member_print(value, stack) -> str | None:
+    from srcgrad.frontend.parse import parse_function
+
+    value = getattr(value, "__func__", value)  # staticmethod / classmethod
+    return _value_print(value, stack, parse_function)

@@ -19,9 +19,11 @@ import gast
 from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend import containers
+from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
+from srcgrad.frontend.scope import Scope, TraceObject
 from srcgrad.ir.core import Const, Graph, Var
 from srcgrad.ir.expand import Expander, Namer, describe
 from srcgrad.ir.tree import LEAF, flatten
@@ -36,60 +38,6 @@ MAX_INLINE_DEPTH = 64
 
 def is_temp(var: Var) -> bool:
     return var.name.startswith("_")
-
-
-class Scope:
-    """Name bindings of one function being traced, and how to resolve free names.
-
-    A nested `def`, lambda or comprehension gets a Scope whose `outer` is the scope it
-    was defined in: its free names read the enclosing function's *current* bindings
-    (Python closures capture variables, not values), then the globals."""
-
-    def __init__(self, env: dict, lookup_free, locate, outer=None, nonlocals=frozenset(),
-                 local_names=frozenset()):
-        self.env = env  # local name -> tvalue
-        self.lookup_free = lookup_free  # name -> value or MISSING
-        self.locate = locate  # gast node -> Loc
-        self.outer = outer  # the enclosing Scope of a nested def / comprehension, or None
-        self.nonlocals = set(nonlocals)  # names declared `nonlocal`: read and written in `outer`
-        # names the body assigns (a nested def's locals): never resolved in `outer`
-        self.local_names = frozenset(local_names)
-
-    def owner(self, name):
-        """The scope whose env holds `name` for reads and writes here, or None."""
-        scope = self
-        while scope is not None:
-            if name in scope.nonlocals:
-                scope = scope.outer
-                continue
-            if name in scope.env:
-                return scope
-            if name in scope.local_names:
-                return None  # a local not bound yet
-            scope = scope.outer
-        return None
-
-    def free(self, name):
-        """A name no scope binds: closure cells, globals, builtins (or MISSING)."""
-        scope = self
-        while scope.outer is not None:
-            scope = scope.outer
-        return scope.lookup_free(name)
-
-
-class TraceObject:
-    """A compile-time object that user code uses as a value: a custom Function's `ctx`
-    (srcgrad.frontend.function). The tracer asks it for attributes, attribute
-    stores and method calls instead of evaluating them."""
-
-    def trace_getattr(self, tracer, name, node):
-        raise NotImplementedError
-
-    def trace_setattr(self, tracer, name, value, node):
-        raise NotImplementedError
-
-    def trace_method(self, tracer, name, args, kwargs, node):
-        raise NotImplementedError
 
 
 class Tracer(Expander, ControlFlow):
@@ -316,7 +264,7 @@ class Tracer(Expander, ControlFlow):
     def call(self, callee, args, kwargs, node):
         from srcgrad.frontend import function as custom
 
-        cls = custom.applied_class(callee)
+        cls = applied_class(callee)
         if cls is not None:  # `MyFn.apply(...)` of a custom Function
             return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):

@@ -88,7 +88,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
         if rule.control:  # Note [Reverse mode of control flow]
             tracer.loc = op.loc
             cts = [total(o) for o in op.outs]
-            for arg, ct in reverse_region(op, cts, tracer, namer, active, pending):
+            for arg, ct in reverse_region(op, cts, tracer, namer, active, pending, reverse):
                 _distribute(arg, ct, active, contributions)
             continue
         if rule.nondiff:

@@ -25,25 +25,21 @@ from srcgrad import rules
 from srcgrad.ir.core import Block, Const, Op, Pack, Var, substitute
 
 
-def reverse_region(op, cts, tracer, namer, active, pending):
+def reverse_region(op, cts, tracer, namer, active, pending, reverse_block):
     """Emit the backward of control-flow `op`; [(outer operand, cotangent)].
 
     `cts` are the cotangents of op.outs (None: zero). `pending` collects
     (forward op, new op) pairs to insert before the forward op (tapes).
+    `reverse_block(ops, wrt, seeds, namer)` is reverse mode of a nested block
+    (srcgrad.passes.vjp.reverse, passed in: the two recurse into each other).
     """
     if op.prim == "cond":
-        return _reverse_cond(op, cts, tracer, namer, active)
-    return _reverse_loop(op, cts, tracer, namer, active, pending)
+        return _reverse_cond(op, cts, tracer, namer, active, reverse_block)
+    return _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block)
 
 
 def _zeros_like(v, tracer):
     return tracer.apply(rules.RULES["zeros_like"], [v], {})
-
-
-def _block_reverse(block_ops, wrt, seeds, namer):
-    from srcgrad.passes.vjp import reverse
-
-    return reverse(block_ops, wrt, seeds, namer)
 
 
 def _defined(block) -> set:
@@ -51,7 +47,7 @@ def _defined(block) -> set:
 
 
 # ---------------------------------------------------------------------- cond
-def _reverse_cond(op, cts, tracer, namer, active):
+def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
     pred = op.args[0]
     free = [v for v in dict.fromkeys(op.operand_vars()) if v in active and v.kind == "array"
             and v is not pred]
@@ -61,7 +57,7 @@ def _reverse_cond(op, cts, tracer, namer, active):
     blocks = []
     for block in op.blocks:
         seeds = [(r, ct) for r, ct in zip(block.results, cts) if ct is not None and isinstance(r, Var)]
-        b_ops, grads = _block_reverse(block.ops, free, seeds, namer)
+        b_ops, grads = reverse_block(block.ops, free, seeds, namer)
         inner = type(tracer)(namer, b_ops)
         results = [grads[v] if grads[v] is not None else _zeros_like(v, inner) for v in free]
         _export(op, block, b_ops, results, namer)
@@ -141,7 +137,7 @@ def _simplify_with_forward(body, b_ops, grads, alike):
 
 
 # ---------------------------------------------------------------------- loops
-def _reverse_loop(op, cts, tracer, namer, active, pending):
+def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     body = op.blocks[0]
     is_while = op.prim == "while_loop"
     inits = list(op.args[-1].items)
@@ -158,7 +154,7 @@ def _reverse_loop(op, cts, tracer, namer, active, pending):
     g_params = [Var(namer.fresh("grad_" + p.name.lstrip("_"))) for p, *_ in carried]
     seeds = [(r, g) for (p, r, *_), g in zip(carried, g_params) if isinstance(r, Var)]
     wrt = [p for p, *_ in carried] + free
-    b_ops, grads = _block_reverse(body.ops, wrt, seeds, namer)
+    b_ops, grads = reverse_block(body.ops, wrt, seeds, namer)
     alike = {g: r for (_, r, *_), g in zip(carried, g_params) if isinstance(r, Var)}
     b_ops, grads = _simplify_with_forward(body, b_ops, grads, alike)
     inner = type(tracer)(namer, b_ops)
