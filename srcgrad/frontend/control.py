@@ -20,6 +20,11 @@ Otherwise the construct becomes one op with nested blocks (Note [Regions]):
 * An `if` with a `return` in a branch takes the rest of the function into the
   branch that falls through, so both branches end in a return and the function's
   result is the `cond`'s outputs.
+* `break` sets a flag of its own loop (`_break`, `_break1`, ... by depth among
+  enclosing loops that break) and the body's rest runs under `if not flag`; a
+  `while` also tests it. A `return` inside loops sets `_returned`/`_result` and
+  breaks out of each loop in turn (`if _returned: break` after every inner loop),
+  then `if _returned: return _result` follows the outermost one.
 """
 
 from __future__ import annotations
@@ -32,39 +37,58 @@ from srcgrad.ir.tree import flatten, unflatten
 RETURNED, RESULT = "_returned", "_result"
 
 
+def _name(n, ctx):
+    return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
+
+
+def _assign(target, value, at):
+    return gast.copy_location(gast.Assign(targets=[_name(target, gast.Store())], value=value,
+                                          type_comment=None), at)
+
+
 def _lower_loop_return(loop):
     """`for ...: ... return v ...` as
     `_returned = False; _result = None; for ...: ... _result = v; _returned = True; break`
     followed by `if _returned: return _result` (the rest of the function goes into the
-    branch that falls through: Note [Tracing control flow])."""
-    def name(n, ctx):
-        return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
-
-    def assign(target, value, at):
-        return gast.copy_location(gast.Assign(targets=[name(target, gast.Store())], value=value,
-                                              type_comment=None), at)
+    branch that falls through: Note [Tracing control flow]). A `return` in a loop
+    nested inside leaves that loop by its `break`, and every enclosing loop by an
+    `if _returned: break` after the loop it nests in."""
+    import copy
 
     class Returns(gast.NodeTransformer):
         def visit_FunctionDef(self, node):
             return node  # a nested def's returns are its own
 
+        def visit_Lambda(self, node):
+            return node
+
         def visit_Return(self, node):
             value = node.value or gast.Constant(value=None, kind=None)
-            return [assign(RESULT, value, node),
-                    assign(RETURNED, gast.Constant(value=True, kind=None), node),
+            return [_assign(RESULT, value, node),
+                    _assign(RETURNED, gast.Constant(value=True, kind=None), node),
                     gast.copy_location(gast.Break(), node)]
 
-    import copy
+        def visit_loop(self, node):
+            if not contains_return(node.body):
+                return node
+            self.generic_visit(node)
+            leave = gast.If(test=_name(RETURNED, gast.Load()),
+                            body=[gast.copy_location(gast.Break(), node)], orelse=[])
+            return [node, gast.copy_location(leave, node)]
 
-    body = [Returns().visit(copy.deepcopy(s)) for s in loop.body]
-    flat = [s for b in body for s in (b if isinstance(b, list) else [b])]
+        visit_For = visit_While = visit_loop
+
     new_loop = copy.copy(loop)
-    new_loop.body = flat
-    done = gast.copy_location(gast.If(test=name(RETURNED, gast.Load()),
-                                      body=[gast.copy_location(gast.Return(value=name(RESULT, gast.Load())),
+    new_loop.body = _flat([Returns().visit(copy.deepcopy(s)) for s in loop.body])
+    done = gast.copy_location(gast.If(test=_name(RETURNED, gast.Load()),
+                                      body=[gast.copy_location(gast.Return(value=_name(RESULT, gast.Load())),
                                                                loop)], orelse=[]), loop)
-    return [assign(RETURNED, gast.Constant(value=False, kind=None), loop),
-            assign(RESULT, gast.Constant(value=None, kind=None), loop), new_loop, done]
+    return [_assign(RETURNED, gast.Constant(value=False, kind=None), loop),
+            _assign(RESULT, gast.Constant(value=None, kind=None), loop), new_loop, done]
+
+
+def _flat(stmts):
+    return [s for b in stmts for s in (b if isinstance(b, list) else [b])]
 
 
 def always_returns(stmts) -> bool:
@@ -90,12 +114,12 @@ def assigned_names(stmts) -> list:
     return list(names)
 
 
-def lower_jumps(stmts):
+def lower_jumps(stmts, flag="_break"):
     """(statements without `break`/`continue`, whether a `break` was removed).
 
     A jump ends its iteration: what follows it is dropped, and an `if` holding one
     takes the rest of the body into both of its branches (the branch that jumps
-    drops it again). `break` also sets the loop's break flag, which the caller
+    drops it again). `break` also sets the loop's break flag `flag`, which the caller
     tests (Note [Tracing control flow]). Loops nested inside keep their own jumps.
     """
     found = []
@@ -106,7 +130,7 @@ def lower_jumps(stmts):
                 return body[:i]
             if isinstance(stmt, gast.Break):
                 found.append(stmt)
-                return body[:i] + [_assign_flag(stmt, True)]
+                return body[:i] + [_assign_flag(stmt, flag)]
             if isinstance(stmt, gast.If) and _jumps(stmt):
                 rest = body[i + 1:]
                 branch = gast.If(test=stmt.test, body=lower(stmt.body + rest) or [gast.Pass()],
@@ -117,18 +141,15 @@ def lower_jumps(stmts):
     return lower(list(stmts)), bool(found)
 
 
-BREAK_FLAG = "_break"
+BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
 
 
-def _assign_flag(node, value):
-    target = gast.Name(id=BREAK_FLAG, ctx=gast.Store(), annotation=None, type_comment=None)
-    assign = gast.Assign(targets=[target], value=gast.Constant(value=value, kind=None), type_comment=None)
-    return gast.copy_location(assign, node)
+def _assign_flag(node, flag):
+    return _assign(flag, gast.Constant(value=True, kind=None), node)
 
 
-def _not_flag(node):
-    flag = gast.Name(id=BREAK_FLAG, ctx=gast.Load(), annotation=None, type_comment=None)
-    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=flag), node)
+def _not_flag(node, flag):
+    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())), node)
 
 
 def _jumps(stmt) -> bool:
@@ -256,7 +277,7 @@ class ControlFlow:
                 self.trace_loop_body(node, scope)
             return
         start, stop, step, per_index = plan
-        body = self._loop_body(node, scope)
+        body, flag = self._loop_body(node, scope)
         carried = [n for n in assigned_names(body) + _target_names(node.target)
                    if n in scope.env and n not in _target_names(node.target)]
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
@@ -271,22 +292,22 @@ class ControlFlow:
                 break
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
-        scope.env.pop(BREAK_FLAG, None)
+        scope.env.pop(flag, None)
 
     def trace_while(self, node, scope):
         if node.orelse:
             self.fail(node, "`while ... else`", "use a flag variable")
-        body = self._loop_body(node, scope)
+        body, flag = self._loop_body(node, scope)
         test_node = node.test
-        if BREAK_FLAG in scope.env:  # `while not _break and test`
-            test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node), node.test]),
-                                           node.test)
+        if flag in scope.env:  # `while not _break and test`
+            test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node, flag),
+                                                                               node.test]), node.test)
         test = self.expr(test_node, scope)  # the first test, before the loop (`:=` binds here)
         carried = [n for n in assigned_names([node.test] + body) if n in scope.env]
         if isinstance(test, Const) and not test.value:
             return  # never entered
         kinds = [_kind(scope.env[n]) for n in carried]
-        flag = Var(self.namer.fresh("_running"), "static")
+        running = Var(self.namer.fresh("_running"), "static")
         while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
             body_ops, env_after, _, next_test = self.trace_block(
@@ -296,8 +317,8 @@ class ControlFlow:
                     or self._widen(kinds, carried, env_after)):
                 break
         self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
-                        extra_param=flag, extra_result=next_test)
-        scope.env.pop(BREAK_FLAG, None)
+                        extra_param=running, extra_result=next_test)
+        scope.env.pop(flag, None)
 
     @staticmethod
     def _carry_more(carried, kinds, before, after, targets) -> bool:
@@ -322,14 +343,15 @@ class ControlFlow:
         return changed
 
     def _loop_body(self, node, scope):
-        """The loop's body with break/continue lowered; a `break` adds the flag."""
-        body, breaks = lower_jumps(node.body)
+        """(the loop's body with break/continue lowered, its break flag's name); a
+        `break` adds the flag, one per loop, so nested loops never share one."""
+        depth = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
+        flag = f"{BREAK_FLAG}{depth}" if depth else BREAK_FLAG
+        body, breaks = lower_jumps(node.body, flag)
         if breaks:
-            if BREAK_FLAG in scope.env:
-                self.fail(node, "`break` in nested loops", "move the inner loop into a function")
-            scope.env[BREAK_FLAG] = Const(False)
-            body = [gast.copy_location(gast.If(test=_not_flag(node), body=body, orelse=[]), node)]
-        return body
+            scope.env[flag] = Const(False)
+            body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=body, orelse=[]), node)]
+        return body, flag
 
     def close_loop(self, node, scope, prim, args, carried, params, bound, body_ops, env_after,
                    extra_param=None, extra_result=None):

@@ -1,0 +1,112 @@
+"""Jumps out of nested loops (Note [Tracing control flow]): a `return` inside an inner
+loop leaves every enclosing loop, and each loop's `break` has its own flag. Values,
+gradients (reverse mode) and tangents (forward mode) against NumPy and central
+differences, on data taking each way out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+
+
+def return_in_inner_for(x):
+    for i in range(3):
+        for j in range(3):
+            if x[j] > 0.5 * i:
+                return np.sum((x * x[j]) ** 2)
+    return np.sum(x * 2.0)
+
+
+def return_in_inner_while(x):
+    s = x[0] * 0.0
+    for i in range(3):
+        j = 0
+        while j < 3:
+            s = s + x[j] * x[i]
+            if s > 1.0:
+                return s * x[0]
+            j = j + 1
+    return s
+
+
+def return_three_deep(x):
+    for i in range(2):
+        for j in range(2):
+            for k in range(2):
+                if x[i] * x[j] > x[k] + 0.5:
+                    return x[i] * x[j] * x[k]
+    return np.sum(x)
+
+
+def break_in_while_before_inner_for(x):
+    s = 0.0
+    i = 0
+    while i < 3:
+        if i >= 1:
+            break
+        for j in range(2):
+            s = s + x[j] * 0.5
+        i = i + 1
+    return s
+
+
+def break_in_both_loops(x):
+    s = x[0] * 0.0
+    for i in range(3):
+        if s > 2.0:
+            break
+        for j in range(3):
+            if x[j] < 0.0:
+                break
+            s = s + x[i] * x[j]
+    return s
+
+
+def break_in_inner_while_of_while(x):
+    s = x[0] * 0.0
+    i = 0
+    while True:
+        j = 0
+        while True:
+            s = s + x[i] * x[j]
+            j = j + 1
+            if j >= 2:
+                break
+        i = i + 1
+        if i >= 2 or s > 3.0:
+            break
+    return s
+
+
+CASES = [
+    ("return-inner-for-early", return_in_inner_for, np.array([0.2, 0.9, 0.1])),
+    ("return-inner-for-late", return_in_inner_for, np.array([0.2, 0.3, 0.1])),
+    ("return-inner-for-never", return_in_inner_for, np.array([-0.2, -0.3, -0.1])),
+    ("return-inner-while", return_in_inner_while, np.array([0.6, 0.5, 0.4])),
+    ("return-inner-while-never", return_in_inner_while, np.array([0.1, 0.1, 0.1])),
+    ("return-three-deep", return_three_deep, np.array([0.9, 1.2])),
+    ("return-three-deep-never", return_three_deep, np.array([0.3, 0.2])),
+    ("break-while-then-for", break_in_while_before_inner_for, np.array([1.0, 1.0])),
+    ("break-both-outer", break_in_both_loops, np.array([1.0, 1.5, 0.8])),
+    ("break-both-inner", break_in_both_loops, np.array([0.5, -1.0, 0.8])),
+    ("break-while-while", break_in_inner_while_of_while, np.array([0.7, 1.1])),
+    ("break-while-while-early", break_in_inner_while_of_while, np.array([1.7, 1.1])),
+]
+
+
+@pytest.mark.parametrize("name,fn,x", CASES, ids=[c[0] for c in CASES])
+def test_reverse_mode(name, fn, x):
+    value, grad = sg.value_and_grad(fn)(x)
+    assert_close(value, fn(x))
+    assert_close(grad, numeric_grad(fn, [x], 0), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,fn,x", CASES, ids=[c[0] for c in CASES])
+def test_forward_mode(name, fn, x):
+    tangent = np.linspace(0.5, 1.5, x.size)
+    out, t_out = sg.jvp(fn, (x,), (tangent,))
+    assert_close(out, fn(x))
+    assert_close(t_out, np.sum(numeric_grad(fn, [x], 0) * tangent), rtol=1e-5, atol=1e-7)
