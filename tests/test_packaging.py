@@ -119,6 +119,50 @@ def test_sdist_contents():
     assert not missing, f"not in {path.name}: {missing[:10]}"
     for required in ("LICENSE", "README.md", "pyproject.toml", "srcgrad/py.typed",
                      "srcgrad/_version.py", "templates/module.py.j2", "tests/golden",
-                     "tests/corpus/__init__.py"):
+                     "tests/corpus/programs.py"):
         assert required in names or any(n.startswith(required + "/") for n in names), required
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+# -- messages name only what ships ----------------------------------------------------
+
+# Files that exist in the repository (or beside it) but not in an installed srcgrad.
+_UNSHIPPED = re.compile(r"\b(API\.md|DESIGN\.md|seeds/|spec/torch_semantics|shared/)")
+# A placeholder a user cannot type: `np.<name>(x, ...)`.
+_PLACEHOLDER = re.compile(r"<[a-z_]+>")
+
+# Messages in files this test's author does not own, reported to their owner; the test
+# still refuses any new one. Fixed? Remove it here.
+KNOWN = {
+    ("srcgrad/frontend/trace.py", "see API.md for what compiled functions may contain"),
+}
+
+
+def _message_strings(path: Path):
+    """String constants that are not docstrings (messages, hints), with f-string parts."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.value
+
+
+def test_messages_name_no_unshipped_file_and_no_placeholder():
+    found = set()
+    for path in sorted((ROOT / "srcgrad").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("srcgrad/templates"):
+            continue
+        for text in _message_strings(path):
+            if _UNSHIPPED.search(text) or ("`" in text and _PLACEHOLDER.search(text)):
+                found.add((rel, text))
+    new = found - KNOWN
+    assert not new, f"messages that point at files users do not have, or placeholders: {sorted(new)}"
+    assert KNOWN <= found, f"fixed: remove from KNOWN {sorted(KNOWN - found)}"
