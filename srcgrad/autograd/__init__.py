@@ -1,6 +1,11 @@
 """The eager autograd runtime (`sg.Tensor`, `sg.autograd`), mirroring torch.autograd."""
 
-from srcgrad.autograd import function, graph
+# The Tensor runtime after `function`/`graph`: srcgrad.frontend.function imports
+# srcgrad.autograd.function lazily, and that import must not pull the runtime in half-built.
+# Each module below installs its part of Tensor (operators, methods, NumPy protocols,
+# backward) when imported.
+from srcgrad.autograd import dispatch, engine, function, graph, inplace, methods, ops, saved, tensor  # noqa: E402,I001
+from srcgrad.autograd.engine import backward, grad  # noqa: E402
 from srcgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from srcgrad.autograd.grad_mode import (
     enable_grad,
@@ -11,7 +16,9 @@ from srcgrad.autograd.grad_mode import (
     set_grad_enabled,
 )
 from srcgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from srcgrad.autograd.tensor import Tensor  # noqa: E402
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx",
            "once_differentiable", "function", "graph", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "backward", "grad",
+           "Tensor", "engine", "tensor", "ops", "methods", "inplace", "dispatch", "saved"]

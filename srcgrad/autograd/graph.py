@@ -172,3 +172,90 @@ class allow_mutation_on_saved_tensors:  # noqa: N801 (torch's name)
         _allow_mutation[0] = None
         _mode_changed()
         return False
+
+
+# ---------------------------------------------------------------- the eager graph's nodes
+from srcgrad.autograd.node import Node, RemovableHandle, current_task  # noqa: E402
+
+__all__ += ["Node", "register_multi_grad_hook", "get_gradient_edge", "GradientEdge"]
+
+
+class GradientEdge(tuple):
+    """`(node, output_nr)`: where a tensor's gradient enters the graph."""
+
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr):
+        return super().__new__(cls, (node, output_nr))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    if tensor.grad_fn is None:
+        return GradientEdge(tensor.accumulator(), 0)
+    return GradientEdge(tensor.grad_fn, tensor.output_nr)
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """`fn` is called once per backward pass: with every relevant tensor's gradient
+    (None where a tensor is not in the pass) when they are all computed (`mode="all"`),
+    or with the first one computed (`mode="any"`)."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state = {"task": None, "grads": None, "count": 0, "expected": 0, "fired": False}
+
+    def node_of(t):
+        if t.grad_fn is not None:
+            return t.grad_fn
+        acc = t._acc() if t._acc is not None else None
+        return acc
+
+    def start(task):
+        state.update(task=task, grads=[None] * len(tensors), count=0, fired=False,
+                     expected=sum(1 for t in tensors if t.requires_grad
+                                  and task.will_execute(node_of(t))))
+
+    def make_hook(i):
+        def hook(grad):
+            task = current_task()
+            if state["task"] is not task:
+                start(task)
+            if mode == "any":
+                if not state["fired"]:
+                    state["fired"] = True
+                    fn(grad)
+                return None
+            state["grads"][i] = grad
+            state["count"] += 1
+            if state["count"] == state["expected"]:
+                fn(tuple(state["grads"]))
+            return None
+
+        return hook
+
+    handles = [t.register_hook(make_hook(i)) for i, t in enumerate(tensors) if t.requires_grad]
+    return _MultiHandle(handles)
+
+
+class _MultiHandle:
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+_ = RemovableHandle

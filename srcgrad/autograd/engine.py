@@ -1,0 +1,553 @@
+"""The engine: `backward` and `grad` over the graph of OpNodes (spec §1, §2, §4, §10).
+
+Note [Engine order]
+~~~~~~~~~~~~~~~~~~~
+A pass first walks the graph from the roots and counts, per node, the edges that reach
+it. A node runs when every node that feeds it has run (its gradients are then
+complete: contributions from several uses are summed in its buffer first, so a tensor
+hook sees the total once). Among ready nodes the most recently created runs first,
+and AccumulateGrad nodes as soon as they are ready, as torch's CPU ready queue does
+(`sequence_nr` order); hooks therefore fire in torch's order.
+
+With `inputs=` only nodes on a path to an input are *needed*; under `grad()` an
+input's gradient is *captured* where it arrives (after its tensor hooks), and the
+node that would consume it runs only if it is needed to reach another input. For
+each node, when its gradient is ready: tensor hooks, the retain_grad capture, the
+grad() capture, Node pre-hooks, the node (AccumulateGrad: `.grad`, then the
+post-accumulate hooks), Node post-hooks.
+
+Without create_graph, gradients are plain arrays from end to end (the kernels run on
+arrays; a hook sees a Tensor wrapping the array). With create_graph they are Tensors,
+grad mode is on while the pass runs, and each kernel runs on Tensors: its ops are
+recorded, so the result can be differentiated again (Note [One node per op]).
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+
+import numpy
+
+from srcgrad.autograd import grad_mode
+from srcgrad.autograd.node import (
+    SECOND_TIME,
+    AccumulateGrad,
+    Node,
+    hook_name,
+    legacy_type,
+    task_stack,
+    torch_dtype,
+    torch_size,
+)
+from srcgrad.autograd.ops import apply
+from srcgrad.autograd.saved import saved_value
+from srcgrad.autograd.tensor import Tensor
+
+__all__ = ["backward", "grad"]
+
+_STATE = grad_mode.STATE
+
+CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak.")
+
+
+# ---------------------------------------------------------------- public entry points
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None) -> None:
+    """Accumulate the gradients of `tensors` into the `.grad` of the graph's leaves."""
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                      FutureWarning, stacklevel=2)
+        grad_tensors = grad_variables if grad_tensors is None else grad_tensors
+    if create_graph:
+        warnings.warn(CREATE_GRAPH_WARNING, UserWarning, stacklevel=3)
+    targets = None
+    if inputs is not None:
+        inputs = _sequence(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        targets = set()
+        for t in inputs:
+            if t._grad_fn is None:
+                targets.add(t.accumulator())
+            else:
+                t.retain_grad()
+                targets.add(t._grad_fn)
+    roots, grads = _roots(tensors, grad_tensors, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    _run(roots, grads, retain_graph, create_graph, True, targets, {})
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of `outputs` with respect to `inputs` (a tuple; `.grad` untouched)."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
+                         "True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    keys = list(inputs.keys()) if isinstance(inputs, dict) else None
+    seq = _sequence(inputs)
+    if not seq:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    for t in seq:
+        if not t._rg:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if is_grads_batched:
+        results = _batched(outputs, seq, grad_outputs, retain_graph, create_graph)
+    else:
+        roots, grads = _roots(outputs, grad_outputs, create_graph)
+        results = _grad_once(roots, grads, seq, retain_graph, create_graph)
+    out = []
+    for i, (t, g) in enumerate(zip(seq, results)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            if materialize_grads:
+                g = Tensor._make(numpy.zeros_like(t._data))
+        out.append(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g)))
+    return dict(zip(keys, out)) if keys is not None else tuple(out)
+
+
+def _grad_once(roots, grads, seq, retain_graph, create_graph):
+    captures = {}
+    for i, t in enumerate(seq):
+        edge = (t.accumulator(), 0) if t._grad_fn is None else (t._grad_fn, t._output_nr)
+        captures.setdefault(edge, []).append(i)
+    results = [None] * len(seq)
+    _run(roots, grads, retain_graph, create_graph, False, set(), captures, results)
+    return results
+
+
+def _batched(outputs, seq, grad_outputs, retain_graph, create_graph):
+    outs = _sequence(outputs)
+    gos = _sequence(grad_outputs)
+    for i, (o, g) in enumerate(zip(outs, gos)):
+        if tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output "
+                "as the batch dimension. The sizes of the remaining dimensions are expected to "
+                f"match the shape of corresponding output, but a mismatch was detected: "
+                f"grad_output[{i}] has a shape of {torch_size(g.shape[1:])} and output[{i}] has a "
+                f"shape of {torch_size(o.shape)}. If you only want some tensors in `grad_output` "
+                "to be considered batched, consider using vmap.")
+    n = gos[0].shape[0]
+    per_batch = []
+    for b in range(n):
+        roots, grads = _roots(outs, [g[b] for g in gos], create_graph)
+        per_batch.append(_grad_once(roots, grads, seq, True if b < n - 1 else retain_graph,
+                                    create_graph))
+    results = []
+    for i in range(len(seq)):
+        column = [r[i] for r in per_batch]
+        if any(c is None for c in column):
+            results.append(None)
+        elif create_graph:
+            results.append(numpy.stack(column))
+        else:
+            results.append(numpy.stack([_arr(c) for c in column]))
+    return results
+
+
+def _sequence(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    if isinstance(x, dict):
+        return tuple(x.values())
+    return tuple(x)
+
+
+def _arr(g):
+    return g._data if isinstance(g, Tensor) else numpy.asarray(g)
+
+
+def _roots(tensors, grad_tensors, create_graph) -> tuple:
+    """(root edges, root gradients) with torch's checks and implicit ones."""
+    tensors = _sequence(tensors)
+    if grad_tensors is None:
+        grads = (None,) * len(tensors)
+    elif isinstance(grad_tensors, (list, tuple)):
+        grads = tuple(grad_tensors)
+    else:
+        grads = (grad_tensors,)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
+    edges, values = [], []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if g is None:
+            if t._rg:
+                if t._data.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if t._data.dtype.kind == "c":
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {torch_dtype(t.dtype)}")
+            value = numpy.ones_like(t._data)
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        else:
+            value = _check_grad(i, t, g, create_graph)
+        if not t._rg:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        edges.append((t.accumulator(), 0) if t._grad_fn is None else (t._grad_fn, t._output_nr))
+        if create_graph and not isinstance(value, Tensor):
+            value = Tensor._make(value)
+        values.append(value)
+    return edges, values
+
+
+def _check_grad(i, t, g, create_graph):
+    if g.shape != t.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{torch_size(g.shape)} and output[{i}] has a shape of "
+                           f"{torch_size(t.shape)}.")
+    if (g.dtype.kind == "c") != (t.dtype.kind == "c"):
+        raise RuntimeError("For complex Tensors, both grad_output and output are required to have "
+                           f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                           f"{torch_dtype(g.dtype)} and output[{i}] has a dtype of "
+                           f"{torch_dtype(t.dtype)}.")
+    if create_graph:
+        return g if g.dtype == t.dtype else g.astype(t.dtype)
+    return g._data if g.dtype == t.dtype else g._data.astype(t.dtype)
+
+
+# ---------------------------------------------------------------- the pass
+class _Task:
+    """One backward/grad pass (what register_multi_grad_hook asks about)."""
+
+    __slots__ = ("deps", "needed", "captures", "roots")
+
+    def will_execute(self, node) -> bool:
+        """Whether `node` is in this pass's graph and runs or captures a gradient."""
+        if node is None or (node not in self.deps and node not in self.roots):
+            return False
+        return self.needed is None or node in self.needed or any(
+            n is node for n, _ in self.captures)
+
+
+def _discover(root_nodes) -> dict:
+    """node -> number of edges into it from nodes reachable from the roots."""
+    deps = {}
+    seen = set(root_nodes)
+    stack = list(seen)
+    while stack:
+        node = stack.pop()
+        for e in node._next:
+            if e is not None:
+                child = e[0]
+                deps[child] = deps.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+    return deps
+
+
+def _needed(root_nodes, deps, targets, captures) -> set:
+    """Nodes on a path to a target or a capture (Note [Engine order])."""
+    capture_nodes = {n for n, _ in captures}
+    order, remaining = [], dict(deps)
+    ready = [n for n in set(root_nodes) if remaining.get(n, 0) == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for e in node._next:
+            if e is not None:
+                remaining[e[0]] -= 1
+                if remaining[e[0]] == 0:
+                    ready.append(e[0])
+    needed = set(targets)
+    for node in reversed(order):
+        if node in needed:
+            continue
+        for e in node._next:
+            if e is not None and (e[0] in needed or e[0] in capture_nodes):
+                needed.add(node)
+                break
+    return needed
+
+
+def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results=None):
+    root_nodes = [n for n, _ in roots]
+    deps = _discover(root_nodes)
+    task = _Task()
+    task.deps = deps
+    task.roots = set(root_nodes)
+    task.captures = captures
+    task.needed = None if targets is None else _needed(root_nodes, deps, targets, captures)
+    needed = task.needed
+    capture_nodes = {n for n, _ in captures}
+    stack = task_stack()
+    stack.append(task)
+    prev_mode = _STATE.grad_enabled
+    _STATE.grad_enabled = bool(create_graph)
+    executed = []
+    try:
+        buffers, heap = {}, []
+        tie = 0
+        for (node, nr), g in zip(roots, grads):
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node.n_outputs()
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
+        for node in buffers:
+            if deps.get(node, 0) == 0:
+                heapq.heappush(heap, (-node._seq, tie, node))
+                tie += 1
+        while heap:
+            node = heapq.heappop(heap)[2]
+            buf = buffers.pop(node, None) or [None] * node.n_outputs()
+            runs = needed is None or node in needed
+            if not runs and node not in capture_nodes:
+                continue
+            out = _process(node, buf, runs, create_graph, accumulate, captures, results)
+            if not runs:
+                continue
+            executed.append(node)
+            for e, g in zip(node._next, out):
+                if e is None:
+                    continue
+                child, nr = e
+                if needed is not None and child not in needed and child not in capture_nodes:
+                    continue
+                if g is not None:
+                    cbuf = buffers.get(child)
+                    if cbuf is None:
+                        cbuf = buffers[child] = [None] * child.n_outputs()
+                    cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
+                d = deps[child] - 1
+                deps[child] = d
+                if d == 0:
+                    heapq.heappush(heap, (-child._seq, tie, child))
+                    tie += 1
+    finally:
+        _STATE.grad_enabled = prev_mode
+        stack.pop()
+        if not retain_graph:
+            for node in executed:
+                release = getattr(node, "release", None)
+                if release is not None:
+                    release()
+
+
+def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tuple:
+    """Hooks, captures and the node itself, in torch's order (Note [Engine order])."""
+    if type(node) is AccumulateGrad:
+        var = node.variable
+        if var._hooks and buf[0] is not None:
+            buf[0] = _tensor_hooks(var._hooks, buf[0], create_graph)
+    else:
+        if node._tpre:
+            for nr, hooks in node._tpre.items():
+                if hooks and buf[nr] is not None:
+                    buf[nr] = _tensor_hooks(hooks, buf[nr], create_graph)
+        if node._retain:
+            for nr, ref in node._retain.items():
+                t = ref()
+                if t is not None and buf[nr] is not None:
+                    _retain(t, buf[nr], create_graph)
+    if captures:
+        for nr in range(len(buf)):
+            slots = captures.get((node, nr))
+            if slots is not None and buf[nr] is not None:
+                for i in slots:
+                    results[i] = buf[nr]
+    if not runs:
+        return ()
+    if node._pre:
+        buf = _node_prehooks(node, buf, create_graph)
+    if type(node) is AccumulateGrad:
+        out = ()
+        if accumulate and buf[0] is not None:
+            _accumulate(node.variable, buf[0], create_graph)
+    elif all(g is None for g in buf):
+        out = (None,) * len(node._next)
+    else:
+        out = node_backward(node, buf, create_graph)
+    if node._post:
+        out = _node_posthooks(node, out, buf, create_graph)
+    return out
+
+
+def node_backward(node, cts, create_graph) -> tuple:
+    """The node's gradients, one per next edge (Note [One node per op])."""
+    saved = node._saved
+    if saved is None:
+        raise RuntimeError(SECOND_TIME)
+    if create_graph:
+        saved = _tensor_saved(node)
+        cts = [c if c is None or isinstance(c, Tensor) else Tensor._make(_arr(c)) for c in cts]
+        out = node._kernel.backward(saved, *cts)
+        return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g))
+                     for g in out)
+    if node._versions is not None or node._packed is not None:
+        saved = tuple(saved_value(node, j, False) for j in range(len(saved)))
+    return node._kernel.backward(saved, *cts)
+
+
+def _tensor_saved(node) -> tuple:
+    """Saved values as Tensors, recomputed where the kernel computed them in forward."""
+    kinds = node._kernel.saved_from
+    fresh = None
+    if any(kind == "computed" for kind, _ in kinds):
+        _, fresh = node._kernel.forward(*node._operands)
+    return tuple(fresh[j] if kind == "computed" else saved_value(node, j, True)
+                 for j, (kind, _) in enumerate(kinds))
+
+
+def call_node(node, grads) -> tuple:
+    """`grad_fn(*grads)`: run one node directly on Tensors."""
+    if type(node) is AccumulateGrad:
+        return ()
+    cg = _STATE.grad_enabled
+    cts = [None if g is None else g if cg else _arr(g) for g in grads]
+    out = node_backward(node, cts, cg)
+    return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g)) for g in out)
+
+
+# ---------------------------------------------------------------- hooks and accumulation
+def _wrap(g, create_graph):
+    if create_graph or isinstance(g, Tensor):
+        return g
+    return Tensor._make(g if type(g) is numpy.ndarray else numpy.asarray(g))
+
+
+def _unwrap(t, create_graph):
+    return t if create_graph else t._data
+
+
+def _tensor_hooks(hooks, g, create_graph):
+    for fn in list(hooks.values()):
+        before = _wrap(g, create_graph)
+        r = fn(before)
+        if r is None:
+            continue
+        if not isinstance(r, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if r.shape != before.shape:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
+        if r.dtype != before.dtype:
+            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the type of value (was "
+                               f"{legacy_type(before._data)} got {legacy_type(r._data)})")
+        g = _unwrap(r, create_graph)
+    return g
+
+
+def _node_prehooks(node, buf, create_graph):
+    for fn in list(node._pre.values()):
+        args = tuple(None if g is None else _wrap(g, create_graph) for g in buf)
+        r = fn(args)
+        if r is None:
+            continue
+        r = tuple(r)
+        if len(r) != len(buf):
+            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
+                               f"values (got {len(r)}, but expected {len(buf)})")
+        buf = [None if g is None else _unwrap(g, create_graph) if isinstance(g, Tensor) else g
+               for g in r]
+    return buf
+
+
+def _node_posthooks(node, out, buf, create_graph):
+    grad_outputs = tuple(None if g is None else _wrap(g, create_graph) for g in buf)
+    for fn in list(node._post.values()):
+        grad_inputs = tuple(None if g is None else _wrap(g, create_graph) for g in out)
+        r = fn(grad_inputs, grad_outputs)
+        if r is None:
+            continue
+        r = tuple(r)
+        if len(r) != len(out):
+            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
+                               f"values (got {len(r)}, but expected {len(out)})")
+        for old, new in zip(out, r):
+            if old is None and new is not None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+        out = tuple(None if g is None else _unwrap(g, create_graph) if isinstance(g, Tensor)
+                    else g for g in r)
+    return out
+
+
+def _retain(t, g, create_graph):
+    old = t._grad
+    if create_graph:
+        t._grad = g.clone() if old is None else old + g
+    else:
+        t._grad = Tensor._make(numpy.array(g, copy=True)) if old is None else \
+            Tensor._make(old._data + g)
+
+
+def _accumulate(var, g, create_graph):
+    """`.grad += g` with torch's layout rules (spec §10)."""
+    old = var._grad
+    if create_graph:
+        if not isinstance(g, Tensor):
+            g = Tensor._make(_arr(g))
+        if g.dtype != var.dtype:
+            g = g.astype(var.dtype)
+        if old is None:
+            if g._rg:
+                var._grad = apply("copy", {}, (), (g,), "torch::autograd::CopyBackwards")
+            else:
+                var._grad = Tensor._make(_layout_copy(var._data, g._data))
+        else:
+            var._grad = old + g
+    elif old is None:
+        var._grad = Tensor._make(_layout_copy(var._data, g))
+    else:
+        data = old._data
+        if data.strides != var._data.strides and data.strides != _layout_strides(var._data):
+            warnings.warn(
+                "grad and param do not obey the gradient layout contract. This is not an error, "
+                "but may impair performance.\n"
+                f"grad.sizes() = {list(data.shape)}, strides() = {list(old.stride())}\n"
+                f"param.sizes() = {list(var.shape)}, strides() = {list(var.stride())}",
+                UserWarning, stacklevel=2)
+        data += g
+    if var._post_hooks:
+        for fn in list(var._post_hooks.values()):
+            if fn(var) is not None:
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def _layout_copy(param, g):
+    """A new gradient array laid out like the parameter (torch's layout contract)."""
+    out = numpy.empty_like(param)
+    out[...] = g
+    return out
+
+
+def _layout_strides(param):
+    return numpy.empty_like(param).strides
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate this tensor's gradient into the leaves' `.grad` (torch's Tensor.backward)."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _call_node(self, *grads):
+    """`grad_fn(*grads)`: one argument per forward output."""
+    n = self.n_outputs()
+    if len(grads) != n:
+        raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
+    result = call_node(self, grads)
+    return result[0] if len(result) == 1 else result
+
+
+Tensor.backward = _tensor_backward
+Node.__call__ = _call_node

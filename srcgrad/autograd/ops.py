@@ -1,0 +1,335 @@
+"""Tensor ops: every differentiable op is a row of the derivative table.
+
+`apply(rule, static, skey, operands)` runs the forward of the row's one-op kernel
+(srcgrad.kernels.op_kernel, generated once per (row, static arguments, active
+operands) and cached here in a dict) on the operands' arrays and, when grad mode is
+on and an operand requires grad, records one `OpNode` whose backward is the kernel's
+(Note [One node per op] in srcgrad.autograd.node). Operators, torch-named methods
+(srcgrad.autograd.methods) and NumPy functions applied to Tensors (`__array_ufunc__`,
+`__array_function__`) all end here; nothing else computes a derivative.
+
+Operands are *dynamic* (arrays, Tensors, Python numbers in differentiable slots) or
+*static* (axis, keepdims, shapes, indices): `bind` sorts a call's arguments by the
+rule's signature. The per-op path does no signature binding: operators and methods
+pass their operands and statics directly.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.autograd import grad_mode
+from srcgrad.autograd import graph as _graph
+from srcgrad.autograd.node import _CLASSES, _RAW, node_class
+from srcgrad.autograd.tensor import Tensor
+
+_STATE = grad_mode.STATE
+_ndarray = numpy.ndarray
+_asarray = numpy.asarray
+_KERNELS: dict = {}  # (rule, static key, active) -> _Entry
+_NO_STATIC: dict = {}
+SEQUENCE_COUNT = "#arrays"
+
+# Rows whose NumPy result may be a view of operand 0: it shares the version counter.
+VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose", "swapaxes",
+                        "moveaxis", "expand_dims", "squeeze", "getitem", "diagonal",
+                        "broadcast_to", "flip"})
+
+
+class _Entry:
+    """A kernel and the facts the per-op path reads from its saved_from."""
+
+    __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view")
+
+    def __init__(self, kernel, view):
+        self.kernel = kernel
+        self.forward = kernel.forward
+        sf = kernel.saved_from
+        self.nsaved = len(sf)
+        self.saved_in = tuple((j, i) for j, (kind, i) in enumerate(sf) if kind == "input")
+        self.saved_out = tuple((j, k) for j, (kind, k) in enumerate(sf) if kind == "output")
+        self.keep_operands = any(kind in ("input", "computed") for kind, _ in sf)
+        self.view = view
+
+
+def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
+    key = (rule, skey, active)
+    e = _KERNELS.get(key)
+    if e is None:
+        from srcgrad.kernels import op_kernel
+
+        e = _KERNELS[key] = _Entry(op_kernel(rule, static, active), rule in VIEW_RULES)
+    return e
+
+
+def static_key(static: dict):
+    """A hashable key of the static arguments (repr where a value is unhashable)."""
+    if not static:
+        return ()
+    key = tuple(static.items())
+    try:
+        hash(key)
+    except TypeError:
+        key = repr(key)
+    return key
+
+
+def apply(rule: str, static: dict, skey, operands: tuple, name: str):
+    """Run row `rule` on `operands` (its dynamic operands in signature order)."""
+    datas = []
+    active = []
+    record = False
+    for a in operands:
+        if isinstance(a, Tensor):
+            datas.append(a._data)
+            r = a._rg
+            active.append(r)
+            record = record or r
+        else:
+            datas.append(a)
+            active.append(False)
+    record = record and _STATE.grad_enabled and not _STATE.inference
+    active = tuple(active) if record else (False,) * len(operands)
+    e = entry_for(rule, static, skey, active)
+    ans, saved = e.forward(*datas)
+    if not record:
+        if type(ans) is tuple:
+            return tuple(_plain(a, operands, e) for a in ans)
+        return _plain(ans, operands, e)
+    return _record(e, name, ans, saved, operands)
+
+
+def _plain(ans, operands, e):
+    if type(ans) is not _ndarray:
+        ans = _asarray(ans)
+    t = Tensor._make(ans)
+    if e.view and ans.base is not None and isinstance(operands[0], Tensor):
+        _share_version(t, operands[0])
+    return t
+
+
+def _share_version(view, source):
+    view._vc = source._vc
+    view._base = source._base if source._base is not None else source
+
+
+def _edge(a):
+    if isinstance(a, Tensor) and a._rg:
+        fn = a._grad_fn
+        return (a.accumulator(), 0) if fn is None else (fn, a._output_nr)
+    return None
+
+
+def _record(e: _Entry, name: str, ans, saved, operands):
+    multi = type(ans) is tuple
+    outs_data = ans if multi else (ans,)
+    outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in outs_data)
+    cls = _CLASSES.get(name) or node_class(name)
+    node = cls(name, e.kernel, saved, operands if e.keep_operands else None,
+               tuple(map(_edge, operands)), len(outs_data),
+               tuple((a.shape, a.dtype) for a in outs_data))
+    outs = []
+    for k, a in enumerate(outs_data):
+        diff = a.dtype.kind in "fc"
+        t = Tensor._make(a, diff, node if diff else None, k)
+        outs.append(t)
+    if e.view and outs_data[0].base is not None and isinstance(operands[0], Tensor):
+        _share_version(outs[0], operands[0])
+    if e.nsaved:
+        _track_saved(node, e, saved, operands, outs)
+    return tuple(outs) if multi else outs[0]
+
+
+def _track_saved(node, e, saved, operands, outs):
+    """Record versions of saved Tensors; pack them when saved-tensor hooks are active."""
+    versions = None
+    for j, i in e.saved_in:
+        a = operands[i]
+        if isinstance(a, Tensor):
+            if a._inference and not _STATE.inference:
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. Please do not use Tensors "
+                    "created in inference mode in computation tracked by autograd. To work around "
+                    "this, you can make a clone to get a normal tensor and use it in autograd, or "
+                    "use `torch.no_grad()` instead of `torch.inference_mode()`.")
+            if versions is None:
+                versions = [None] * e.nsaved
+            versions[j] = (a._vc, a._vc.v, None if a._grad_fn is None else (a._grad_fn,
+                                                                            a._output_nr))
+    for j, k in e.saved_out:
+        if versions is None:
+            versions = [None] * e.nsaved
+        t = outs[k]
+        versions[j] = (t._vc, t._vc.v, (node, k))
+    node._versions = versions
+    hooks = _graph.current_hooks()
+    if hooks is not None:
+        _pack_all(node, e, saved, operands, outs, hooks)
+
+
+def _pack_all(node, e, saved, operands, outs, hooks):
+    pack, unpack = hooks
+    packed = [_RAW] * e.nsaved
+    kept = list(saved)
+    for j, (kind, i) in enumerate(e.kernel.saved_from):
+        if kind == "input":
+            a = operands[i]
+            if isinstance(a, Tensor):
+                value = a
+            elif isinstance(a, _ndarray):
+                value = Tensor._make(a)
+            else:
+                continue  # a Python number is never hooked
+        elif kind == "output":
+            value = outs[i]
+        elif kind == "computed" and isinstance(saved[j], _ndarray):
+            value = Tensor._make(saved[j])
+        else:
+            continue
+        packed[j] = pack(value)
+        kept[j] = None
+    node._packed = packed
+    node._unpack = unpack
+    node._saved = tuple(kept)
+
+
+# ---------------------------------------------------------------- generic calls by signature
+def is_dynamic(value, differentiable: bool) -> bool:
+    if isinstance(value, (Tensor, _ndarray)):
+        return True
+    if differentiable and isinstance(value, (int, float, complex, numpy.number)) \
+            and not isinstance(value, bool):
+        return True
+    return False
+
+
+def freeze(value):
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, numpy.integer):
+        return int(value)
+    if isinstance(value, Tensor) and value._data.ndim == 0 and value._data.dtype.kind in "iu":
+        return int(value._data)
+    return value
+
+
+def bind(rule, args, kwargs) -> tuple:
+    """(static dict, dynamic operands) of a call of `rule` (the generic, slower path)."""
+    sig = rule.py_signature
+    bound = sig.bind(*args, **kwargs)
+    static, dynamic = {}, []
+    for pname, param in sig.parameters.items():
+        if pname in bound.arguments:
+            value = bound.arguments[pname]
+        elif param.default is not param.empty:
+            value = param.default
+        else:
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            dynamic.extend(value)
+            continue
+        if pname == "arrays":
+            value = list(value)
+            static[SEQUENCE_COUNT] = len(value)
+            dynamic.extend(value)
+        elif is_dynamic(value, pname in rule.vjp):
+            dynamic.append(value)
+        else:
+            static[pname] = freeze(value)
+    return static, tuple(dynamic)
+
+
+def call_rule(rule, args, kwargs, name=None):
+    static, dynamic = bind(rule, args, kwargs)
+    result = apply(rule.name, static, static_key(static), dynamic, name or node_name(rule.name))
+    if rule.static_out:
+        return _unwrap(result)
+    return result
+
+
+def _unwrap(value):
+    if isinstance(value, Tensor):
+        return value._data if value._data.ndim else value._data.item()
+    if isinstance(value, tuple):
+        return tuple(_unwrap(v) for v in value)
+    return value
+
+
+# ---------------------------------------------------------------- torch's node names
+_TORCH_NAMES = {
+    "multiply": "Mul", "add": "Add", "subtract": "Sub", "divide": "Div", "power": "Pow",
+    "negative": "Neg", "positive": "Positive", "copy": "Clone", "astype": "ToCopy",
+    "reshape": "View", "ravel": "View", "flatten": "View", "T": "T", "transpose": "Permute",
+    "matrix_transpose": "Transpose", "swapaxes": "Transpose", "broadcast_to": "Expand",
+    "expand_dims": "Unsqueeze", "squeeze": "Squeeze", "concatenate": "Cat", "stack": "Stack",
+    "log1p": "Log1P", "clip": "Clamp", "tile": "Repeat", "repeat": "RepeatInterleave",
+    "inv": "LinalgInv", "det": "LinalgDet", "slogdet": "LinalgSlogdet", "solve": "LinalgSolve",
+    "cholesky": "LinalgCholesky", "eigh": "LinalgEigh", "norm": "LinalgVectorNorm",
+    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "arcsinh": "Asinh",
+    "arccosh": "Acosh", "arctanh": "Atanh", "arctan2": "Atan2", "mod": "Remainder",
+    "take_along_axis": "Gather", "where": "Where", "conjugate": "Conj", "outer": "Outer",
+}
+_NAME_CACHE: dict = {}
+
+
+def node_name(rule: str) -> str:
+    name = _NAME_CACHE.get(rule)
+    if name is None:
+        base = _TORCH_NAMES.get(rule) or "".join(p.capitalize() for p in rule.split("_"))
+        name = _NAME_CACHE[rule] = base + "Backward0"
+    return name
+
+
+def strip(value):
+    if isinstance(value, Tensor):
+        return value._data
+    if isinstance(value, (list, tuple)):
+        return type(value)(strip(v) for v in value)
+    return value
+
+
+# ---------------------------------------------------------------- the namespace of helpers
+class _Namespace:
+    """`t.__array_namespace__()`: what srcgrad.rules.helpers call when generated backward
+    code runs on Tensors (create_graph=True). Array creation makes Tensors, `asarray` keeps
+    them; every other NumPy function dispatches to the rows through the protocols."""
+
+    def __getattr__(self, name):
+        return getattr(numpy, name)
+
+    @staticmethod
+    def asarray(x, dtype=None):
+        if isinstance(x, Tensor) and (dtype is None or x.dtype == dtype):
+            return x
+        return Tensor._make(numpy.asarray(strip(x), dtype=dtype))
+
+    @staticmethod
+    def zeros(shape, dtype=None):
+        return Tensor._make(numpy.zeros(shape, dtype=dtype))
+
+    @staticmethod
+    def ones(shape, dtype=None):
+        return Tensor._make(numpy.ones(shape, dtype=dtype))
+
+    @staticmethod
+    def empty(shape, dtype=None):
+        return Tensor._make(numpy.zeros(shape, dtype=dtype))
+
+    @staticmethod
+    def arange(*args, **kwargs):
+        return numpy.arange(*args, **kwargs)  # indices: plain arrays
+
+    @staticmethod
+    def full(shape, fill_value, dtype=None):
+        if isinstance(fill_value, Tensor):
+            return call_rule(rules.RULES["full"], (shape, fill_value), {"dtype": dtype})
+        return Tensor._make(numpy.full(shape, fill_value, dtype=dtype))
+
+
+NAMESPACE = _Namespace()
+
+
+Tensor.__array_namespace__ = lambda self, api_version=None: NAMESPACE

@@ -1,0 +1,143 @@
+"""Reading what an OpNode saved: `_saved_<name>`, `_raw_saved_<name>`, saved-tensor hooks,
+version checks (spec §6, §7; Note [One node per op] in srcgrad.autograd.node).
+
+The node keeps the kernel's saved tuple raw. `saved_value` gives entry j back as an
+array (what the kernel's backward reads on the fast path) or as a Tensor (what
+`_saved_<name>` shows and what a create_graph backward reads): a saved input is the
+input Tensor itself, a saved output a Tensor over the same array whose grad_fn is the
+node. Each read of a packed entry goes through the unpack hook, and each read checks
+that the saved Tensor was not changed in place since it was saved.
+"""
+
+from __future__ import annotations
+
+from srcgrad.autograd.node import _RAW, SECOND_TIME, OpNode, version_error
+from srcgrad.autograd.tensor import Tensor
+
+__all__ = ["saved_value", "SavedTensor"]
+
+
+def saved_value(node, j: int, as_tensor: bool, unpack: bool = True):
+    """Saved entry j of `node`: an array (as_tensor=False) or a Tensor."""
+    if node._saved is None:
+        raise RuntimeError(SECOND_TIME)
+    if unpack and node._packed is not None and node._packed[j] is not _RAW:
+        return _unpacked(node, j, as_tensor)
+    _check_version(node, j)
+    raw = node._saved[j]
+    if not as_tensor:
+        return raw
+    kind, i = node._kernel.saved_from[j]
+    if kind == "input":
+        operand = node._operands[i]
+        return operand if isinstance(operand, Tensor) else raw
+    if kind == "output":  # torch's SavedVariable of an output: no reference cycle
+        return Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
+    if kind == "shape":
+        return raw
+    return Tensor._make(raw)
+
+
+def _unpacked(node, j, as_tensor):
+    value = node._unpack(node._packed[j])
+    if not isinstance(value, Tensor):
+        raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                        f"result of type {type(value).__name__}")
+    return value if as_tensor else value._data
+
+
+def _check_version(node, j):
+    versions = node._versions
+    if versions is None or versions[j] is None:
+        return
+    counter, expected, label = versions[j]
+    kind, i = node._kernel.saved_from[j]
+    if kind == "input" and label is not None and node._operands[i]._grad_fn is None:
+        raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. "
+                           "with .detach_().This is not supported, please use out-of-place "
+                           "`.detach()` instead")
+    if counter.v != expected:
+        raise version_error(node._saved[j], counter.v, expected, label)
+
+
+class SavedTensor:
+    """`grad_fn._raw_saved_<name>` (torch's `torch._C._autograd.SavedTensor`)."""
+
+    __slots__ = ("_node", "_index")
+
+    def __init__(self, node, index):
+        self._node, self._index = node, index
+
+    def _is_packed(self) -> bool:
+        node = self._node
+        return node._packed is not None and node._packed[self._index] is not _RAW
+
+    @property
+    def data(self):
+        if self._is_packed():
+            return self._node._packed[self._index]
+        return saved_value(self._node, self._index, as_tensor=True, unpack=False)
+
+    @property
+    def unpack_hook(self):
+        return self._node._unpack if self._is_packed() else None
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        node = self._node
+        if node._saved is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        if self._is_packed():
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        value = saved_value(node, self._index, as_tensor=True, unpack=False)
+        if value is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden")
+        node.pack_one(self._index, value, pack_hook, unpack_hook)
+
+
+# torch's names for the saved operands of binary rows (MulBackward0._saved_self/_saved_other)
+_TORCH_PARAM = {"x": "self", "y": "other"}
+_SAVED_NAMES: dict = {}  # id(kernel) -> {attribute suffix: saved index}; kernels live forever
+
+
+def saved_attr_names(kernel) -> dict:
+    names = _SAVED_NAMES.get(id(kernel))
+    if names is None:
+        names = {}
+        for j, label in enumerate(kernel.saved_names):
+            names.setdefault(label, j)
+            torch_name = _TORCH_PARAM.get(label)
+            if torch_name is not None:
+                names.setdefault(torch_name, j)
+        _SAVED_NAMES[id(kernel)] = names
+    return names
+
+
+def _node_getattr(node, attr):
+    if attr.startswith("_raw_saved_"):
+        j = saved_attr_names(node._kernel).get(attr[len("_raw_saved_"):])
+        if j is not None:
+            return SavedTensor(node, j)
+    elif attr.startswith("_saved_"):
+        j = saved_attr_names(node._kernel).get(attr[len("_saved_"):])
+        if j is not None:
+            return saved_value(node, j, as_tensor=True)
+    raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attr}'")
+
+
+def _node_dir(node):
+    extra = []
+    for key in saved_attr_names(node._kernel):
+        extra += [f"_saved_{key}", f"_raw_saved_{key}"]
+    return sorted(set(object.__dir__(node)) | set(extra))
+
+
+OpNode.__getattr__ = _node_getattr
+OpNode.__dir__ = _node_dir
+OpNode.saved_value = saved_value
