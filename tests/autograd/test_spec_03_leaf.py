@@ -1,6 +1,5 @@
 """spec/torch_semantics.md §3: leaf / non-leaf semantics — every "(b) Errors and
-warnings" row and "(c) Test cases" entry, plus the section's probes. Rows that need
-in-place ops or views (issue 13) are strict xfails (`needs_inplace`)."""
+warnings" row and "(c) Test cases" entry, plus the section's probes."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from tests.autograd.spec_util import (  # noqa: E402
     const,
     exact,
     leaf,
-    needs_inplace,
     no_warnings,
     val,
 )
@@ -77,7 +75,6 @@ def test_int_factory_with_requires_grad():
         sg.ones(2, dtype=np.int64, requires_grad=True)
 
 
-@needs_inplace
 def test_inplace_on_a_leaf_that_requires_grad():
     x = leaf([1.0, 2.0])
     with pytest.raises(RuntimeError, match=exact(
@@ -85,7 +82,6 @@ def test_inplace_on_a_leaf_that_requires_grad():
         x.add_(1)
 
 
-@needs_inplace
 def test_inplace_on_a_view_of_such_a_leaf():
     x = leaf([1.0, 2.0])
     message = exact("a view of a leaf Variable that requires grad is being used in an in-place operation.")
@@ -95,7 +91,6 @@ def test_inplace_on_a_view_of_such_a_leaf():
         x[:1].add_(1)
 
 
-@needs_inplace
 def test_detach_in_place_on_a_view():
     x = leaf([1.0, 2.0]) * 1
     with pytest.raises(RuntimeError, match=exact(DETACH_VIEW)):
@@ -178,7 +173,6 @@ def test_case_3_requires_grad_on_a_nonleaf():
     assert y.requires_grad is True
 
 
-@needs_inplace
 def test_case_4_inplace_on_leaves():
     x = leaf([1.0, 2.0])
     with pytest.raises(RuntimeError, match=exact(
@@ -196,7 +190,6 @@ def test_case_4_inplace_on_leaves():
     assert x.is_leaf and x._version == 1
 
 
-@needs_inplace
 def test_case_5_detach_shares_storage_and_version():  # probe 3.detach_shares_storage_and_version
     x = leaf([1.0, 2.0])
     y = x * 2

@@ -11,7 +11,7 @@ import srcgrad as sg
 if not hasattr(sg, "Tensor"):
     pytest.skip("runtime not built yet", allow_module_level=True)
 
-from tests.autograd.spec_util import check, const, exact, leaf, needs_inplace  # noqa: E402
+from tests.autograd.spec_util import check, const, exact, leaf  # noqa: E402
 
 register_multi_grad_hook = sg.autograd.graph.register_multi_grad_hook
 
@@ -216,7 +216,6 @@ def test_case_4_prehook_ordering():  # test_prehook_ordering, probe 4.prehook_or
     assert b.grad.item() == 3.0  # retain_grad sees tensor hooks, not node pre-hooks
 
 
-@needs_inplace
 def test_case_4_post_accumulate_grad_hook_ordering():
     # test_post_accumulate_grad_hook_ordering, probe 4.hook_order_on_leaf. The result
     # ((1-2)/5 + 0.5) * 10 = 3 also relies on .grad being grad_out[0] of the AccumulateGrad
@@ -463,7 +462,6 @@ def test_hooks_with_grad_vs_backward():  # test_hook_edge_case_when_called_with_
     assert counts == {"tensor": 2, "pre": 2, "post": 2}
 
 
-@needs_inplace
 def test_hooks_across_inplace():  # test_tensor_hooks_inplace, probe 4.hooks_across_inplace
     seen = []
 

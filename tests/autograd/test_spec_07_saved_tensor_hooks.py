@@ -17,8 +17,8 @@ from tests.autograd.spec_util import (  # noqa: E402
     const,
     exact,
     leaf,
+    needs_allow_mutation,
     needs_function,
-    needs_inplace,
     val,
 )
 
@@ -43,7 +43,6 @@ class Counter:
 
 # ---------------------------------------------------------------- (b) errors
 
-@needs_inplace
 def test_pack_hook_modifies_its_input_in_place():
     def pack(t):
         t.add_(1)
@@ -118,7 +117,7 @@ def test_nested_allow_mutation_on_saved_tensors():
                 pass
 
 
-@needs_inplace
+@needs_allow_mutation
 def test_backward_outside_the_allow_mutation_context():  # test_backward_out_of_context
     with graph.allow_mutation_on_saved_tensors():
         a = leaf([1.0, 2.0])
@@ -242,7 +241,7 @@ def test_case_5_disable():
                 pass
 
 
-@needs_inplace
+@needs_allow_mutation
 def test_case_6_allow_mutation():  # TestAllowMutationOnSaved.test_basic
     a0 = np.random.default_rng(0).random((2, 3))
     with graph.allow_mutation_on_saved_tensors():

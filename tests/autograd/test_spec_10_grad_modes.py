@@ -15,7 +15,7 @@ import srcgrad as sg
 if not hasattr(sg, "Tensor"):
     pytest.skip("runtime not built yet", allow_module_level=True)
 
-from tests.autograd.spec_util import check, exact, leaf, needs_inplace  # noqa: E402
+from tests.autograd.spec_util import check, exact, leaf  # noqa: E402
 
 INFERENCE_SAVED = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
@@ -37,7 +37,6 @@ def test_inference_tensor_saved_for_backward():
         c * sg.ones(2, requires_grad=True)
 
 
-@needs_inplace
 def test_inplace_update_of_an_inference_tensor_outside_inference_mode():
     with sg.inference_mode():
         c = sg.ones(2)
@@ -138,7 +137,6 @@ def test_case_4_gradient_layout():  # test_strided_leaf_grad_layout
     check(c.grad, np.full((2, 2), 2.0))
 
 
-@needs_inplace
 def test_case_5_inference_tensor_updated_outside():
     with sg.inference_mode():
         c = sg.ones(2)
@@ -185,7 +183,6 @@ def test_decorated_generator_builds_no_graph():  # test_set_grad_generator_funct
         assert (x * 2).requires_grad  # the caller's mode between steps
 
 
-@needs_inplace
 def test_no_grad_inplace_on_a_nonleaf_is_invisible():  # probe 10.no_grad_inplace_on_nonleaf_grad_ignores_op
     x = leaf([1.0, 1.0])
     y = x * 2

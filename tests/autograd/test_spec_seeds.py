@@ -13,7 +13,7 @@ import srcgrad as sg
 if not hasattr(sg, "Tensor"):
     pytest.skip("runtime not built yet", allow_module_level=True)
 
-from tests.autograd.spec_util import check, exact, needs_inplace, val  # noqa: E402
+from tests.autograd.spec_util import check, exact, needs_allow_mutation, val  # noqa: E402
 
 graph = sg.autograd.graph
 
@@ -105,7 +105,7 @@ def test_register_multi_grad_hook_example():
     assert printed == [[True, True, True, False], [True, False, True, False]]
 
 
-@needs_inplace
+@needs_allow_mutation
 def test_allow_mutation_on_saved_tensors_example(capsys):
     with graph.allow_mutation_on_saved_tensors():
         a = sg.ones((2, 3), requires_grad=True)
