@@ -1,0 +1,837 @@
+"""A seeded generator of random NumPy programs over the README's surface.
+
+Why our own generator over `random.Random(seed)` instead of hypothesis strategies: a seed
+names a program exactly (the slice and `KNOWN_FAILURES` are lists of ints that mean the
+same program on every machine and version of hypothesis), generation needs no test
+runner, and a failing program is shrunk as Python *source* (tests/fuzz/shrink.py works on
+the AST), which gives readable repros whatever produced them.
+
+The grammar is typed by shape: every expression is generated for a target shape (a
+tuple; `()` is a NumPy scalar) from variables whose shapes are known, so every program
+runs in NumPy. Python floats have the type FLOAT. One small function per construct:
+`e_*` builds an expression, `s_*` a statement. Inputs stay in the domains of the
+functions (`log(e * e + 1.0)`, `exp(tanh(e))`), loops are short, `while` loops carry a
+counter, so programs terminate and stay finite; kinks (abs, max, where, branches on
+data) are allowed: the oracle discards points where the two finite-difference step
+sizes disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+FLOAT = "float"  # the type of a Python float
+DIMS = (1, 2, 3, 4)
+
+
+@dataclass
+class Program:
+    seed: int
+    source: str
+    entry: str
+    args: list  # ARGS: [("array", shape) | ("float",) | ("tuple"|"list", [shapes]) | ("dict", [(k, shape)])]
+    output: str  # "scalar" | "array" | "tuple"
+    features: set = field(default_factory=set)
+
+
+@dataclass
+class Scope:
+    """What the code being generated can read: names and their types."""
+
+    vars: dict = field(default_factory=dict)  # name -> shape tuple or FLOAT
+    ints: dict = field(default_factory=dict)  # loop index name -> exclusive bound
+    seqs: dict = field(default_factory=dict)  # name -> list of element shapes (tuple/list)
+    lists: dict = field(default_factory=dict)  # name -> element shape (homogeneous, grows)
+    dicts: dict = field(default_factory=dict)  # name -> {key: shape}
+    calls: dict = field(default_factory=dict)  # closure/lambda name -> (shape, nargs)
+
+    def copy(self) -> Scope:
+        return Scope(dict(self.vars), dict(self.ints), dict(self.seqs), dict(self.lists),
+                     {k: dict(v) for k, v in self.dicts.items()}, dict(self.calls))
+
+
+def size(shape) -> int:
+    return math.prod(shape)
+
+
+def paren(e: str) -> str:
+    """e, parenthesised unless it is a (dotted) name: ready for `.attr` and `[...]`."""
+    return e if e.replace(".", "").replace("_", "").isalnum() and not e[0].isdigit() else f"({e})"
+
+
+UNARY = ["np.sin({0})", "np.cos({0})", "np.tanh({0})", "np.exp(np.tanh({0}))",
+         "np.log({0} * {0} + 1.0)", "np.sqrt({0} * {0} + 1.0)", "({0}) ** 2", "({0}) ** 3",
+         "-({0})", "np.abs({0})", "np.maximum({0}, 0.0)", "np.square({0})",
+         "1.0 / (1.0 + np.exp(-({0})))", "np.arctan({0})", "np.log1p(np.exp(np.tanh({0})))",
+         "np.clip({0}, -1.0, 1.0)", "np.exp(-({0}) * ({0}))"]
+MATH_UNARY = ["math.sin({0})", "math.cos({0})", "math.tanh({0})", "math.exp(math.tanh({0}))",
+              "math.sqrt({0} * {0} + 1.0)", "math.log({0} * {0} + 1.0)", "{0} ** 2"]
+BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0))",
+          "np.maximum({a}, {b})", "np.minimum({a}, {b})", "np.where({a} > {b}, {a}, {b} * 0.5)",
+          "np.add({a}, {b})", "np.multiply({a}, {b})"]
+REDUCE_AXIS = ["np.sum({e}, axis={k})", "({e}).sum(axis={k})", "np.mean({e}, axis={k})",
+               "np.max({e}, axis={k})", "({e}).min(axis={k})", "np.prod(np.tanh({e}), axis={k})"]
+REDUCE_ALL = ["np.sum({e})", "({e}).sum()", "np.mean({e})", "({e}).mean()", "np.max({e})",
+              "np.min({e})", "np.linalg.norm({e})", "np.sum(np.exp(np.tanh({e})))"]
+
+# custom Functions: (forward of x, derivative in terms of x, derivative in terms of the output y)
+FUNCTION_FORMULAS = [
+    ("x ** 3", "3.0 * x * x", None),
+    ("np.sin(x)", "np.cos(x)", None),
+    ("np.tanh(x)", "1.0 - np.tanh(x) ** 2", "1.0 - y * y"),
+    ("np.exp(np.tanh(x))", "np.exp(np.tanh(x)) * (1.0 - np.tanh(x) ** 2)", None),
+    ("0.5 * x * x", "x", None),
+    ("1.0 / (1.0 + np.exp(-x))", "np.exp(-x) / (1.0 + np.exp(-x)) ** 2", "y * (1.0 - y)"),
+]
+
+
+class Generator:
+    """One program: `Generator(seed).program()`."""
+
+    def __init__(self, seed: int, max_stmts: int = 6, max_depth: int = 3):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.max_stmts = max_stmts
+        self.max_depth = max_depth
+        self.scope = Scope()
+        self.top: list[str] = []  # module-level helpers and Function classes
+        self.helpers: dict = {}  # shape -> helper name
+        self.helper_nargs: dict = {}  # helper name -> number of arguments
+        self.functions: list = []  # (name, nargs)
+        self.features: set = set()
+        self.names = 0
+        self.loop_depth = 0
+        self.output = "scalar"
+        self.out_shape = ()
+
+    # ------------------------------------------------------------------ small utilities
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def pick(self, seq):
+        return self.rng.choice(list(seq))
+
+    def const(self) -> str:
+        return self.pick(["0.5", "2.0", "1.5", "0.25", "3.0", "0.1"])
+
+    def cut(self) -> str:
+        return f"{self.rng.uniform(-1.0, 1.0):.2f}"
+
+    def random_shape(self, max_rank: int = 3) -> tuple:
+        rank = self.pick([0, 1, 1, 2, 2, 3][: max_rank * 2])
+        return tuple(self.pick(DIMS) for _ in range(rank))
+
+    def arrays(self, pred=lambda s: True) -> list:
+        return [n for n, s in self.scope.vars.items() if s != FLOAT and pred(s)]
+
+    def target_shape(self) -> tuple:
+        shapes = [s for s in self.scope.vars.values() if s != FLOAT]
+        if shapes and self.chance(0.75):
+            return self.pick(shapes)
+        return self.random_shape()
+
+    def broadcast_shape(self, s: tuple) -> tuple:
+        """A shape that broadcasts to s."""
+        options = [s, ()]
+        options += [s[k:] for k in range(1, len(s))]
+        options += [tuple(1 if j == k else d for j, d in enumerate(s)) for k in range(len(s))]
+        return self.pick(options)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, s, depth: int | None = None) -> str:
+        """An expression of shape s (FLOAT: a Python float)."""
+        depth = self.pick([0, 1, 1, 2, 2, self.max_depth]) if depth is None else depth
+        if s == FLOAT:
+            return self.e_float(depth)
+        if depth <= 0:
+            return self.leaf(s)
+        makers = [(self.e_unary, 6), (self.e_binary, 8), (self.e_reduce, 2), (self.e_matmul, 1),
+                  (self.e_transpose, 1), (self.e_reshape, 1), (self.e_slice, 1), (self.e_index, 1),
+                  (self.e_fancy, 0.5), (self.e_concat, 0.5), (self.e_stack, 0.4), (self.e_call, 0.6),
+                  (self.e_container, 1), (self.e_ifexp, 0.4), (self.e_math, 1), (self.e_mask, 0.4),
+                  (self.e_shape_attr, 0.3)]
+        functions, weights = zip(*makers)
+        for _ in range(6):
+            text = self.rng.choices(functions, weights)[0](s, depth - 1)
+            if text is not None:
+                return text
+        return self.leaf(s)
+
+    def leaf(self, s) -> str:
+        exact = [n for n, t in self.scope.vars.items() if t == s or (s == () and t == FLOAT)]
+        if exact and self.chance(0.9):
+            return self.pick(exact)
+        if s == ():
+            if self.chance(0.2):
+                return self.const()
+            return f"np.sum({self.any_var()})"
+        same_size = self.arrays(lambda t: size(t) == size(s) and len(t) > 0)
+        if same_size:
+            return f"{self.pick(same_size)}.reshape({s!r})"
+        arrays = self.arrays(lambda t: len(t) > 0)
+        if not arrays or self.chance(0.1):
+            self.features.add("constant_array")
+            return f"(np.mean({self.any_var()}) * np.ones({s!r}))"
+        return self.resized(self.pick(arrays), s)
+
+    def resized(self, v: str, s: tuple) -> str:
+        """The values of array v, repeated or cut to fill shape s (no constant arrays)."""
+        n, m = size(self.scope.vars[v]), size(s)
+        flat = f"{v}.ravel()" if len(self.scope.vars[v]) > 1 else v
+        if n < m:
+            flat = f"np.tile({flat}, {-(-m // n)})"
+        if n != m:
+            flat = f"{flat}[:{m}]"
+        return flat + (f".reshape({s!r})" if len(s) != 1 else "")
+
+    def any_var(self) -> str:
+        arrays = self.arrays()
+        return self.pick(arrays) if arrays else self.pick(list(self.scope.vars))
+
+    def e_float(self, depth: int) -> str:
+        floats = [n for n, t in self.scope.vars.items() if t == FLOAT]
+        base = self.pick(floats) if floats else self.const()
+        if depth <= 0 or not floats:
+            return base
+        self.features.add("math")
+        return self.pick(MATH_UNARY).format(self.e_float(depth - 1)) if self.chance(0.6) else (
+            f"({base} * {self.e_float(depth - 1)} + {self.const()})")
+
+    def e_unary(self, s, depth):
+        text = self.pick(UNARY).format(self.expr(s, depth))
+        return text if text.startswith("np.") and text.endswith(")") else f"({text})"
+
+    def e_binary(self, s, depth):
+        a, b = self.expr(s, depth), self.expr(self.broadcast_shape(s), depth)
+        if self.chance(0.2):
+            b = self.const()
+        if self.chance(0.5):
+            a, b = b, a
+            if self.chance(0.5) and not a[0].isdigit():
+                return f"({a} * {b} + {self.const()})"
+        if a[0].isdigit() and b[0].isdigit():
+            b = self.expr(s, depth)
+        return self.pick(BINARY).format(a=a, b=b)
+
+    def e_reduce(self, s, depth):
+        if s == ():
+            if self.chance(0.15):
+                n = self.pick(DIMS)
+                x, y = self.expr((n,), depth), self.expr((n,), depth)
+                return self.pick([f"({x} @ {y})", f"np.dot({x}, {y})", f"{paren(x)}.dot({y})",
+                                  f"np.inner({x}, {y})"])
+            inner = self.random_shape() or (self.pick(DIMS),)
+            return self.pick(REDUCE_ALL).format(e=self.expr(inner, depth))
+        if len(s) >= 3:
+            return None
+        ones = [k for k, d in enumerate(s) if d == 1]
+        if ones and self.chance(0.4):
+            k = self.pick(ones)
+            inner = s[:k] + (self.pick(DIMS),) + s[k + 1:]
+            op = self.pick(["np.sum", "np.mean", "np.max"])
+            return f"{op}({self.expr(inner, depth)}, axis={k}, keepdims=True)"
+        k = self.rng.randint(0, len(s))
+        inner = s[:k] + (self.known_dim(s, k),) + s[k:]
+        axis = k - len(inner) if self.chance(0.25) else k
+        return self.pick(REDUCE_AXIS).format(e=self.expr(inner, depth), k=axis)
+
+    def known_dim(self, s: tuple, axis: int) -> int:
+        """A size for a new axis at `axis` such that s with it inserted is a variable's shape."""
+        dims = [t[axis] for t in self.scope.vars.values()
+                if t != FLOAT and len(t) == len(s) + 1 and t[:axis] + t[axis + 1:] == s]
+        return self.pick(dims) if dims and self.chance(0.8) else self.pick(DIMS)
+
+    def e_matmul(self, s, depth):
+        k = self.known_dim(s[:1], 1) if s else self.pick(DIMS)
+        if len(s) == 2:
+            a, b = self.expr((s[0], k), depth), self.expr((k, s[1]), depth)
+        elif len(s) == 1:
+            a, b = self.expr((s[0], k), depth), self.expr((k,), depth)
+            if self.chance(0.4):
+                a, b = self.expr((k,), depth), self.expr((k, s[0]), depth)
+        elif len(s) == 3:
+            a, b = self.expr((s[0], s[1], k), depth), self.expr((k, s[2]), depth)
+        else:
+            return None
+        return self.pick([f"({a} @ {b})", f"np.dot({a}, {b})", f"np.matmul({a}, {b})",
+                          f"{paren(a)}.dot({b})"])
+
+    def e_transpose(self, s, depth):
+        if len(s) == 2:
+            e = self.expr((s[1], s[0]), depth)
+            return self.pick([f"{paren(e)}.T", f"np.transpose({e})", f"np.swapaxes({e}, 0, 1)"])
+        if len(s) == 3:
+            perm = list(range(3))
+            self.rng.shuffle(perm)
+            inv = [perm.index(i) for i in range(3)]
+            return f"np.transpose({self.expr(tuple(s[i] for i in inv), depth)}, {tuple(perm)!r})"
+        return None
+
+    def e_reshape(self, s, depth):
+        n = size(s)
+        if s and s[0] == 1 and len(s) > 1 and self.chance(0.4):
+            return self.pick([f"{paren(self.expr(s[1:], depth))}[None]",
+                              f"np.expand_dims({self.expr(s[1:], depth)}, 0)"])
+        inner = self.pick([(n,), (1, n), (n, 1)] + ([(2, n // 2)] if n % 2 == 0 else []))
+        e = paren(self.expr(inner, depth))
+        if len(s) == 1 and self.chance(0.5):
+            return self.pick([f"{e}.reshape(-1)", f"{e}.ravel()", f"{e}.flatten()"])
+        return self.pick([f"{e}.reshape({s!r})", f"np.reshape({e}, {s!r})"])
+
+    def e_slice(self, s, depth):
+        if not s:
+            return None
+        extra = self.rng.randint(0, 2)
+        start = self.rng.randint(0, extra)
+        if len(s) >= 2 and self.chance(0.3):
+            e = paren(self.expr((s[0], s[1] + extra) + s[2:], depth))
+            return f"{e}[:, {start}:{start + s[1]}]"
+        choice = self.rng.randint(0, 3)
+        if choice == 0:
+            return f"{paren(self.expr((s[0] + extra,) + s[1:], depth))}[{start}:{start + s[0]}]"
+        if choice == 1:
+            return f"{paren(self.expr((2 * s[0] - 1,) + s[1:], depth))}[::2]"
+        if choice == 2:
+            return f"{paren(self.expr(s, depth))}[::-1]"
+        return f"{paren(self.expr((s[0] + extra,) + s[1:], depth))}[-{s[0]}:]"
+
+    def e_index(self, s, depth):
+        if len(s) >= 3:
+            return None
+        ints = [(i, b) for i, b in self.scope.ints.items()]
+        if ints and self.chance(0.5):
+            i, bound = self.pick(ints)
+            return f"{paren(self.expr((bound,) + s, depth))}[{i}]"
+        m = self.pick(DIMS)
+        i = self.rng.randint(-m, m - 1)
+        if s and self.chance(0.3):
+            return f"{paren(self.expr((s[0], m) + s[1:], depth))}[:, {i}]"
+        if self.chance(0.2):
+            return f"{paren(self.expr(s + (m,), depth))}[..., {i}]"
+        return f"{paren(self.expr((m,) + s, depth))}[{i}]"
+
+    def e_fancy(self, s, depth):
+        if not s:
+            return None
+        m = self.pick(DIMS)
+        idx = [self.rng.randrange(m) for _ in range(s[0])]
+        e = paren(self.expr((m,) + s[1:], depth))
+        self.features.add("fancy")
+        return self.pick([f"{e}[{idx!r}]", f"{e}[np.array({idx!r})]",
+                          f"np.take({e}, {idx!r}, axis=0)"])
+
+    def e_mask(self, s, depth):
+        if s != ():
+            return None
+        inner = self.random_shape()
+        if not inner:
+            return None
+        e, m = paren(self.expr(inner, depth)), self.expr(inner, depth)
+        self.features.add("boolean_index")
+        return self.pick([f"np.sum({e}[{e} > {self.cut()}])", f"np.sum({e}[{m} > 0.0])"])
+
+    def e_concat(self, s, depth):
+        if not s:
+            return None
+        axis = self.rng.randrange(len(s))
+        if s[axis] < 2:
+            return None
+        a = self.rng.randint(1, s[axis] - 1)
+        x = self.expr(s[:axis] + (a,) + s[axis + 1:], depth)
+        y = self.expr(s[:axis] + (s[axis] - a,) + s[axis + 1:], depth)
+        return f"np.concatenate([{x}, {y}], axis={axis})" if axis else f"np.concatenate(({x}, {y}))"
+
+    def e_stack(self, s, depth):
+        if not s or s[0] > 3:
+            return None
+        parts = ", ".join(self.expr(s[1:], depth) for _ in range(s[0]))
+        return f"np.stack([{parts}])"
+
+    def e_call(self, s, depth):
+        options = [n for n, (t, _) in self.scope.calls.items() if t == s]
+        r = self.rng.random()
+        if options and r < 0.4:
+            name = self.pick(options)
+            return f"{name}({', '.join(self.expr(s, depth) for _ in range(self.scope.calls[name][1]))})"
+        if r < 0.7 and s != ():
+            return self.call_function(s, depth)
+        return self.call_helper(s, depth)
+
+    def e_container(self, s, depth):
+        options = [f"{n}[{i}]" for n, shapes in self.scope.seqs.items()
+                   for i, t in enumerate(shapes) if t == s]
+        options += [f"{n}[{k!r}]" for n, d in self.scope.dicts.items() for k, t in d.items() if t == s]
+        options += [f"{n}[{self.pick(['0', '-1'])}]" for n, t in self.scope.lists.items() if t == s]
+        options += [f"np.sum(np.stack({n}), axis=0)" for n, t in self.scope.lists.items() if t == s]
+        return self.pick(options) if options else None
+
+    def e_ifexp(self, s, depth):
+        return f"({self.expr(s, depth)} if {self.cond(depth)} else {self.expr(s, depth)})"
+
+    def e_math(self, s, depth):
+        if s != () or not any(t == FLOAT for t in self.scope.vars.values()):
+            return None
+        return f"({self.e_float(depth + 1)} * {self.expr(s, depth)})"
+
+    def e_shape_attr(self, s, depth):
+        arrays = self.arrays(lambda t: len(t) > 0)
+        if not arrays:
+            return None
+        v = self.pick(arrays)
+        return self.pick([f"({self.expr(s, depth)} / {v}.shape[0])", f"({self.expr(s, depth)} * {v}.size)",
+                          f"({self.expr(s, depth)} * len({v}))"])
+
+    def cond(self, depth: int = 1) -> str:
+        s = self.random_shape()
+        e = paren(self.expr(s, min(depth, 1)))
+        floats = [n for n, t in self.scope.vars.items() if t == FLOAT]
+        r = self.rng.random()
+        if floats and r < 0.15:
+            return f"{self.pick(floats)} > {self.cut()}"
+        if s and r < 0.35:
+            return f"{e}[{', '.join('0' * len(s))}] > {self.cut()}"
+        base = self.pick([f"np.sum({e}) > {self.cut()}", f"np.mean({e}) < {self.cut()}"] +
+                         ([f"{e}.max() > {self.cut()}"] if s else []))
+        if self.chance(0.15):
+            return f"{base} and np.sum({self.expr(s, 0)}) < {self.cut()}"
+        if self.chance(0.1):
+            return f"not {base}"
+        return base
+
+    # ------------------------------------------------------------------ callees
+    def call_helper(self, s, depth):
+        """A module-level function of one or two arrays of shape s (with its own small body)."""
+        name = self.helpers.get(s)
+        if name is None:
+            name = self.fresh("helper")
+            nargs = self.rng.randint(1, 2)
+            self.features.add("helper")
+            outer, outer_loop = self.scope, self.loop_depth
+            self.scope, self.loop_depth = Scope(vars={f"a{i}": s for i in range(nargs)}), 0
+            params = ", ".join(self.scope.vars)
+            body = []
+            for _ in range(self.rng.choice([0, 0, 1, 2])):
+                body += self.statement(1, allow_return=False)
+            body.append(f"    return {self.expr(s, 2)}")
+            self.scope, self.loop_depth = outer, outer_loop
+            self.top.append(f"def {name}({params}):\n" + "\n".join(body) + "\n")
+            self.helpers[s] = name  # after the body: a helper never calls itself
+            self.helper_nargs[name] = nargs
+        nargs = self.helper_nargs[name]
+        return f"{name}({', '.join(self.expr(s, depth) for _ in range(nargs))})"
+
+    def call_function(self, s, depth):
+        """`FnK.apply(...)` of a custom Function written into the module."""
+        self.features.add("function")
+        if not self.functions or self.chance(0.3):
+            self.functions.append(self.write_function())
+        name, nargs = self.pick(self.functions)
+        args = [self.expr(s, depth) for _ in range(nargs)]
+        if nargs == 1 and self.chance(0.3):
+            return f"{name}.apply({args[0]}) * {self.const()}"
+        return f"{name}.apply({', '.join(args)})"
+
+    def write_function(self):
+        name = self.fresh("Fn")
+        fwd, dx, dy = self.pick(FUNCTION_FORMULAS)
+        two = self.chance(0.3)
+        save_out = dy is not None and not two and self.chance(0.5)
+        style = self.pick(["ctx", "ctx", "setup_context"])
+        once = self.chance(0.2)
+        out = f"({fwd}) * z" if two else fwd
+        lines = [f"class {name}(Function):"]
+        params = "x, z" if two else "x"
+        if style == "ctx":
+            lines += ["    @staticmethod", f"    def forward(ctx, {params}):", f"        y = {out}"]
+            saved = "x, z" if two else "x, y"
+            lines.append(f"        ctx.save_for_backward({saved})")
+            lines.append(f"        ctx.save_for_forward({saved})")
+            lines.append("        return y")
+        else:
+            lines += ["    @staticmethod", f"    def forward({params}):", f"        return {out}", "",
+                      "    @staticmethod", "    def setup_context(ctx, inputs, output):",
+                      f"        {params}{',' if not two else ''} = inputs",
+                      "        ctx.save_for_backward(x, output)" if not two else
+                      "        ctx.save_for_backward(x, z)",
+                      "        ctx.save_for_forward(x, output)" if not two else
+                      "        ctx.save_for_forward(x, z)"]
+        unpack = "x, z = ctx.saved_tensors" if two else "x, y = ctx.saved_tensors"
+        deriv = dy if save_out else dx
+        lines += ["", "    @staticmethod"] + (["    @once_differentiable"] if once else [])
+        if two:
+            lines += ["    def backward(ctx, g):", f"        {unpack}",
+                      f"        return g * z * ({dx}), g * ({fwd})"]
+        else:
+            lines += ["    def backward(ctx, g):", f"        {unpack}", f"        return g * ({deriv})"]
+        lines += ["", "    @staticmethod"]
+        if two:
+            lines += ["    def jvp(ctx, xt, zt):", f"        {unpack}",
+                      f"        return xt * z * ({dx}) + zt * ({fwd})"]
+        else:
+            lines += ["    def jvp(ctx, xt):", f"        {unpack}", f"        return xt * ({deriv})"]
+        self.top.append("\n".join(lines) + "\n")
+        return name, 2 if two else 1
+
+    # ------------------------------------------------------------------ statements
+    def statement(self, indent: int, allow_return: bool = True) -> list[str]:
+        makers = [self.s_assign] * 5 + [self.s_rebind] * 3 + [
+            self.s_augassign, self.s_setitem, self.s_setitem, self.s_alias_write, self.s_copy_fill,
+            self.s_if, self.s_if, self.s_for_range, self.s_for_iter, self.s_while, self.s_closure,
+            self.s_container, self.s_unpack]
+        if self.loop_depth:
+            makers += [self.s_break_continue] * 2
+        if allow_return:
+            makers += [self.s_early_return]
+        for _ in range(6):
+            lines = self.pick(makers)(indent)
+            if lines:
+                return lines
+        return self.s_assign(indent)
+
+    def block(self, indent: int, n: int, allow_return: bool = True) -> list[str]:
+        lines = []
+        for _ in range(n):
+            lines += self.statement(indent, allow_return)
+        return lines or [self.pad(indent) + "pass"]
+
+    def pad(self, indent: int) -> str:
+        return "    " * indent
+
+    def nested(self, indent: int, n: int, allow_return: bool = True) -> list[str]:
+        """A block whose new names do not escape it (they may be unbound after it)."""
+        saved = self.scope
+        self.scope = saved.copy()
+        lines = self.block(indent, n, allow_return)
+        kept = saved.copy()
+        self.scope = kept
+        return lines
+
+    def s_assign(self, indent):
+        s = FLOAT if self.chance(0.05) and self.rng.random() < 0.5 else self.target_shape()
+        name = self.fresh("v")
+        text = self.expr(s)
+        self.scope.vars[name] = s
+        return [f"{self.pad(indent)}{name} = {text}"]
+
+    def s_rebind(self, indent):
+        name = self.pick(list(self.scope.vars))
+        return [f"{self.pad(indent)}{name} = {self.expr(self.scope.vars[name])}"]
+
+    def s_augassign(self, indent):
+        name = self.pick(list(self.scope.vars))
+        s = self.scope.vars[name]
+        if s == FLOAT:
+            return [f"{self.pad(indent)}{name} += {self.e_float(1)}"]
+        if len(s):
+            self.features.add("inplace")
+        op = self.pick(["+=", "-=", "*="])
+        rhs = self.expr(self.broadcast_shape(s), self.rng.randint(0, 2))
+        return [f"{self.pad(indent)}{name} {op} {rhs}"]
+
+    def index_into(self, s):
+        """(index text, shape of the indexed region) for a write into an array of shape s."""
+        r = self.rng.random()
+        ints = [(i, b) for i, b in self.scope.ints.items() if b <= s[0]]
+        if ints and r < 0.3:
+            i, _ = self.pick(ints)
+            return i, s[1:]
+        if r < 0.5:
+            return str(self.rng.randint(-s[0], s[0] - 1)), s[1:]
+        if r < 0.65:
+            a = self.rng.randint(0, s[0] - 1)
+            b = self.rng.randint(a + 1, s[0])
+            return f"{a}:{b}", (b - a,) + s[1:]
+        if r < 0.75 and len(s) >= 2:
+            return f"{self.rng.randrange(s[0])}, {self.rng.randrange(s[1])}", s[2:]
+        if r < 0.85 and len(s) >= 2:
+            return f":, {self.rng.randrange(s[1])}", (s[0],) + s[2:]
+        if r < 0.92:
+            k = self.rng.randint(1, s[0])
+            idx = self.rng.sample(range(s[0]), k)
+            self.features.add("fancy")
+            return repr(idx), (k,) + s[1:]
+        return None, None
+
+    def s_setitem(self, indent):
+        names = self.arrays(lambda t: len(t) > 0)
+        if not names:
+            return None
+        name = self.pick(names)
+        s = self.scope.vars[name]
+        self.features.add("inplace")
+        index, region = self.index_into(s)
+        if index is None:  # boolean mask write
+            self.features.add("boolean_index")
+            op = self.pick(["=", "*="])
+            return [f"{self.pad(indent)}{name}[{name} > {self.cut()}] {op} {self.const()}"]
+        op = self.pick(["=", "=", "+=", "*=", "-="])
+        return [f"{self.pad(indent)}{name}[{index}] {op} {self.expr(self.broadcast_shape(region), 2)}"]
+
+    def s_alias_write(self, indent):
+        """A name for (part of) an array, then a write through it."""
+        names = self.arrays(lambda t: len(t) > 0)
+        if not names:
+            return None
+        base = self.pick(names)
+        s = self.scope.vars[base]
+        kind = self.rng.randrange(5)
+        if kind == 0:
+            view, vs = base, s
+        elif kind == 1:
+            view, vs = f"{base}[{self.rng.randrange(s[0])}]", s[1:]
+        elif kind == 2 and len(s) == 2:
+            view, vs = f"{base}.T", (s[1], s[0])
+        elif kind == 3 and s[0] > 1:
+            view, vs = f"{base}[1:]", (s[0] - 1,) + s[1:]
+        else:
+            view, vs = f"{base}.reshape(-1)", (size(s),)
+        name = self.fresh("w")
+        self.features.update({"inplace", "view_write"})
+        lines = [f"{self.pad(indent)}{name} = {view}"]
+        self.scope.vars[name] = vs
+        if vs and self.chance(0.6):
+            index, region = self.index_into(vs)
+            if index is not None:
+                value = self.expr(self.broadcast_shape(region), 1)
+                return lines + [f"{self.pad(indent)}{name}[{index}] = {value}"]
+        op = self.pick(["+=", "*="])
+        return lines + [f"{self.pad(indent)}{name} {op} {self.expr(self.broadcast_shape(vs), 1)}"]
+
+    def s_copy_fill(self, indent):
+        """`y = np.zeros(...)` (or a copy) filled row by row in a loop."""
+        s = self.target_shape()
+        if not s or s[0] > 4:
+            return None
+        name, i = self.fresh("y"), self.fresh("i")
+        v = paren(self.leaf(s))
+        start = self.pick([f"np.zeros({s!r})", f"np.zeros_like({v})", f"{v}.copy()", f"np.array({v})"])
+        self.features.update({"inplace", "loop"})
+        lines = [f"{self.pad(indent)}{name} = {start}", f"{self.pad(indent)}for {i} in range({s[0]}):"]
+        self.scope.ints[i] = s[0]
+        self.loop_depth += 1
+        op = self.pick(["=", "+=", "="])
+        lines.append(f"{self.pad(indent + 1)}{name}[{i}] {op} {self.expr(s[1:], 2)}")
+        self.loop_depth -= 1
+        del self.scope.ints[i]
+        self.scope.vars[name] = s
+        return lines
+
+    def s_if(self, indent):
+        self.features.add("if")
+        lines = [f"{self.pad(indent)}if {self.cond()}:"]
+        lines += self.nested(indent + 1, self.rng.randint(1, 2))
+        for _ in range(self.rng.choice([0, 0, 1])):
+            lines.append(f"{self.pad(indent)}elif {self.cond()}:")
+            lines += self.nested(indent + 1, self.rng.randint(1, 2))
+        if self.chance(0.6):
+            lines.append(f"{self.pad(indent)}else:")
+            lines += self.nested(indent + 1, self.rng.randint(1, 2))
+        return lines
+
+    def loop_body(self, indent, header: list[str], ints: dict, names: dict) -> list[str]:
+        if self.loop_depth >= 2:
+            return None
+        self.features.add("loop")
+        saved = self.scope
+        self.scope = saved.copy()
+        self.scope.ints.update(ints)
+        self.scope.vars.update(names)
+        self.loop_depth += 1
+        body = self.block(indent + 1, self.rng.randint(1, 3))
+        self.loop_depth -= 1
+        self.scope = saved.copy()
+        return header + body
+
+    def s_for_range(self, indent):
+        i = self.fresh("i")
+        arrays = self.arrays(lambda t: len(t) > 0)
+        if arrays and self.chance(0.4):
+            v = self.pick(arrays)
+            n = self.scope.vars[v][0]
+            head = self.pick([f"range({v}.shape[0])", f"range(len({v}))"])
+        else:
+            n = self.rng.randint(1, 4)
+            head = self.pick([f"range({n})", f"range(0, {n})"])
+        return self.loop_body(indent, [f"{self.pad(indent)}for {i} in {head}:"], {i: n}, {})
+
+    def s_for_iter(self, indent):
+        """for over an array's rows, a tuple literal, zip, enumerate, or a container."""
+        arrays = self.arrays(lambda t: len(t) > 0)
+        r = self.rng.randrange(5)
+        row = self.fresh("r")
+        if r == 0 and arrays:
+            v = self.pick(arrays)
+            return self.loop_body(indent, [f"{self.pad(indent)}for {row} in {v}:"], {},
+                                  {row: self.scope.vars[v][1:]})
+        if r == 1 and arrays:
+            v = self.pick(arrays)
+            s = self.scope.vars[v]
+            i = self.fresh("i")
+            return self.loop_body(indent, [f"{self.pad(indent)}for {i}, {row} in enumerate({v}):"],
+                                  {i: s[0]}, {row: s[1:]})
+        if r == 2 and arrays:
+            v = self.pick(arrays)
+            s = self.scope.vars[v]
+            other = self.expr(s, 1)
+            row2 = self.fresh("r")
+            return self.loop_body(indent, [f"{self.pad(indent)}for {row}, {row2} in zip({v}, {other}):"],
+                                  {}, {row: s[1:], row2: s[1:]})
+        if r == 3:
+            s = self.target_shape()
+            items = ", ".join(self.expr(s, 1) for _ in range(self.rng.randint(1, 3)))
+            return self.loop_body(indent, [f"{self.pad(indent)}for {row} in ({items},):"], {}, {row: s})
+        containers = [(n, t) for n, t in self.scope.lists.items()] + [
+            (n, shapes[0]) for n, shapes in self.scope.seqs.items() if len(set(shapes)) == 1]
+        if not containers:
+            return None
+        name, s = self.pick(containers)
+        return self.loop_body(indent, [f"{self.pad(indent)}for {row} in {name}:"], {}, {row: s})
+
+    def s_while(self, indent):
+        if self.loop_depth >= 2:
+            return None
+        k, n = self.fresh("k"), self.rng.randint(1, 4)
+        self.features.add("while")
+        if self.chance(0.5):
+            head = [f"{self.pad(indent)}{k} = 0", f"{self.pad(indent)}while {k} < {n} and {self.cond()}:",
+                    f"{self.pad(indent + 1)}{k} += 1"]
+            return self.loop_body(indent, head, {}, {})
+        head = [f"{self.pad(indent)}{k} = 0", f"{self.pad(indent)}while True:",
+                f"{self.pad(indent + 1)}{k} += 1", f"{self.pad(indent + 1)}if {k} > {n}:",
+                f"{self.pad(indent + 2)}break"]
+        return self.loop_body(indent, head, {}, {})
+
+    def s_break_continue(self, indent):
+        self.features.add("break")
+        word = self.pick(["break", "continue"])
+        return [f"{self.pad(indent)}if {self.cond()}:", f"{self.pad(indent + 1)}{word}"]
+
+    def s_early_return(self, indent):
+        self.features.add("early_return")
+        return [f"{self.pad(indent)}if {self.cond()}:", f"{self.pad(indent + 1)}return {self.result()}"]
+
+    def s_closure(self, indent):
+        """A nested def or lambda that reads the enclosing names."""
+        s = self.target_shape()
+        name = self.fresh("c")
+        self.features.add("closure")
+        saved = self.scope
+        self.scope = saved.copy()
+        self.scope.vars["p"] = s
+        if self.chance(0.4):
+            lines = [f"{self.pad(indent)}{name} = lambda p: {self.expr(s, 2)}"]
+        else:
+            lines = [f"{self.pad(indent)}def {name}(p):"]
+            if self.chance(0.5):
+                t = self.fresh("t")
+                lines.append(f"{self.pad(indent + 1)}{t} = {self.expr(s, 2)}")
+                self.scope.vars[t] = s
+            lines.append(f"{self.pad(indent + 1)}return {self.expr(s, 2)}")
+        self.scope = saved
+        self.scope.calls[name] = (s, 1)
+        return lines
+
+    def s_container(self, indent):
+        """A list (grown by append, also in a loop) or a dict of arrays."""
+        s = self.target_shape()
+        name = self.fresh("L")
+        self.features.add("container")
+        if self.chance(0.5):
+            lines = [f"{self.pad(indent)}{name} = [{self.expr(s, 1)}]"]
+            if self.chance(0.5) and self.loop_depth < 2:
+                i = self.fresh("i")
+                lines += [f"{self.pad(indent)}for {i} in range({self.rng.randint(1, 3)}):",
+                          f"{self.pad(indent + 1)}{name}.append({self.expr(s, 1)} * {name}[-1])"]
+            else:
+                lines.append(f"{self.pad(indent)}{name}.append({self.expr(s, 1)})")
+            self.scope.lists[name] = s
+            return lines
+        t = self.target_shape()
+        lines = [f"{self.pad(indent)}{name} = {{'a': {self.expr(s, 1)}}}",
+                 f"{self.pad(indent)}{name}['b'] = {self.expr(t, 1)}"]
+        self.scope.dicts[name] = {"a": s, "b": t}
+        return lines
+
+    def s_unpack(self, indent):
+        s, t = self.target_shape(), self.target_shape()
+        a, b = self.fresh("v"), self.fresh("v")
+        if self.chance(0.5):
+            line = f"{self.pad(indent)}{a}, {b} = {self.expr(s, 1)}, {self.expr(t, 1)}"
+        else:
+            tup = self.fresh("T")
+            line = (f"{self.pad(indent)}{tup} = ({self.expr(s, 1)}, {self.expr(t, 1)})\n"
+                    f"{self.pad(indent)}{a}, {b} = {tup}")
+        self.scope.vars[a], self.scope.vars[b] = s, t
+        return [line]
+
+    # ------------------------------------------------------------------ the program
+    def result(self) -> str:
+        if self.output == "scalar":
+            return self.expr((), self.rng.randint(1, 3))
+        if self.output == "array":
+            return self.expr(self.out_shape, self.rng.randint(1, 2))
+        return f"{self.expr(self.out_shape, 1)}, {self.expr((), 2)}"
+
+    def arguments(self) -> list:
+        args = []
+        for _ in range(self.rng.randint(1, 3)):
+            r = self.rng.random()
+            if r < 0.72:
+                args.append(("array", self.random_shape() or (self.pick(DIMS),)))
+            elif r < 0.82:
+                args.append(("float",))
+            elif r < 0.92:
+                args.append((self.pick(["tuple", "list"]), [self.random_shape() for _ in range(2)]))
+            else:
+                args.append(("dict", [("w", self.random_shape()), ("b", self.random_shape())]))
+        return args
+
+    def bind_arguments(self, args) -> list[str]:
+        names = []
+        for n, spec in enumerate(args):
+            name = f"x{n}"
+            names.append(name)
+            if spec[0] == "array":
+                self.scope.vars[name] = spec[1]
+            elif spec[0] == "float":
+                self.scope.vars[name] = FLOAT
+            elif spec[0] == "dict":
+                self.scope.dicts[name] = dict(spec[1])
+                self.features.add("container_arg")
+            else:
+                self.scope.seqs[name] = list(spec[1])
+                self.features.add("container_arg")
+        return names
+
+    def program(self) -> Program:
+        args = self.arguments()
+        names = self.bind_arguments(args)
+        if not any(s != FLOAT for s in self.scope.vars.values()):
+            # reads of containers give the body arrays to work with
+            for name, shapes in self.scope.seqs.items():
+                self.scope.vars[f"{name}_0"] = shapes[0]
+            for name, d in self.scope.dicts.items():
+                self.scope.vars[f"{name}_w"] = d["w"]
+        prologue = [f"    {n} = {n[:-2]}[0]" for n in self.scope.vars if n.endswith("_0")]
+        prologue += [f"    {n} = {n[:-2]}['w']" for n in self.scope.vars if n.endswith("_w")]
+        if "container_arg" not in self.features and self.chance(0.2):
+            self.output = self.pick(["array", "tuple"])
+            self.out_shape = self.target_shape() or (2,)
+        body = self.block(1, self.rng.randint(1, self.max_stmts))
+        body.append(f"    return {self.result()}")
+        header = ["import math", "", "import numpy as np", "",
+                  "from srcgrad.autograd import Function", "from srcgrad.autograd.function import "
+                  "once_differentiable", "", f"ARGS = {args!r}", f"OUTPUT = {self.output!r}", ""]
+        source = "\n".join(header) + "\n" + "\n\n".join(self.top) + ("\n\n" if self.top else "")
+        source += f"def f({', '.join(names)}):\n" + "\n".join(prologue + body) + "\n"
+        return Program(self.seed, source, "f", args, self.output, set(self.features))
+
+
+def generate(seed: int) -> Program:
+    return Generator(seed).program()

@@ -1,0 +1,631 @@
+"""The oracle: one generated program through srcgrad's transforms, against arithmetic.
+
+References (Note [Fuzz references]): for each data set, central differences in float64
+at two step sizes along random directions (u . grad f), and HIPS autograd where it runs
+the program (no in-place writes, no custom Functions: autograd treats `+=` as rebinding
+and cannot run a Function's `apply` on its boxes). When the step sizes disagree (a kink or
+a branch flips within a step) or autograd disagrees with the differences, the program is
+*discarded*, never counted as a pass.
+
+Each transform (`sg.value_and_grad`, `sg.grad`, `sg.vjp`, `sg.jvp`) is built once and
+called on data set A, then on data set B of the same shapes (variant reuse; B is often -A,
+which takes the other branch of conditions on sums). Outcome of a call: pass, wrong (a
+value or derivative disagrees with the references), crash (an exception that is not a
+CompileError, or a CompileError without file:line), refused (a CompileError: its first line
+is the reason), hang (over the time limit). A program's outcome is its worst call's.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import inspect
+import re
+import signal
+import sys
+import time
+import traceback
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import srcgrad as sg
+
+OUTCOMES = ("pass", "wrong", "crash", "refused", "hang", "discarded")
+SEVERITY = {"pass": 0, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
+TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp")
+EPS = (1e-6, 1e-4)  # the two central-difference steps
+RTOL, ATOL = 1e-4, 1e-6
+
+
+class Discard(Exception):
+    """The references cannot judge this program at this point."""
+
+
+class Hang(Exception):
+    pass
+
+
+@dataclass
+class Failure:
+    outcome: str  # wrong | crash | refused | hang
+    transform: str
+    call: str  # "first call" | "second call"
+    detail: str  # what happened: expected vs got, or the exception
+
+    def signature(self) -> tuple:
+        """What "fails the same way" means to the shrinker and to the report's classes."""
+        if self.outcome == "wrong":
+            kind = self.detail.split(":", 1)[0]
+            return ("wrong", self.transform, self.call, kind)
+        if self.outcome == "crash":
+            return ("crash", self.detail.split("\n", 1)[0])
+        if self.outcome == "refused":
+            return ("refused", self.detail)
+        return (self.outcome, self.transform)
+
+
+@dataclass
+class Result:
+    outcome: str
+    failures: list = field(default_factory=list)
+    reason: str = ""  # discarded: why
+    seconds: float = 0.0
+
+    def worst(self) -> Failure | None:
+        real = [f for f in self.failures if f.outcome != "refused"] or self.failures
+        return max(real, key=lambda f: SEVERITY[f.outcome]) if real else None
+
+
+# ---------------------------------------------------------------------- programs on disk
+
+def load(source: str, directory: Path, stem: str):
+    """Write the module and import it (srcgrad reads functions with inspect.getsource)."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:10]
+    name = f"fz_{stem}_{digest}"
+    path = Path(directory) / f"{name}.py"
+    if not path.exists():
+        path.write_text(source)
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------- argument trees
+
+def make_args(spec, rng) -> list:
+    out = []
+    for a in spec:
+        if a[0] == "array":
+            out.append(rng.standard_normal(a[1]))
+        elif a[0] == "float":
+            out.append(float(rng.standard_normal()))
+        elif a[0] == "dict":
+            out.append({k: rng.standard_normal(s) for k, s in a[1]})
+        else:
+            items = [rng.standard_normal(s) for s in a[1]]
+            out.append(tuple(items) if a[0] == "tuple" else items)
+    return out
+
+
+def flatten(values, spec) -> list:
+    """The leaves of arguments (or of gradients shaped like them), in spec order."""
+    leaves = []
+    for v, a in zip(values, spec):
+        if a[0] in ("array", "float"):
+            leaves.append(v)
+        elif a[0] == "dict":
+            if not isinstance(v, dict) or sorted(v) != sorted(k for k, _ in a[1]):
+                raise TypeError(f"expected a dict with keys {[k for k, _ in a[1]]}, got {type(v).__name__}")
+            leaves += [v[k] for k, _ in a[1]]
+        else:
+            if not isinstance(v, (tuple, list)) or len(v) != len(a[1]):
+                raise TypeError(f"expected a {a[0]} of {len(a[1])}, got {type(v).__name__}")
+            leaves += list(v)
+    return leaves
+
+
+def unflatten(leaves, spec) -> list:
+    out, i = [], 0
+    for a in spec:
+        if a[0] in ("array", "float"):
+            out.append(leaves[i])
+            i += 1
+        elif a[0] == "dict":
+            out.append({k: leaves[i + j] for j, (k, _) in enumerate(a[1])})
+            i += len(a[1])
+        else:
+            items = leaves[i:i + len(a[1])]
+            out.append(tuple(items) if a[0] == "tuple" else list(items))
+            i += len(a[1])
+    return out
+
+
+def leaf_specs(spec) -> list:
+    """("array", shape) or ("float",) per leaf."""
+    out = []
+    for a in spec:
+        if a[0] in ("array", "float"):
+            out.append(a)
+        elif a[0] == "dict":
+            out += [("array", s) for _, s in a[1]]
+        else:
+            out += [("array", s) for s in a[1]]
+    return out
+
+
+def axpy(leaves, direction, eps, lspecs) -> list:
+    out = []
+    for x, u, a in zip(leaves, direction, lspecs):
+        out.append(float(x + eps * u) if a[0] == "float" else np.asarray(x) + eps * u)
+    return out
+
+
+def dot(grads, direction) -> float:
+    return float(sum(np.sum(np.asarray(g, dtype=float) * u) for g, u in zip(grads, direction)))
+
+
+def out_leaves(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [np.asarray(v, dtype=float) for v in value]
+    return [np.asarray(value, dtype=float)]
+
+
+# ---------------------------------------------------------------------- references
+
+@dataclass
+class Reference:
+    args: list
+    value: object
+    directions: list  # leaf lists
+    derivs: list  # d/de phi(x + e u_k) per direction
+    cotangent: object  # scalar output: 1.0
+    jvp_out: list  # output leaves' derivative along directions[0]
+
+
+def _scalarize(fn, output, cotangent):
+    if output == "scalar":
+        return fn
+    return lambda *a: sum(float(np.sum(o * c)) for o, c in zip(out_leaves(fn(*a)), out_leaves(cotangent)))
+
+
+def _finite(value) -> bool:
+    return all(np.all(np.isfinite(o)) for o in out_leaves(value))
+
+
+def _close(a, b, scale) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        return False
+    return bool(np.all(np.abs(a - b) <= RTOL * np.maximum(np.abs(a), np.abs(b)) + ATOL * scale))
+
+
+def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
+    lspecs = leaf_specs(spec)
+    leaves = flatten(args, spec)
+
+    def run(ls):
+        return fn(*copy.deepcopy(unflatten(ls, spec)))
+
+    try:
+        value = run(leaves)
+    except Exception as e:  # a generator bug: the program is not valid NumPy
+        raise Discard(f"NumPy raised {type(e).__name__}") from None
+    if not _finite(value) or (output == "scalar" and np.ndim(value) != 0):
+        raise Discard("non-finite or non-scalar value")
+    cotangent = 1.0 if output == "scalar" else (
+        tuple(rng.standard_normal(np.shape(o)) for o in value) if isinstance(value, tuple)
+        else rng.standard_normal(np.shape(value)))
+    phi = _scalarize(lambda *a: run(flatten(a, spec)), output, cotangent)
+    directions = [[rng.standard_normal(np.shape(x)) if a[0] == "array" else float(rng.standard_normal())
+                   for x, a in zip(leaves, lspecs)] for _ in range(2)]
+    scale = max(1.0, float(max(np.max(np.abs(o), initial=0.0) for o in out_leaves(value))))
+    derivs = []
+    for u in directions:
+        d = [(float(phi(*unflatten(axpy(leaves, u, e, lspecs), spec)))
+              - float(phi(*unflatten(axpy(leaves, u, -e, lspecs), spec)))) / (2 * e) for e in EPS]
+        if not (np.isfinite(d[0]) and np.isfinite(d[1])) or not _close(d[0], d[1], scale * 10):
+            raise Discard("finite differences disagree between step sizes (kink or branch)")
+        derivs.append(d[0])
+    u = directions[0]
+    jvps = []
+    for e in EPS:
+        hi = out_leaves(run(axpy(leaves, u, e, lspecs)))
+        lo = out_leaves(run(axpy(leaves, u, -e, lspecs)))
+        jvps.append([(h - lo_) / (2 * e) for h, lo_ in zip(hi, lo)])
+    if not all(_close(a, b, scale * 10) for a, b in zip(*jvps)):
+        raise Discard("finite differences disagree between step sizes (kink or branch)")
+    if autograd_fn is not None:
+        _check_autograd(autograd_fn, spec, output, args, cotangent, directions, derivs, scale)
+    return Reference(args, value, directions, derivs, cotangent, jvps[0])
+
+
+def _check_autograd(afn, spec, output, args, cotangent, directions, derivs, scale):
+    """Autograd's gradient, projected on the directions, must agree with the differences."""
+    import autograd
+
+    def phi(*a):
+        out = afn(*a)
+        if output == "scalar":
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        cts = cotangent if isinstance(cotangent, tuple) else (cotangent,)
+        return sum(autograd.numpy.sum(o * c) for o, c in zip(outs, cts))
+
+    try:
+        grads = [autograd.grad(phi, i)(*copy.deepcopy(args)) for i in range(len(args))]
+        flat = flatten(grads, spec)
+    except Exception:
+        return  # autograd does not run this program: the differences decide
+    for u, d in zip(directions, derivs):
+        if not _close(dot(flat, u), d, scale):
+            raise Discard("autograd disagrees with finite differences")
+
+
+def autograd_twin(source: str, directory: Path, stem: str):
+    """The program with numpy swapped for autograd.numpy, or None where that cannot apply."""
+    try:
+        import autograd  # noqa: F401
+    except ImportError:
+        return None
+    twin = source.replace("import numpy as np", "import autograd.numpy as np")
+    return load(twin, directory, stem + "_ag").f
+
+
+# ---------------------------------------------------------------------- transforms
+
+@contextmanager
+def time_limit(seconds: float):
+    def on_alarm(signum, frame):
+        raise Hang()
+
+    if seconds <= 0 or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _where(tb) -> str:
+    """The innermost frame in srcgrad (or in generated code) of a traceback."""
+    frames = traceback.extract_tb(tb)
+    inner = [f for f in frames if "/srcgrad/" in f.filename]
+    if not inner:
+        inner = [f for f in frames if "srcgrad" in f.filename or "sgcache" in f.filename]
+    if not inner:
+        return "?"
+    f = inner[-1]
+    where = f.filename.split("/srcgrad/", 1)[-1] if "/srcgrad/" in f.filename else "generated code"
+    return f"{where}:{f.name}"
+
+
+def normalize(message: str) -> str:
+    """A message without the program's own names and numbers, to group by."""
+    text = re.sub(r"\b(?:v|x|w|y|i|k|r|c|L|T|t|p|a|helper|Fn|fz_\w+?)\d+\b", "N", message)
+    text = re.sub(r"\d+", "#", text)
+    return text[:160]
+
+
+def classify(exc: BaseException) -> tuple:
+    """(outcome, detail) of an exception a transform raised."""
+    if isinstance(exc, sg.CompileError):
+        first = (exc.message or "").split("\n", 1)[0]
+        if not exc.filename or exc.filename == "<unknown>" or not exc.lineno:
+            return "crash", f"CompileError without file:line: {normalize(first)}"
+        return "refused", normalize(first)
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    if "maximum recursion depth exceeded" in message:
+        message = "maximum recursion depth exceeded"
+    return "crash", f"{type(exc).__name__} in {_where(exc.__traceback__)}: {normalize(message)}"
+
+
+def _wrt(program_args, choice):
+    n = len(program_args)
+    if n == 1 and choice:
+        return 0, True
+    return tuple(range(n)), False
+
+
+def _grad_leaves(grads, spec, single):
+    grads = (grads,) if single else grads
+    if not isinstance(grads, tuple) or len(grads) != len(spec):
+        raise Wrong(f"structure: {len(spec)} gradients expected, got {type(grads).__name__}")
+    try:
+        leaves = flatten(grads, spec)
+    except TypeError as e:
+        raise Wrong(f"structure: {e}") from None
+    for g, a in zip(leaves, leaf_specs(spec)):
+        if g is None:
+            raise Wrong("structure: a gradient is None")
+        want = a[1] if a[0] == "array" else ()
+        if np.shape(g) != want:
+            raise Wrong(f"structure: gradient shape {np.shape(g)}, argument shape {want}")
+    return leaves
+
+
+class Wrong(Exception):
+    pass
+
+
+def _check_value(got, ref: Reference, scale):
+    got_l, want_l = out_leaves(got), out_leaves(ref.value)
+    if len(got_l) != len(want_l) or not all(_close(a, b, scale * 1e-3) for a, b in zip(got_l, want_l)):
+        raise Wrong(f"value: expected {_short(ref.value)}, got {_short(got)}")
+
+
+def _check_grads(leaves, ref: Reference, scale):
+    for k, (u, d) in enumerate(zip(ref.directions, ref.derivs)):
+        got = dot(leaves, u)
+        if not _close(got, d, scale):
+            raise Wrong(f"gradient: along random direction {k}: expected {d:.6g}, got {got:.6g}")
+
+
+def _short(v) -> str:
+    return np.array2string(np.asarray(v, dtype=float), precision=5, threshold=12) if not isinstance(
+        v, tuple) else "(" + ", ".join(_short(x) for x in v) + ")"
+
+
+def _scale(ref: Reference) -> float:
+    return max([1.0] + [float(np.max(np.abs(o), initial=0.0)) for o in out_leaves(ref.value)]
+               + [abs(d) for d in ref.derivs])
+
+
+def run_value_and_grad(state, fn, program, ref):
+    if state.get("h") is None:
+        wrt, single = _wrt(program.args, program.seed % 2)
+        state["h"], state["single"] = sg.value_and_grad(fn, wrt=wrt), single
+    value, grads = state["h"](*copy.deepcopy(ref.args))
+    _check_value(value, ref, _scale(ref))
+    _check_grads(_grad_leaves(grads, program.args, state["single"]), ref, _scale(ref))
+
+
+def run_grad(state, fn, program, ref):
+    if state.get("h") is None:
+        n = len(program.args)
+        wrt, single = _wrt(program.args, program.seed % 3 == 0)
+        if not single and program.seed % 4 == 1:
+            wrt = tuple(inspect.signature(fn).parameters)[:n]  # argument names
+        state["h"], state["single"] = sg.grad(fn, wrt=wrt), single
+    grads = state["h"](*copy.deepcopy(ref.args))
+    _check_grads(_grad_leaves(grads, program.args, state["single"]), ref, _scale(ref))
+
+
+def run_vjp(state, fn, program, ref):
+    out, vjp_fn = sg.vjp(fn, *copy.deepcopy(ref.args))
+    _check_value(out, ref, _scale(ref))
+    grads = vjp_fn(ref.cotangent)
+    leaves = _grad_leaves(tuple(grads), program.args, False)
+    _check_grads(leaves, ref, _scale(ref))
+    twice = vjp_fn(_times(ref.cotangent, 2.0))  # a vjp_fn is reusable and linear
+    again = _grad_leaves(tuple(twice), program.args, False)
+    if not all(_close(np.asarray(b, dtype=float), 2.0 * np.asarray(a, dtype=float), _scale(ref))
+               for a, b in zip(leaves, again)):
+        raise Wrong("gradient: vjp_fn called again with 2 * cotangent is not 2 * the first gradient")
+
+
+def _times(ct, k):
+    return tuple(c * k for c in ct) if isinstance(ct, tuple) else ct * k
+
+
+def run_jvp(state, fn, program, ref):
+    tangents = unflatten(ref.directions[0], program.args)
+    out, tout = sg.jvp(fn, tuple(copy.deepcopy(ref.args)), tuple(tangents))
+    _check_value(out, ref, _scale(ref))
+    got = out_leaves(tout)
+    if len(got) != len(ref.jvp_out) or not all(_close(a, b, _scale(ref)) for a, b in zip(got, ref.jvp_out)):
+        raise Wrong(f"tangent: expected {_short(tuple(ref.jvp_out))}, got {_short(tuple(got))}")
+
+
+RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp}
+
+
+def applicable(program) -> list:
+    names = list(TRANSFORMS)
+    if program.output != "scalar":
+        names = [n for n in names if n not in ("value_and_grad", "grad")]
+    if any(a[0] not in ("array", "float") for a in program.args):
+        names.remove("jvp")  # sg.jvp takes arrays and numbers (API.md), not containers
+    return names
+
+
+# ---------------------------------------------------------------------- one program
+
+@dataclass
+class Spec:
+    """What the oracle needs of a program (a generator.Program, or one read back from source)."""
+
+    seed: int
+    source: str
+    args: list
+    output: str
+    features: set
+
+
+def spec_from_source(source: str, seed: int = 0) -> Spec:
+    ns: dict = {}
+    header = "\n".join(line for line in source.splitlines() if line.startswith(("ARGS =", "OUTPUT =")))
+    exec(header, ns)
+    inplace = bool(re.search(r"\]\s*[-+*/]?=[^=]|[-+*/]=", source))
+    features = {"inplace"} if inplace else set()
+    if "Function)" in source:
+        features.add("function")
+    return Spec(seed, source, ns["ARGS"], ns["OUTPUT"], features)
+
+
+def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeout: float = 30.0,
+          stop_at_first=False) -> Result:
+    """Run one program; see the module docstring."""
+    start = time.perf_counter()
+    stem = str(program.seed)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            module = load(program.source, directory, stem)
+        except Exception as e:
+            return Result("discarded", reason=f"module does not import: {type(e).__name__}")
+        fn = module.f
+        twin = None
+        if not ({"inplace", "function"} & set(program.features)):
+            try:
+                twin = autograd_twin(program.source, directory, stem)
+            except Exception:
+                twin = None
+        refs = {}
+        for key in order:
+            rng = np.random.default_rng([program.seed, ord(key)])
+            args = make_args(program.args, rng)
+            if key == "B" and program.seed % 2 == 0:
+                base = make_args(program.args, np.random.default_rng([program.seed, ord("A")]))
+                args = unflatten([-x for x in flatten(base, program.args)], program.args)
+            try:
+                with time_limit(timeout):
+                    refs[key] = references(fn, program.args, program.output, args, rng, twin)
+            except Discard as e:
+                return Result("discarded", reason=str(e), seconds=time.perf_counter() - start)
+            except Hang:
+                return Result("discarded", reason="NumPy run over the time limit")
+        failures = []
+        for name in transforms or applicable(program):
+            failure = _run_transform(name, fn, program, refs, order, timeout)
+            if failure is not None:
+                failures.append(failure)
+                if stop_at_first and failure.outcome != "refused":
+                    break
+    outcome = max((f.outcome for f in failures), key=SEVERITY.get, default="pass")
+    return Result(outcome, failures, seconds=time.perf_counter() - start)
+
+
+def _run_transform(name, fn, program, refs, order, timeout) -> Failure | None:
+    state: dict = {}
+    for n, key in enumerate(order):
+        call = "first call" if n == 0 else "second call"
+        try:
+            with time_limit(timeout):
+                RUNNERS[name](state, fn, program, refs[key])
+        except Hang:
+            return Failure("hang", name, call, f"over {timeout:g} s")
+        except Wrong as e:
+            return Failure("wrong", name, call, str(e))
+        except Exception as e:  # noqa: BLE001 - any exception is a finding
+            outcome, detail = classify(e)
+            return Failure(outcome, name, call, detail)
+    return None
+
+
+# ---------------------------------------------------------------------- explaining a failure
+
+def _literal(v) -> str:
+    if isinstance(v, float):
+        return repr(round(v, 6))
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_literal(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (tuple, list)):
+        inner = ", ".join(_literal(x) for x in v)
+        return f"({inner},)" if isinstance(v, tuple) else f"[{inner}]"
+    return f"np.array({np.round(np.asarray(v), 6).tolist()!r})"
+
+
+def data_sets(program, order=("A", "B")) -> dict:
+    """The argument values check() uses."""
+    out = {}
+    for key in order:
+        args = make_args(program.args, np.random.default_rng([program.seed, ord(key)]))
+        if key == "B" and program.seed % 2 == 0:
+            base = make_args(program.args, np.random.default_rng([program.seed, ord("A")]))
+            args = unflatten([-x for x in flatten(base, program.args)], program.args)
+        out[key] = args
+    return out
+
+
+def fd_gradient(fn, spec, args, eps=1e-6) -> list:
+    """Full central-difference gradient of a scalar program, leaf by leaf."""
+    leaves, lspecs = flatten(args, spec), leaf_specs(spec)
+    grads = []
+    for i, a in enumerate(lspecs):
+        g = np.zeros(a[1] if a[0] == "array" else ())
+        flat = g.reshape(-1)
+        for j in range(flat.size):
+            vals = []
+            for sign in (1, -1):
+                ls = copy.deepcopy(leaves)
+                if a[0] == "float":
+                    ls[i] = ls[i] + sign * eps
+                else:
+                    x = np.array(ls[i], dtype=float)
+                    x.reshape(-1)[j] += sign * eps
+                    ls[i] = x
+                vals.append(float(fn(*copy.deepcopy(unflatten(ls, spec)))))
+            flat[j] = (vals[0] - vals[1]) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def repro(program, failure: Failure, directory: Path) -> str:
+    """A runnable script: the program, its data, the failing call, what it printed."""
+    sets = data_sets(program)
+    key = "A" if failure.call == "first call" else "B"
+    body = [line for line in program.source.splitlines() if not line.startswith(("ARGS =", "OUTPUT ="))]
+    lines = ["import srcgrad as sg"] + body + [""]
+    for k, v in sets.items():
+        lines.append(f"args_{k} = [{', '.join(_literal(a) for a in v)}]")
+    n = len(program.args)
+    wrt = tuple(range(n))
+    if failure.transform in ("grad", "value_and_grad"):
+        runs = [f"h = sg.{failure.transform}(f, wrt={wrt})"]
+        if key == "B":
+            runs.append("print('first call:', h(*args_A))")
+        runs.append(f"print('{failure.call}:', h(*args_{key}))")
+    elif failure.transform == "vjp":
+        ct = "1.0" if program.output == "scalar" else "ct"
+        runs = ([] if key == "A" else ["out, vjp_fn = sg.vjp(f, *args_A)"]) + [
+            f"out, vjp_fn = sg.vjp(f, *args_{key})", "print('out:', out)"]
+        if program.output != "scalar":
+            runs.insert(0, "ct = np.ones_like(f(*args_A)) if not isinstance(f(*args_A), tuple) else "
+                           "tuple(np.ones_like(o) for o in f(*args_A))")
+        runs += [f"print('vjp:', vjp_fn({ct}))", f"print('again:', vjp_fn({ct}))"]
+    else:
+        runs = ([] if key == "A" else ["sg.jvp(f, args_A, args_A)"]) + [
+            f"print('jvp:', sg.jvp(f, args_{key}, args_{key}))  # tangents = the primals"]
+    lines += runs
+    out = "\n".join(lines)
+    expected = _expected_text(program, failure, directory, sets[key])
+    return out + ("\n# " + expected.replace("\n", "\n# ") if expected else "")
+
+
+def _expected_text(program, failure, directory, args) -> str:
+    """For a wrong result: NumPy's value and the central-difference derivative at these data."""
+    if failure.outcome != "wrong":
+        return ""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            fn = load(program.source, directory, str(program.seed)).f
+            value = fn(*copy.deepcopy(args))
+            text = [f"NumPy: f(*args) = {_short(value)}"]
+            if program.output == "scalar" and failure.transform != "jvp":
+                grads = fd_gradient(fn, program.args, args)
+                text.append("central differences: gradient = " + ", ".join(_short(g) for g in grads))
+            elif failure.transform == "jvp":
+                u = flatten(args, program.args)
+                lspecs = leaf_specs(program.args)
+                hi = out_leaves(fn(*unflatten(axpy(u, u, 1e-6, lspecs), program.args)))
+                lo = out_leaves(fn(*unflatten(axpy(u, u, -1e-6, lspecs), program.args)))
+                text.append("central differences: tangent = " + ", ".join(
+                    _short((h - lo_) / 2e-6) for h, lo_ in zip(hi, lo)))
+            text.append(f"srcgrad ({failure.transform}, {failure.call}): {failure.detail}")
+            return "\n".join(text)
+    except Exception as e:  # noqa: BLE001
+        return f"(could not compute the references: {type(e).__name__}: {e})"
