@@ -228,7 +228,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    check_cli = _api("check_cli", "check")
+    from srcgrad.autograd.gradcheck import check_cli
+
     func = load_function(args.target)
     items = args.args
     numbers = [x for x in items if not isinstance(x, tuple)]

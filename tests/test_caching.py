@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 
 import srcgrad as sg
-from srcgrad import api
+from srcgrad.pipeline import modules
 
 
 def _files(root):
@@ -77,7 +77,7 @@ def test_corrupt_cache_file_is_recompiled(tmp_path, monkeypatch):
     (path,) = _files(tmp_path / "cache")
     with open(path, "a") as fh:
         fh.write("\nraise SystemExit('tampered')\n")
-    api._MEMORY.clear()
+    modules._MEMORY.clear()
     assert np.allclose(sg.grad(f)(x), np.exp(x))
     assert "tampered" not in open(path).read()
 
@@ -89,9 +89,9 @@ def test_cache_clear_empties_memory_and_disk(tmp_path, monkeypatch):
         return np.sum(x ** 2)
 
     sg.grad(f)(np.ones(2))
-    assert _files(tmp_path / "cache") and api._MEMORY
+    assert _files(tmp_path / "cache") and modules._MEMORY
     sg.cache_clear()
-    assert not _files(tmp_path / "cache") and not api._MEMORY
+    assert not _files(tmp_path / "cache") and not modules._MEMORY
 
 
 def test_traceback_shows_the_generated_line(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 import srcgrad as sg
 from examples import elementwise, logistic, mlp, softmax
 from srcgrad import pipeline
+from srcgrad.autograd.gradcheck import check_cli
 from srcgrad.frontend.parse import parse_function
 
 
@@ -166,9 +167,9 @@ def test_emit_standalone_forward_and_both(tmp_path, mode, names):
 
 
 def test_cli_check_reports_both_modes():
-    ok, report = sg.api.check_cli(logistic.loss, "4,scalar,6x4,6")
+    ok, report = check_cli(logistic.loss, "4,scalar,6x4,6")
     assert ok, report
     assert "reverse  output 0 w.r.t. w" in report and "forward  output 0 w.r.t. b" in report
     assert report.rstrip().endswith("OK")
     with pytest.raises(ValueError, match="gives 2 shapes"):
-        sg.api.check_cli(logistic.loss, "4,scalar")
+        check_cli(logistic.loss, "4,scalar")

@@ -1,9 +1,7 @@
-"""The one place the compiler's stages are put in order.
+"""The programs: a parsed function through the passes, in order, to generated function sources.
 
-    parse → fence → trace → reverse (vjp) → simplify → cse → dce → [split] → emit → load
-
-`gradient_program` and `vjp_program` return generated *function* sources; `build`
-assembles them into a module, caches it (memory and disk) and loads it.
+`gradient_program`, `vjp_program` and `jvp_program` return generated *function*
+sources (srcgrad.pipeline.modules assembles, caches and loads them).
 """
 
 from __future__ import annotations
@@ -319,7 +317,7 @@ def compiler_fingerprint() -> str:
     A generated module depends on all of them, not only on the version number.
     """
     h = hashlib.sha256()
-    package = Path(__file__).parent
+    package = Path(__file__).parent.parent
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())

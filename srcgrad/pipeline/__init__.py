@@ -1,0 +1,27 @@
+"""The pipeline: the one place the compiler's stages are put in order.
+
+    parse → fence → trace (frontend) → activity → vjp / jvp → simplify → cse → dce
+    → [split into forward and backward] → emit (codegen) → cache → load (backend)
+
+`programs` runs a parsed function through the passes to generated function sources
+(the order lives in `gradient_program`, `vjp_program`, `jvp_program` and `optimize`);
+`modules` renders them into a module, caches it in memory and on disk and loads it;
+srcgrad.kernels is the same path for one table row (the eager runtime's kernels).
+"""
+
+from srcgrad.pipeline.programs import (
+    VERSION,
+    Functions,
+    cache_key,
+    compiler_fingerprint,
+    container_gradient_program,
+    gradient_program,
+    jvp_program,
+    optimize,
+    provably_scalar,
+    trace,
+    vjp_program,
+)
+
+__all__ = ["VERSION", "Functions", "cache_key", "compiler_fingerprint", "container_gradient_program",
+           "gradient_program", "jvp_program", "optimize", "provably_scalar", "trace", "vjp_program"]
