@@ -98,7 +98,8 @@ class Generator:
         self.scope = Scope()
         self.top: list[str] = []  # module-level helpers and Function classes
         self.helpers: dict = {}  # shape -> helper name
-        self.helper_nargs: dict = {}  # helper name -> number of arguments
+        self.helper_nargs: dict = {}  # helper name -> (number of arrays, "plain"|"default"|"none")
+        self.consts: list[str] = []  # module-level constants (read, never written)
         self.functions: list = []  # (name, nargs)
         self.features: set = set()
         self.names = 0
@@ -155,7 +156,7 @@ class Generator:
                   (self.e_transpose, 1), (self.e_reshape, 1), (self.e_slice, 1), (self.e_index, 1),
                   (self.e_fancy, 0.5), (self.e_concat, 0.5), (self.e_stack, 0.4), (self.e_call, 0.6),
                   (self.e_container, 1), (self.e_ifexp, 0.4), (self.e_math, 1), (self.e_mask, 0.4),
-                  (self.e_shape_attr, 0.3)]
+                  (self.e_shape_attr, 0.3), (self.e_global, 0.3)]
         functions, weights = zip(*makers)
         for _ in range(6):
             text = self.rng.choices(functions, weights)[0](s, depth - 1)
@@ -406,25 +407,50 @@ class Generator:
 
     # ------------------------------------------------------------------ callees
     def call_helper(self, s, depth):
-        """A module-level function of one or two arrays of shape s (with its own small body)."""
+        """A module-level function of arrays of shape s (with its own small body); some take
+        a keyword with a default (`scale=0.5`) or an optional array (`b=None`)."""
         name = self.helpers.get(s)
         if name is None:
             name = self.fresh("helper")
             nargs = self.rng.randint(1, 2)
+            kind = self.pick(["plain", "plain", "default", "none"])
             self.features.add("helper")
             outer, outer_loop = self.scope, self.loop_depth
             self.scope, self.loop_depth = Scope(vars={f"a{i}": s for i in range(nargs)}), 0
             params = ", ".join(self.scope.vars)
             body = []
+            if kind == "default":
+                params += ", scale=0.5"
+            elif kind == "none":
+                params += ", b=None"
+                body += ["    if b is None:", "        b = a0 * 0.5"]
+                self.scope.vars["b"] = s
             for _ in range(self.rng.choice([0, 0, 1, 2])):
                 body += self.statement(1, allow_return=False)
-            body.append(f"    return {self.expr(s, 2)}")
+            result = self.expr(s, 2)
+            body.append(f"    return ({result}) * scale" if kind == "default" else f"    return {result}")
             self.scope, self.loop_depth = outer, outer_loop
             self.top.append(f"def {name}({params}):\n" + "\n".join(body) + "\n")
             self.helpers[s] = name  # after the body: a helper never calls itself
-            self.helper_nargs[name] = nargs
-        nargs = self.helper_nargs[name]
-        return f"{name}({', '.join(self.expr(s, depth) for _ in range(nargs))})"
+            self.helper_nargs[name] = (nargs, kind)
+        nargs, kind = self.helper_nargs[name]
+        args = [self.expr(s, depth) for _ in range(nargs)]
+        if kind == "default" and self.chance(0.5):
+            args.append(f"scale={self.const()}")
+        elif kind == "none" and self.chance(0.5):
+            args.append(self.pick(["", "b="]) + self.expr(s, depth))
+        return f"{name}({', '.join(args)})"
+
+    def e_global(self, s, depth):
+        """A module-level constant: a float `K`, or an array `W` that broadcasts to s."""
+        name = self.fresh("K" if s == () else "W")
+        if s == ():
+            self.consts.append(f"{name} = {self.const()}")
+        else:
+            shape = self.broadcast_shape(s) or s
+            self.consts.append(f"{name} = np.linspace(-1.0, 1.0, {size(shape)}).reshape({shape!r})")
+            self.features.add("constant_array")
+        return f"({self.expr(s, depth)} {self.pick(['*', '+', '-'])} {name})"
 
     def call_function(self, s, depth):
         """`FnK.apply(...)` of a custom Function written into the module."""
@@ -610,7 +636,7 @@ class Generator:
             return None
         name, i = self.fresh("y"), self.fresh("i")
         v = paren(self.leaf(s))
-        start = self.pick([f"np.zeros({s!r})", f"np.zeros_like({v})", f"{v}.copy()", f"np.array({v})"])
+        start = self.pick([f"np.zeros({s!r})", f"np.zeros_like({v})", f"{v}.copy()", f"np.copy({v})"])
         self.features.update({"inplace", "loop"})
         lines = [f"{self.pad(indent)}{name} = {start}", f"{self.pad(indent)}for {i} in range({s[0]}):"]
         self.scope.ints[i] = s[0]
@@ -826,8 +852,9 @@ class Generator:
         body = self.block(1, self.rng.randint(1, self.max_stmts))
         body.append(f"    return {self.result()}")
         header = ["import math", "", "import numpy as np", "",
-                  "from srcgrad.autograd import Function", "from srcgrad.autograd.function import "
-                  "once_differentiable", "", f"ARGS = {args!r}", f"OUTPUT = {self.output!r}", ""]
+                  "from srcgrad.autograd import Function",
+                  "from srcgrad.autograd.function import once_differentiable", "",
+                  f"ARGS = {args!r}", f"OUTPUT = {self.output!r}", *self.consts, ""]
         source = "\n".join(header) + "\n" + "\n\n".join(self.top) + ("\n\n" if self.top else "")
         source += f"def f({', '.join(names)}):\n" + "\n".join(prologue + body) + "\n"
         return Program(self.seed, source, "f", args, self.output, set(self.features))

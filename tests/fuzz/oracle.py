@@ -595,7 +595,8 @@ def repro(program, failure: Failure, directory: Path) -> str:
         if program.output != "scalar":
             runs.insert(0, "ct = np.ones_like(f(*args_A)) if not isinstance(f(*args_A), tuple) else "
                            "tuple(np.ones_like(o) for o in f(*args_A))")
-        runs += [f"print('vjp:', vjp_fn({ct}))", f"print('again:', vjp_fn({ct}))"]
+        twice = "2.0" if ct == "1.0" else "tuple(2.0 * c for c in ct) if isinstance(ct, tuple) else 2.0 * ct"
+        runs += [f"print('vjp:', vjp_fn({ct}))", f"print('again, 2 * cotangent:', vjp_fn({twice}))"]
     else:
         runs = ([] if key == "A" else ["sg.jvp(f, args_A, args_A)"]) + [
             f"print('jvp:', sg.jvp(f, args_{key}, args_{key}))  # tangents = the primals"]
