@@ -207,12 +207,14 @@ class ControlFlow:
         then_ops, then_env, _, _ = self.trace_block(node.body, scope)
         else_ops, else_env, _, _ = self.trace_block(node.orelse, scope)
         before = scope.env
-        merged = {}
+        merged, same = {}, {}
         for name in dict.fromkeys(list(then_env) + list(else_env)):
             a, b = then_env.get(name), else_env.get(name)
             if a is None or b is None:
                 continue  # defined in one branch only: not defined after the `if`
-            if a is before.get(name) and b is before.get(name):
+            if a is b:  # the same value either way (`y = x` in both): no merge, so an
+                if a is not before.get(name):  # in-place write through `y` still reaches `x`
+                    same[name] = a
                 continue
             merged[name] = (a, b)
         self.loc = loc
@@ -220,11 +222,14 @@ class ControlFlow:
                                      [v[0] for v in merged.values()], [v[1] for v in merged.values()],
                                      list(merged))
         scope.env.update(zip(merged, values))
+        scope.env.update(same)
 
     def trace_ifexp(self, node, test, scope):
         """`a if c else b` on a run-time condition: a `cond` computing one value."""
         then_ops, _, _, a = self.trace_block([], scope, epilogue=lambda s: self.expr(node.body, s))
         else_ops, _, _, b = self.trace_block([], scope, epilogue=lambda s: self.expr(node.orelse, s))
+        if a is b and not then_ops and not else_ops:
+            return a  # `x if c else x`
         (value,) = self.merge_branches(node, test, then_ops, else_ops, [a], [b], ["_ifexp"])
         return value
 
@@ -256,7 +261,9 @@ class ControlFlow:
             trees.append((ta, len(la)))
             then_leaves += la
             else_leaves += lb
-            outs += [Var(self.namer.fresh(name), _kind(x, y)) for x, y in zip(la, lb)]
+            for x, y in zip(la, lb):
+                outs.append(Var(self.namer.fresh(name), _kind(x, y)))
+                self.mutation.note_merge(outs[-1], (x, y))
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
                            blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
         merged, i = [], 0
@@ -284,6 +291,7 @@ class ControlFlow:
         kinds = [_kind(scope.env[n]) for n in carried]
         while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
+            self.mutation.note_loop_params(node, carried, params, scope.env)
             body_ops, env_after, _, _ = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 prologue=lambda inner: self.bind(node.target, per_index(index), inner))
@@ -310,6 +318,7 @@ class ControlFlow:
         running = Var(self.namer.fresh("_running"), "static")
         while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
+            self.mutation.note_loop_params(node, carried, params, scope.env)
             body_ops, env_after, _, next_test = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 epilogue=lambda inner: self.expr(test_node, inner))

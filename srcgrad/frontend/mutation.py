@@ -36,6 +36,22 @@ with respect to the argument values it was given. Two arguments may be the same
 array at run time (`f(a, a)`), which the compiler cannot see: where an argument is
 written, the generated code checks `no_alias(new, arg, *other args)` once, raising
 if the written argument shares memory with another one.
+
+Note [Aliases across blocks]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Blocks (Note [Tracing control flow] in srcgrad.frontend.control) bind new values to
+the names they change, which would cut the sharing between names:
+
+* an `if` whose branches bind a name to the *same* value (`y = x` in both, `x if c
+  else x`) binds it after the `if` without a merge, so a later write through `y`
+  still reaches `x`;
+* a merged value that is another name's storage on some path only (`y = x if c
+  else z`) is recorded (`merged`); a write through it makes every such name
+  Undecided (reading it is a CompileError), since the write reached it on one path;
+* a loop's body starts from params; a param whose first value shares memory with
+  another name (`y = x` or `row = x[0]` before the loop) is recorded (`shared`) and
+  a write through it inside the body is a CompileError: on the first iteration the
+  write reaches the other name, which the body cannot see.
 """
 
 from __future__ import annotations
@@ -86,6 +102,11 @@ class Mutation:
         self.saved = SavedWrites(self)  # Note [Saved values written in place]
         self.history: dict = {}  # id(value after a write) -> the value before it
         self.write_log: list = []  # (ids of the values whose storage a write changed, Loc)
+        # id(branch output) -> the values it is on each path (Note [Aliases across blocks])
+        self.merged: dict = {}
+        # id(loop param) -> (name, other names) when the value it starts as shares memory
+        # with another name's: a write through the param would reach them in NumPy
+        self.shared: dict = {}
 
     def start(self, fs_node, ops):
         self.top_ops = ops
@@ -145,6 +166,44 @@ class Mutation:
         """`v` is a whole shape tuple (`x.reshape(y.shape)` must not pack it again)."""
         return id(v) in self.shapes
 
+    def note_merge(self, out, sources):
+        """`out` is one of `sources` depending on the path taken (an if/else merge)."""
+        if any(self._mutable(s) for s in sources):
+            self.merged[id(out)] = sources
+
+    def note_loop_params(self, node, carried, params, env):
+        """Params of a loop body whose first value shares memory with another name
+        (Note [Aliases across blocks])."""
+        for name, param in zip(carried, params):
+            init = env.get(name)
+            if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
+                    not isinstance(init, Const):
+                continue
+            root = self._chain(init)[-1]
+            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                             if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
+                             and self._chain(v)[-1] is root})
+            if others:
+                self.shared[id(param)] = (name, others)
+                if self.is_array(init):
+                    self.arrays[id(param)] = param
+
+    @staticmethod
+    def _mutable(v) -> bool:
+        return isinstance(v, Var) or isinstance(v, Const) and isinstance(v.value, numpy.ndarray)
+
+    def _refuse_shared(self, t, node, what):
+        """A write inside a loop through a value that, on the first iteration, shares
+        memory with names the loop does not see it write: refused."""
+        for v in self._chain(t):
+            if id(v) in self.shared:
+                name, others = self.shared[id(v)]
+                names = ", ".join(f"`{o}`" for o in others)
+                self.tracer.fail(node, f"{what} inside a loop into `{name}`, which shares memory "
+                                 f"with {names} from before the loop",
+                                 f"copy it before the loop (`{name} = {name}.copy()`) if the write "
+                                 f"should not reach {names}; otherwise write into one name only")
+
     # ------------------------------------------------------------------ statements
     def aug_assign(self, node, scope):
         tr = self.tracer
@@ -168,6 +227,7 @@ class Mutation:
             if not isinstance(old, (Var, Const)):
                 tr.bind(target, new, scope)
                 return
+            self._refuse_shared(old, node, f"`{target.id} {_OPS.get(optype, 'op')}= ...`")
             refs = self._family_refs(old) + self.saved.references(old)
             if refs <= 1:  # only this name sees the storage: in place == rebinding
                 bound = self._guard_input(old, new)
@@ -273,6 +333,7 @@ class Mutation:
         """`old`'s storage now holds `new`: rebind every name that shares it."""
         tr = self.tracer
         self.guard_region(node, "an in-place write")
+        self._refuse_shared(old, node, "an in-place write")
         if how != "dirty":  # a Function's output replacing its written input: not a new write
             self.saved.written(old, how != "name", tr.loc)
         new = self._guard_input(old, new)
@@ -287,7 +348,11 @@ class Mutation:
                 self.views[id(cur_new)] = (cur_new, parent, rule, rest, kind)
                 unsure = (parent, rule)
                 break
-            parent_new = self._guard_input(parent, self._write_back(parent, rule, rest, cur_new))
+            written = self._write_back(parent, rule, rest, cur_new)
+            # The write-back makes the parent *from* the child (`b = v.T`): that is no
+            # view of the child to record (it would make a cycle of views).
+            self.views.pop(id(written), None)
+            parent_new = self._guard_input(parent, written)
             self.views[id(cur_new)] = (cur_new, parent_new, rule, rest, CERTAIN)
             updates[id(parent)] = parent_new
             self.history[id(parent_new)] = parent
@@ -326,7 +391,28 @@ class Mutation:
             return result
 
         self._remap(remap)
+        self._poison_merged(cur, loc)
         return new
+
+    def _poison_merged(self, top, loc):
+        """`top` (the written storage's root) is a branch output: on some path it is the
+        storage of another name, which the write changed there and not elsewhere
+        (Note [Aliases across blocks])."""
+        roots, todo = [], [top]
+        while todo:
+            t = self._chain(todo.pop())[-1]
+            for s in self.merged.get(id(t), ()):
+                if self._mutable(s):
+                    roots.append(self._chain(s)[-1])
+                    todo.append(s)
+        if not roots:
+            return
+        marker = Undecided(f"the in-place write at line {loc.line if loc else '?'} "
+                           f"(`{loc.text if loc else ''}`) changed this value on some paths only: "
+                           "the written name was bound to it in one branch of an if/else or "
+                           "conditional expression", "copy explicitly in the branch (`y = x.copy()`) "
+                           "or write into the original name", loc)
+        self._remap(lambda r: marker if any(self._chain(r)[-1] is root for root in roots) else None)
 
     def _write_back(self, parent, rule, rest, child):
         tr = self.tracer
@@ -504,7 +590,8 @@ def _index_kind(index):
     from srcgrad.ir.core import Pack
 
     parts = index.items if isinstance(index, Pack) and index.style != "slice" else (
-        index.value if isinstance(index, Const) and isinstance(index.value, tuple) else (index,))
+        tuple(Const(v) for v in index.value) if isinstance(index, Const)
+        and isinstance(index.value, tuple) else (index,))
     kinds = []
     for p in parts:
         if isinstance(p, Pack):  # a slice with dynamic bounds

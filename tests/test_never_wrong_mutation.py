@@ -1,0 +1,153 @@
+"""In-place writes through aliases and views outside straight-line code (Note [Mutation
+at trace time], Note [Aliases across blocks]): the write reaches every name NumPy's
+would, or the program is a CompileError naming the line; never a dropped write."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+
+A = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+def same_alias_in_both_branches(a, c):
+    x = a * 1.0
+    if c[0] > 0.0:
+        y = x
+    else:
+        y = x
+    y[0] = 0.0
+    return np.sum(x * x)
+
+
+def same_alias_in_conditional_expression(a, c):
+    x = a * 1.0
+    y = x if c[0] > 0.0 else x
+    y[1] = 0.0
+    return np.sum(x * x)
+
+
+def alias_on_one_path_not_read_again(a, c):
+    x = a * 1.0
+    z = a * 2.0
+    y = x if c[0] > 0.0 else z
+    y[0] = 0.0
+    return np.sum(y * y)
+
+
+def write_in_loop_no_alias(a):
+    x = a * 1.0
+    for i in range(2):
+        x[i] = x[i + 1] * 2.0
+    return np.sum(x * x)
+
+
+def transpose_written_then_base_written(b):
+    b = b * 1.0
+    v = b.T
+    v += 1.0
+    b += 1.0
+    return np.sum(b * v)
+
+
+def reshape_view_chain(b):
+    b = b * 1.0
+    v = b[0, :]
+    w = v[1:]
+    w *= 3.0
+    b[1, :] = v * 2.0
+    return np.sum(b * b) + np.sum(w)
+
+
+def view_written_before_break(x):
+    y = x * 1.0
+    for i in range(3):
+        v = y[1:]
+        v[0] = x[i] * v[1]
+        if x[i] > 0.5:
+            break
+    return np.sum(y * y)
+
+
+COMPILING = [
+    ("same-alias-branches-then", same_alias_in_both_branches, [A, np.array([1.0])]),
+    ("same-alias-branches-else", same_alias_in_both_branches, [A, np.array([-1.0])]),
+    ("same-alias-ifexp", same_alias_in_conditional_expression, [A, np.array([1.0])]),
+    ("alias-one-path-then", alias_on_one_path_not_read_again, [A, np.array([1.0])]),
+    ("alias-one-path-else", alias_on_one_path_not_read_again, [A, np.array([-1.0])]),
+    ("loop-write-no-alias", write_in_loop_no_alias, [A]),
+    ("transpose-then-base", transpose_written_then_base_written, [np.arange(4.0).reshape(2, 2) / 3]),
+    ("view-of-view", reshape_view_chain, [np.arange(6.0).reshape(2, 3) / 5]),
+    ("view-write-then-break", view_written_before_break, [np.array([0.2, 0.7, 0.1, 0.4])]),
+]
+
+
+@pytest.mark.parametrize("name,fn,args", COMPILING, ids=[c[0] for c in COMPILING])
+def test_reverse_mode(name, fn, args):
+    value, grad = sg.value_and_grad(fn)(*[a.copy() for a in args])
+    assert_close(value, fn(*[a.copy() for a in args]))
+    assert_close(grad, numeric_grad(lambda *a: fn(*[b.copy() for b in a]), args, 0), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,fn,args", COMPILING, ids=[c[0] for c in COMPILING])
+def test_forward_mode(name, fn, args):
+    tangent = np.linspace(0.5, 1.5, args[0].size).reshape(args[0].shape)
+    tangents = (tangent,) + tuple(np.zeros_like(a) for a in args[1:])
+    out, t_out = sg.jvp(fn, tuple(a.copy() for a in args), tangents)
+    assert_close(out, fn(*[a.copy() for a in args]))
+    expected = np.sum(numeric_grad(lambda *a: fn(*[b.copy() for b in a]), args, 0) * tangent)
+    assert_close(t_out, expected, rtol=1e-5, atol=1e-7)
+
+
+def alias_write_in_loop(a):
+    x = a * 1.0
+    y = x
+    for _ in range(2):
+        y[0] = 0.0
+    return np.sum(x * x)
+
+
+def view_write_in_loop(a):
+    x = a * 1.0
+    row = x[1:]
+    for _ in range(2):
+        row[0] = row[0] * 2.0
+    return np.sum(x * x)
+
+
+def view_augmented_in_while(a):
+    x = a * 1.0
+    acc = x[:2]
+    i = 0
+    while i < 2:
+        acc += a[2:]
+        i = i + 1
+    return np.sum(x * x)
+
+
+def alias_on_one_path_read_again(a, c):
+    x = a * 1.0
+    z = a * 2.0
+    y = x if c[0] > 0.0 else z
+    y[0] = 0.0
+    return np.sum(x * x)
+
+
+REFUSED = [
+    ("alias-write-in-loop", alias_write_in_loop, [A], "shares memory with `x`"),
+    ("view-write-in-loop", view_write_in_loop, [A], "shares memory with `x`"),
+    ("view-augmented-in-while", view_augmented_in_while, [A], "shares memory with `x`"),
+    ("alias-one-path-read", alias_on_one_path_read_again, [A, np.array([1.0])], "on some paths only"),
+]
+
+
+@pytest.mark.parametrize("name,fn,args,message", REFUSED, ids=[c[0] for c in REFUSED])
+def test_refused_with_the_line(name, fn, args, message):
+    for transform in (lambda: sg.grad(fn)(*args),
+                      lambda: sg.jvp(fn, tuple(args), tuple(np.ones_like(a) for a in args))):
+        with pytest.raises(sg.CompileError, match=message) as info:
+            transform()
+        assert info.value.filename.endswith("test_never_wrong_mutation.py")
