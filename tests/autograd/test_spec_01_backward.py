@@ -338,3 +338,10 @@ def test_user_gradient_is_not_aliased():
     (x * 1).backward(g)
     assert x.grad is not g
     check(g, [1.0, 1.0])
+
+
+def test_inputs_as_a_dict_uses_its_values():
+    x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    (x * y).sum().backward(inputs={"first": x})
+    check(x.grad, [3.0, 4.0])
+    assert y.grad is None

@@ -304,3 +304,38 @@ def test_values_round_trip():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert isinstance(x.data, sg.Tensor) and not x.data.requires_grad
+
+
+def test_data_does_not_bump_the_version():  # probe 3.dot_data_does_not_bump_version
+    x = leaf([1.0, 2.0])
+    before = x._version
+    x.data.add_(1)
+    assert x._version == before
+    check(x, [2.0, 3.0])
+
+
+def test_retained_grad_is_the_grad_of_the_current_version():  # test_retain_grad_inplace
+    a = leaf([1.0]) * 1
+    a.retain_grad()
+    a.mul_(2)
+    a.sum().backward()
+    check(a.grad, [1.0])
+
+
+def test_inplace_with_a_requiring_operand_makes_a_nonleaf():
+    # probe 3.inplace_with_requiring_operand_makes_nonleaf, test_requires_grad_inplace
+    a = sg.tensor(np.array([1.0, 2.0]))
+    b = leaf([3.0, 4.0])
+    a.add_(b)
+    assert a.requires_grad and not a.is_leaf and a.grad_fn.name() == "AddBackward0"
+    a.sum().backward()
+    check(b.grad, [1.0, 1.0])
+
+
+def test_inplace_on_a_nonleaf_changes_its_grad_fn():  # probe 3.nonleaf_inplace_ok
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    y.add_(1)
+    assert y.grad_fn.name() == "AddBackward0"
+    (y * y).sum().backward()
+    check(x.grad, 4 * (2 * np.array([1.0, 2.0]) + 1))

@@ -155,3 +155,10 @@ def test_grad_fn_of_constant_and_leaf_is_none():
     assert const([1.0]).grad_fn is None
     assert leaf([1.0]).grad_fn is None
     assert (const([1.0]) * 2).grad_fn is None
+
+
+def test_view_of_a_leaf():
+    x = leaf([1.0, 2.0, 3.0, 4.0])
+    v = x.view(2, 2)
+    assert v._is_view() and v._base is x
+    assert v.grad_fn.name() == "ViewBackward0" and v.is_leaf is False
