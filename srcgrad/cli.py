@@ -196,8 +196,8 @@ def _parenthesized(node: ast.expr, wrapped: str) -> bool:
 
 
 def _spec_text(items: list) -> str:
-    """The shapes of `items` in check_cli's own spelling (`3x4,4,scalar`)."""
-    return ",".join("x".join(map(str, s)) if s else "scalar" for s in items)
+    """`items` as the user would write them: `(3, 4), (4,), 2, 0.5`."""
+    return ", ".join(repr(item) for item in items)
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -232,16 +232,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     func = load_function(args.target)
     items = args.args
-    numbers = [x for x in items if not isinstance(x, tuple)]
-    if numbers:
-        raise Unsupported(f"--args: numbers as arguments ({', '.join(map(repr, numbers))}) "
-                          "are not checked by this version; give shapes")
     params = list(inspect.signature(func).parameters)
     if len(items) != len(params):
         raise UsageError(f"--args gives {len(items)} shapes but {func.__name__}() takes "
                          f"{len(params)} arguments ({', '.join(params)})")
     try:
-        ok, report = check_cli(func, _spec_text(items))
+        ok, report = check_cli(func, items)
     except CompileError:
         raise
     except Exception as err:  # the user's function fails at these shapes
@@ -414,7 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("target", metavar="FILE.py:FUNC")
     c.add_argument("--args", required=True, metavar="ARGS", type=parse_arg_spec,
                    help='one per argument: a shape for a random float64 array, e.g. '
-                        '"(3,4), (4,), ()"')
+                        '"(3,4), (4,), ()", or a number passed as it is (an int is not '
+                        'differentiated)')
     c.set_defaults(run=cmd_check)
 
     g = sub.add_parser("graph", help="the IR graph of FUNC (or of its derivative) as Graphviz DOT")

@@ -205,13 +205,13 @@ def test_emit_refused_options(tiny, fake_api, capsys):
 
 
 def test_check_wiring(tiny, monkeypatch, capsys):
-    # The CLI reads --args; the check receives the shapes in its own spelling.
+    # The CLI reads --args; the check receives one parsed item per argument.
     monkeypatch.setattr(sys.modules["srcgrad.autograd.gradcheck"], "check_cli",
-                        lambda func, spec: (spec == "3x4,4", f"checked {func.__name__} at {spec}"))
+                        lambda func, items: (items == [(3, 4), (4,)], f"checked {func.__name__} at {items}"))
     assert main(["check", f"{tiny}:loss", "--args", "(3,4), (4,)"]) == 0
-    assert capsys.readouterr().out == "checked loss at 3x4,4\n"
-    assert main(["check", f"{tiny}:loss", "--args", "(2,), ()"]) == 1
-    assert capsys.readouterr().out == "checked loss at 2,scalar\n"
+    assert capsys.readouterr().out == "checked loss at [(3, 4), (4,)]\n"
+    assert main(["check", f"{tiny}:loss", "--args", "(2,), 0.5"]) == 1
+    assert capsys.readouterr().out == "checked loss at [(2,), 0.5]\n"
 
 
 def test_sibling_imports_and_dotted_names(tmp_path, fake_api, capsys):
@@ -314,7 +314,7 @@ def test_check_with_the_syntax_its_help_shows(tiny, cache_dir):
 @needs_script
 @pytest.mark.parametrize("args,message", [
     ("(3,4)", "--args gives 1 shapes but loss() takes 2 arguments"),
-    ("(3,4), (5,)", "loss() fails at --args 3x4,5: ValueError: matmul"),
+    ("(3,4), (5,)", "loss() fails at --args (3, 4), (5,): ValueError: matmul"),
     ("(3,4), [4]", "argument --args: cannot read '[4]'"),
     ("(3,4), 'a'", "argument --args: cannot read \"'a'\""),
 ])
@@ -325,6 +325,58 @@ def test_check_usage_errors_are_one_line(tiny, cache_dir, args, message):
     assert message in r.stderr
     problem = [line for line in r.stderr.splitlines() if not line.startswith(("usage:", " "))]
     assert len(problem) == 1, r.stderr
+
+
+SCALED = """\
+import numpy as np
+
+
+def scaled(x, p, alpha):
+    return np.sum(np.abs(x) ** p) * alpha + alpha ** 2
+"""
+
+
+def test_check_with_ints_and_floats(tmp_path, cache_dir, capsys):
+    path = tmp_path / "scaled_mod.py"
+    path.write_text(SCALED)
+    assert main(["check", f"{path}:scaled", "--args", "(3,), 3, 0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "scaled(x: 3, p: int 3, alpha: float 0.5)" in out
+    assert "w.r.t. x:" in out and "w.r.t. alpha:" in out  # a float is differentiated
+    assert "w.r.t. p:" not in out  # an int is not
+    assert out.splitlines()[-1] == "OK"
+
+
+def test_check_reports_a_wrong_gradient(tmp_path, cache_dir, capsys):
+    """A check that cannot fail is no check: a custom Function with a wrong backward."""
+    path = tmp_path / "wrong_mod.py"
+    path.write_text(textwrap.dedent("""\
+        import numpy as np
+        import srcgrad as sg
+
+
+        class Wrong(sg.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2.0
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3.0  # wrong: the derivative is 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 2.0  # right
+
+
+        def f(x):
+            return np.sum(Wrong.apply(x))
+        """))
+    assert main(["check", f"{path}:f", "--args", "(4,)"]) == 1
+    out = capsys.readouterr().out
+    assert "reverse  output 0 w.r.t. x: max |analytical - numerical| = 1.00e+00  MISMATCH" in out
+    assert "forward  output 0 w.r.t. x" in out and out.count("MISMATCH") == 1
+    assert out.splitlines()[-1].startswith("FAILED")
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -272,31 +272,38 @@ def _parse_arg_spec(spec: str) -> list:
     return shapes
 
 
-def check_cli(func, args_spec: str, *, seed: int = 0) -> tuple:
+def check_cli(func, args_spec, *, seed: int = 0) -> tuple:
     """`srcgrad check`: (ok, report) of reverse- and forward-mode Jacobians of `func` at
-    random float64 inputs of the shapes in `args_spec`, against central differences."""
+    random float64 inputs of the shapes in `args_spec`, against central differences.
+
+    `args_spec` is `"3x4,4,scalar"` or a list with one item per argument (what the CLI
+    parses from `"(3,4), (4,), 2, 0.5"`): a shape tuple is a random float64 array; an int
+    is passed as it is and not differentiated; a float is a 0-d float64 array holding it.
+    """
     import inspect
 
     from srcgrad import jacobians
 
     params = list(inspect.signature(func).parameters)
-    shapes = _parse_arg_spec(args_spec)
-    if len(shapes) != len(params):
-        raise ValueError(f"--args gives {len(shapes)} shapes but {func.__name__}() takes "
+    items = _parse_arg_spec(args_spec) if isinstance(args_spec, str) else list(args_spec)
+    if len(items) != len(params):
+        raise ValueError(f"--args gives {len(items)} shapes but {func.__name__}() takes "
                          f"{len(params)} arguments ({', '.join(params)})")
     rng = numpy.random.default_rng(seed)
-    inputs = tuple(numpy.asarray(rng.standard_normal(s)) for s in shapes)
-    diff = list(range(len(inputs)))
+    inputs = tuple(numpy.asarray(rng.standard_normal(s)) if isinstance(s, tuple)
+                   else s if isinstance(s, int) else numpy.asarray(s, dtype=numpy.float64)
+                   for s in items)
+    diff = [i for i, s in enumerate(items) if not isinstance(s, int)]
     outs = _leaves(func(*inputs))
     numerical = _numerical_blocks(func, inputs, diff, outs, 1e-6)
     lines = [f"srcgrad check {func.__name__}(" + ", ".join(
-        f"{p}: {'scalar' if s == () else 'x'.join(map(str, s))}" for p, s in zip(params, shapes))
+        f"{p}: {_describe_item(s)}" for p, s in zip(params, items))
         + f")  float64 inputs, seed {seed}, central differences eps=1e-6, atol=1e-5, rtol=1e-3"]
     ok = True
     for mode in ("reverse", "forward"):
         _, _, analytical = jacobians.jacobian_blocks(func, inputs, diff, mode)
         for k in range(len(outs)):
-            for j, p in enumerate(params):
+            for j, p in enumerate(params[i] for i in diff):
                 n, a = numerical[k][j], analytical[k][j]
                 err = float(numpy.max(numpy.abs(a - n))) if n.size else 0.0
                 good = bool(numpy.all(numpy.abs(a - n) <= 1e-5 + 1e-3 * numpy.abs(n)))
@@ -305,3 +312,10 @@ def check_cli(func, args_spec: str, *, seed: int = 0) -> tuple:
                              f"{err:.2e}  {'ok' if good else 'MISMATCH'}")
     lines.append("OK" if ok else "FAILED: analytical and numerical Jacobians differ")
     return ok, "\n".join(lines) + "\n"
+
+
+def _describe_item(item) -> str:
+    """`3x4`, `scalar` (a 0-d array), or the number passed (`int 2`, `float 0.5`)."""
+    if isinstance(item, tuple):
+        return "x".join(map(str, item)) if item else "scalar"
+    return f"{type(item).__name__} {item!r}"
