@@ -39,7 +39,9 @@ class Tally:
             if f.outcome == "refused":
                 continue
             sig = f.signature()
-            self.classes.setdefault(sig, []).append(seed)
+            seeds = self.classes.setdefault(sig, [])
+            if not seeds or seeds[-1] != seed:
+                seeds.append(seed)
             self.first.setdefault(sig, (seed, f))
         if result.outcome == "refused":
             self.refused[result.failures[0].detail] += 1

@@ -26,10 +26,81 @@ import pytest
 from tests.fuzz import driver, oracle, shrink
 from tests.fuzz.generator import generate
 
-SLICE: list[int] = []
-
-# seed -> what the oracle reports today (issue 10 item, where one applies)
-KNOWN_FAILURES: dict[int, str] = {}
+# Pass today (2026-11-23): checked on every pytest run.
+SLICE_RANGE = 91  # seeds 0 .. SLICE_RANGE - 1: each is in exactly one of the four tables
+SLICE = [1, 2, 4, 8, 9, 14, 18, 19, 20, 22, 30, 31, 37, 41, 44, 45, 46, 47, 56, 58, 59, 60, 62, 64, 70,
+         82, 85, 87, 90]
+# Wrong, crash or hang today: compiler bugs not fixed yet (the transform that fails first).
+KNOWN_FAILURES = {
+    3: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+    5: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    7: 'vjp: wrong: sg.vjp gives an array as the gradient of a dict primal',
+    11: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    13: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    24: 'vjp: wrong: sg.vjp gives an array as the gradient of a dict primal',
+    25: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    33: 'vjp: wrong: sg.vjp gives an array as the gradient of a dict primal',
+    34: 'value_and_grad: hang: value_and_grad compiles for over 30 s',
+    35: "value_and_grad: crash: 'Undecided' in codegen after a view write (issue 10 item 4)",
+    48: 'value_and_grad: hang: value_and_grad compiles for over 30 s',
+    51: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    53: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    54: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+    55: 'vjp: crash: IndexError in rules/helpers.py:scatter_index',
+    57: 'vjp: crash: NameError _shape_sum_# in the generated vjp',
+    63: "value_and_grad: crash: 'Undecided' in codegen after a view write (issue 10 item 4)",
+    65: 'value_and_grad: hang: value_and_grad compiles for over 30 s',
+    67: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+    72: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+    74: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    77: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    79: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+    81: 'vjp: crash: sg.vjp with a tuple/list/dict primal',
+    88: 'vjp: wrong: sg.vjp gives an array as the gradient of a dict primal',
+    89: 'vjp: crash: vjp_fn called twice on code with a loop (issue 10)',
+}
+# A CompileError with file:line today (its first line, cut): the companion issue's idioms.
+REFUSED_TODAY = {
+    0: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    6: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    10: '`N`, a tuple, list or dict, changing in a loop is not supported in compiled code',
+    12: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    15: 'the statement `Break` is not supported in compiled code',
+    16: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    17: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    21: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    23: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    26: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    27: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    29: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    32: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    38: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    39: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    40: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    42: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    43: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    49: 'one of the variables needed for gradient computation is modified by an inplace operat...',
+    50: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    52: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    61: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    66: '`N`, a tuple, list or dict, changing in a loop is not supported in compiled code',
+    68: '`_result` holding differently shaped containers in the two branches is not supported ...',
+    69: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    71: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    73: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    75: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    76: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    78: '`.append()` of a list inside an `if`/loop on array values is not supported in compile...',
+    80: 'item assignment into a list or dict inside an `if`/loop on array values is not suppor...',
+    83: 'cannot differentiate the call to `numpy.array`: it has no derivative rule and no Pyth...',
+    84: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+    86: 'cannot compile a read of a value after an in-place write whose effect depends on NumP...',
+}
+# The references cannot judge these programs (NumPy overflows, kinks).
+DISCARDED = {
+    28: 'non-finite or non-scalar value',
+    36: 'non-finite or non-scalar value',
+}
 
 REPLAYED = SLICE[::4]
 
@@ -65,8 +136,10 @@ def test_replay_in_a_fresh_process(program_dir):
     assert replayed == {seed: ["pass", []] for seed in REPLAYED}
 
 
-def test_slice_and_known_failures_are_disjoint():
-    assert not set(SLICE) & set(KNOWN_FAILURES)
+def test_the_tables_partition_the_slice_range():
+    tables = [set(SLICE), set(KNOWN_FAILURES), set(REFUSED_TODAY), set(DISCARDED)]
+    assert sum(map(len, tables)) == SLICE_RANGE
+    assert set().union(*tables) == set(range(SLICE_RANGE))
 
 
 # ---------------------------------------------------------------------- the instrument itself
