@@ -229,3 +229,27 @@ def test_first_grad_is_a_plain_leaf():
     x = leaf([1.0, 2.0])
     (x * x).sum().backward()
     assert x.grad.is_leaf and not x.grad.requires_grad and x.grad.grad_fn is None
+
+
+def test_ops_follow_their_own_threads_mode():
+    """A thread under no_grad records no graph while another thread records one."""
+    import threading
+
+    x = leaf([1.0, 2.0])
+    barrier = threading.Barrier(2)
+    out = {}
+
+    def worker(name, ctx):
+        with ctx:
+            barrier.wait()
+            out[name] = (x * 2).requires_grad
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=("off", sg.no_grad())),
+               threading.Thread(target=worker, args=("on", sg.enable_grad()))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == {"off": False, "on": True}
+    assert (x * 2).requires_grad
