@@ -45,9 +45,6 @@ NOT_EAGER = {
 
 CASES = [c for c in compiled_cases("vjp") if c[0].name not in NOT_EAGER]
 
-# Only the tests that run the runtime wait for it; the coverage tests run now.
-needs_runtime = pytest.mark.skipif(not hasattr(sg, "Tensor"), reason="runtime not built yet")
-
 FIRST_RTOL, FIRST_ATOL = 1e-5, 1e-6  # against central differences (as the compiled test)
 SECOND_RTOL, SECOND_ATOL = 1e-4, 1e-5
 SAME_RTOL = 1e-7  # eager against compiled: the same formulas, perhaps summed in another order
@@ -104,7 +101,6 @@ def _directions(values, wrt):
 
 # ---------------------------------------------------------------- first order
 
-@needs_runtime
 @pytest.mark.parametrize("rule,case_id,args", CASES, ids=case_ids(CASES))
 def test_first_order(tmp_path, rule, case_id, args):
     module, wrt, values = _build(tmp_path, rule, args)
@@ -145,7 +141,6 @@ def _eager_second_order(module, values, wrt, directions):
     return [np.zeros(np.shape(v)) if s is None else s for s, v in zip(second, directions)]
 
 
-@needs_runtime
 @pytest.mark.parametrize("rule,case_id,args", CASES, ids=case_ids(CASES))
 def test_second_order(tmp_path, rule, case_id, args):
     module, wrt, values = _build(tmp_path, rule, args)

@@ -9,11 +9,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-
-if not hasattr(sg, "Tensor"):
-    pytest.skip("runtime not built yet", allow_module_level=True)
-
-from tests.autograd.spec_util import (  # noqa: E402
+from tests.autograd.spec_util import (
     NONLEAF_GRAD_WARNING,
     check,
     const,

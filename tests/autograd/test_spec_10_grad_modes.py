@@ -11,11 +11,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-
-if not hasattr(sg, "Tensor"):
-    pytest.skip("runtime not built yet", allow_module_level=True)
-
-from tests.autograd.spec_util import check, exact, leaf  # noqa: E402
+from tests.autograd.spec_util import check, exact, leaf
 
 INFERENCE_SAVED = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
