@@ -102,6 +102,7 @@ class _Dispatch:
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
+        jacobians.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
         mode = modules.mutation_allowed()
         if any(isinstance(a, (tuple, list, dict)) for a in args):  # containers: no fast guard
             leaves, trees = pytree.flatten_args(args)
@@ -168,8 +169,10 @@ def value_and_grad(f=None, wrt=0, *, has_aux=False):
     return _transform(f, "value_and_grad", wrt, has_aux)
 
 
-def vjp(f, *primals):
-    """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal.
+def vjp(f, *primals, has_aux=False):
+    """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal, nested like
+    the primal when it is a tuple, list or dict of arrays. With `has_aux`, `f` returns
+    `(out, aux)` and the result is `(out, vjp_fn, aux)` (aux is not differentiated).
 
     The saved-tensor hooks active now (`sg.autograd.graph.saved_tensors_hooks`) pack
     each array the backward keeps (what custom Functions save, and what the derivative
@@ -180,27 +183,55 @@ def vjp(f, *primals):
 
     hooks = current_hooks()
     recorded_in = mutation_allowed()
-    compiled = modules.compiled_vjp(f, hooks=hooks is not None)
+    leaves, trees = pytree.flatten_args(primals)
+    nested = any(t != pytree.LEAF for t in trees)
+    compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
+                                    trees=trees if nested else None)
     fwd, bwd = compiled.entry(0), compiled.entry(1)
     if hooks is None:
-        out_leaves, saved = fwd(*primals)
+        out_leaves, saved = fwd(*leaves)
     else:
-        out_leaves, saved = fwd(hooks[0], *primals)
+        out_leaves, saved = fwd(hooks[0], *leaves)
         bwd = functools.partial(bwd, hooks[1])
-    out_tree = compiled.out_tree
-    out = pytree.unflatten(out_tree, out_leaves)
+    out_tree, n_out = _split_aux(compiled.out_tree, has_aux, "vjp")
+    out = pytree.unflatten(out_tree, out_leaves[:n_out])
+    aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
 
     def vjp_fn(cotangent):
         if recorded_in is not None and mutation_allowed() is not recorded_in:
             raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
                                  "contextin which the graph was originally recorded.")  # sic, torch
-        leaves, ct_tree = pytree.flatten(cotangent)
+        cts, ct_tree = pytree.flatten(cotangent)
         if ct_tree != out_tree:
             raise ValueError(f"vjp_fn: the cotangent's structure {_describe_tree(ct_tree)} does "
                              f"not match the output's {_describe_tree(out_tree)}")
-        return bwd(saved, *leaves)
+        for k, (ct, o) in enumerate(zip(cts, out_leaves)):
+            if numpy.shape(ct) != numpy.shape(o):
+                where = f" {k}" if len(cts) > 1 else ""
+                raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
+                                 f"output{where} has shape {numpy.shape(o)}")
+        flat = bwd(saved, *cts, *aux_zeros)
+        return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
 
+    vjp_fn.__srcgrad__ = compiled  # sg.source(vjp_fn)
+    if has_aux:
+        return out, vjp_fn, pytree.unflatten(*_aux(compiled.out_tree, out_leaves))
     return out, vjp_fn
+
+
+def _split_aux(tree, has_aux: bool, name: str) -> tuple:
+    """(the differentiated output's tree, its number of leaves) of a result `tree`;
+    with has_aux the result must be `(out, aux)` and `out` comes first in the leaves."""
+    if not has_aux:
+        return tree, pytree.num_leaves(tree)
+    if tree[0] not in ("tuple", "list") or len(tree[1]) != 2:
+        raise TypeError(f"{name}(..., has_aux=True) needs a function returning (out, aux)")
+    return tree[1][0], pytree.num_leaves(tree[1][0])
+
+
+def _aux(tree, leaves) -> tuple:
+    """(aux's tree, aux's leaves) of an `(out, aux)` result."""
+    return tree[1][1], leaves[pytree.num_leaves(tree[1][0]):]
 
 
 def _describe_tree(t) -> str:
@@ -212,8 +243,10 @@ def _describe_tree(t) -> str:
     return f"({inner})" if t[0] == "tuple" else f"[{inner}]"
 
 
-def jvp(f, primals, tangents):
-    """`(out, tangent_out)`: `f(*primals)` and its directional derivative along `tangents`.
+def jvp(f, primals, tangents, *, has_aux=False):
+    """`(out, tangent_out)`: `f(*primals)` and its directional derivative along `tangents`
+    (one per primal, of the same structure and shapes). With `has_aux`, `f` returns
+    `(out, aux)` and the result is `(out, tangent_out, aux)`.
 
     Forward mode: one pass of generated code computes both, with no reverse pass.
     `out` and `tangent_out` have the structure of `f`'s result.
@@ -222,20 +255,29 @@ def jvp(f, primals, tangents):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
                          "give one tangent per primal")
-    for i, (p, t) in enumerate(zip(primals, tangents)):
+    p_leaves, trees = pytree.flatten_args(primals)
+    t_leaves, t_trees = pytree.flatten_args(tangents)
+    for i, (p, t) in enumerate(zip(trees, t_trees)):
+        if p != t:
+            raise ValueError(f"jvp: tangent {i} is {_describe_tree(t)}, but primal {i} is "
+                             f"{_describe_tree(p)}")
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         if numpy.shape(p) != numpy.shape(t):
             raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
                              f"has shape {numpy.shape(p)}")
     fn = modules.source_function(f)
-    compiled = modules.compiled_jvp(fn)
-    impl = compiled.entry()
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
                         f"got {len(primals)} primals")
-    outs, touts = impl(*primals, *tangents)
-    tree = compiled.out_tree
-    return pytree.unflatten(tree, outs), pytree.unflatten(tree, touts)
+    nested = any(t != pytree.LEAF for t in trees)
+    compiled = modules.compiled_jvp(fn, trees=trees if nested else None)
+    outs, touts = compiled.entry()(*p_leaves, *t_leaves)
+    tree, n_out = _split_aux(compiled.out_tree, has_aux, "jvp")
+    out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
+    if has_aux:
+        return out, tout, pytree.unflatten(*_aux(compiled.out_tree, outs))
+    return out, tout
 
 
 def jacobian(f, wrt=0, *, mode="auto"):

@@ -88,8 +88,7 @@ def load_function(spec: str) -> Callable[..., Any]:
         mod_spec.loader.exec_module(module)
     except Exception as err:
         sys.modules.pop(name, None)
-        detail = "".join(traceback.format_exception_only(type(err), err)).rstrip()
-        raise UsageError(f"cannot import {file}: {detail}") from None
+        raise UsageError(f"cannot import {file}: {_one_line(err)}") from None
     obj: Any = module
     for part in func.split("."):
         try:
@@ -99,6 +98,13 @@ def load_function(spec: str) -> Callable[..., Any]:
     if not callable(obj):
         raise UsageError(f"{file}:{func} is not a function")
     return obj
+
+
+def _one_line(err: BaseException) -> str:
+    """`Type: message` on one line; a syntax error also says where (`file:line:`)."""
+    if isinstance(err, SyntaxError):
+        return f"{err.filename}:{err.lineno}: {type(err).__name__}: {err.msg}"
+    return traceback.format_exception_only(type(err), err)[-1].strip()
 
 
 def _write(text: str, out: str | None) -> None:

@@ -152,6 +152,11 @@ def test_target_that_fails_to_import(tmp_path, fake_api, capsys):
     assert main(["emit", f"{bad}:f"]) == 2
     err = capsys.readouterr().err
     assert "cannot import" in err and "RuntimeError: boom at import" in err
+    assert len(err.strip().splitlines()) == 1
+    bad.write_text("def f(x):\n    return x +\n")
+    assert main(["emit", f"{bad}:f"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"srcgrad: cannot import {bad}: {bad}:2: SyntaxError: invalid syntax\n"
 
 
 @pytest.mark.parametrize("cmd", [["emit"]])
@@ -525,9 +530,9 @@ def test_emit_ir_prints_the_derivatives_ir(tiny, cache_dir):
 
 
 def test_derivative_graph_is_the_derivative(tiny):
-    """The drawn reverse graph computes the gradient (run by a tiny IR interpreter that
-    evaluates each op with the table's own NumPy renderings would be a second compiler;
-    instead the graph's op list is checked against the module `emit` writes)."""
+    """The drawn reverse graph is the function's ops once, then the adjoint, returning
+    the value and `grad_W` (whether that gradient is right is the transforms' tests'
+    business: this graph comes from the same passes)."""
     from srcgrad.cli import derivative_graph, load_function
     from srcgrad.frontend.parse import parse_function
 

@@ -10,6 +10,7 @@ module, written to the disk cache and loaded with its array namespace bound
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 
@@ -17,6 +18,7 @@ from srcgrad import backend
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
+from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.parse import parse_function
 from srcgrad.frontend.resolve import fingerprint
 from srcgrad.ir import tree as pytree
@@ -29,8 +31,11 @@ _MEMORY: dict = {}  # cache key -> loaded module namespace (this process)
 class Compiled:
     """What a transform compiles to, built on first use."""
 
-    def __init__(self, fn, kind: str, wrt=None, single=False, has_aux=False):
+    def __init__(self, fn, kind: str, wrt=None, single=False, has_aux=False, arg_trees=None):
         self.fn, self.kind, self.wrt, self.single, self.has_aux = fn, kind, wrt, single, has_aux
+        # vjp/jvp of container arguments: one tree per argument (Note [Container arguments]);
+        # the generated functions then take and return the arguments' leaves
+        self.arg_trees = arg_trees
         self.namespaces: dict = {}  # allow-mutation mode -> the shape-generic variant's globals
         self.module_source = None  # the source of the variant loaded last
         self.out_tree = None
@@ -39,11 +44,13 @@ class Compiled:
 
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
-            ("allow_mutation_on_saved_tensors",) if mutation_allowed() else ())
+            ("allow_mutation_on_saved_tensors",) if mutation_allowed() else ()) + (
+            (("trees", self.arg_trees),) if self.arg_trees else ())
 
     def parsed(self):
         if self._fs is None:
-            self._fs = parse_function(self.fn)
+            fs = parse_function(self.fn)
+            self._fs = dataclasses.replace(fs, arg_trees=self.arg_trees) if self.arg_trees else fs
             self.fn_name = self._fs.name
         return self._fs
 
@@ -186,8 +193,8 @@ class CompiledVjpHooks(Compiled):
     """The variant of `sg.vjp` run while saved-tensor hooks are active: `f_fwd(pack_hook,
     ...)`, `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks], srcgrad.passes.hooks)."""
 
-    def __init__(self, fn):
-        super().__init__(fn, "vjp")
+    def __init__(self, fn, arg_trees=None):
+        super().__init__(fn, "vjp", arg_trees=arg_trees)
 
     def options(self) -> tuple:
         return super().options() + ("saved_tensors_hooks",)
@@ -204,14 +211,37 @@ def source_function(f):
     function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
     """
     inner = getattr(f, "__srcgrad__", None)
-    return inner.entry() if inner is not None else f
+    if inner is not None:
+        return inner.entry()
+    cls = applied_class(f)
+    return _apply_function(cls) if cls is not None else f
+
+
+_APPLY: dict = {}  # Function class -> a plain function calling its `apply`
+
+
+def _apply_function(cls):
+    """`def <Name>_apply(a, b): return <Name>.apply(a, b)`, for `sg.vjp(MyFn.apply, ...)`:
+    a function with the forward's parameters whose source the compiler can read."""
+    from srcgrad.autograd.function import uses_setup_context  # the base class, not the runtime
+
+    fn = _APPLY.get(cls)
+    if fn is None:
+        params = list(inspect.signature(cls.forward).parameters)
+        if not uses_setup_context(cls):
+            params = params[1:]  # ctx
+        name = f"{cls.__name__}_apply"
+        text = f"def {name}({', '.join(params)}):\n    return {cls.__name__}.apply({', '.join(params)})\n"
+        ns = load_module(text, f"<srcgrad apply {cls.__qualname__}>", {cls.__name__: cls})
+        fn = _APPLY[cls] = ns[name]
+    return fn
 
 
 class CompiledJvp(Compiled):
     """`<f>_jvp(<params>, <param>_t for param in wrt)`: see programs.jvp_program."""
 
-    def __init__(self, fn, wrt=None):
-        super().__init__(fn, "jvp", wrt)
+    def __init__(self, fn, wrt=None, arg_trees=None):
+        super().__init__(fn, "jvp", wrt, arg_trees=arg_trees)
         self._entry = None
 
     def _out_tree_from_source(self, fs):
@@ -231,20 +261,27 @@ class CompiledJvp(Compiled):
 _JVP: dict = {}  # (source function, wrt) -> CompiledJvp, so repeated calls compile once
 
 
-def compiled_jvp(fn, wrt=None) -> CompiledJvp:
-    key = (fn, wrt)
+def compiled_jvp(fn, wrt=None, trees=None) -> CompiledJvp:
+    """`sg.jvp`'s module for `fn` (tangents for the parameters `wrt`, default all);
+    `trees`: the arguments' tree definitions when some are containers."""
+    key = (fn, wrt, trees)
     compiled = _JVP.get(key)
     if compiled is None:
-        compiled = _JVP[key] = CompiledJvp(fn, wrt)
+        compiled = _JVP[key] = CompiledJvp(fn, wrt, trees)
     return compiled
 
 
-def compiled_vjp(fn, hooks: bool = False) -> Compiled:
-    """`sg.vjp`'s module for `fn`; `hooks`: the saved-tensor-hook variant."""
-    table, make = (_VJP_HOOKS, CompiledVjpHooks) if hooks else (_VJP, lambda f: Compiled(f, "vjp"))
-    compiled = table.get(fn)
+def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
+    """`sg.vjp`'s module for `fn`; `hooks`: the saved-tensor-hook variant; `trees`: the
+    arguments' tree definitions when some are containers."""
+    if hooks:
+        table, make = _VJP_HOOKS, CompiledVjpHooks
+    else:
+        table, make = _VJP, lambda f, t: Compiled(f, "vjp", arg_trees=t)
+    key = fn if trees is None else (fn, trees)
+    compiled = table.get(key)
     if compiled is None:
-        compiled = table[fn] = make(fn)
+        compiled = table[key] = make(fn, trees)
     return compiled
 
 

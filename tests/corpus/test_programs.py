@@ -139,11 +139,19 @@ def test_gradient_of_constant_function_is_zero():
     assert_close(g, np.zeros(3), atol=0)
 
 
-def test_integer_arguments_give_float_gradients():
-    g = sg.grad(P.int_ops)(np.arange(4))
-    assert g.dtype.kind == "f"
-    assert_close(g, 2.0 * np.arange(4))
-    assert sg.grad(P.poly)(2) == pytest.approx(9.0 * 4 - 4.0 * 2 + 1.0)
+def test_integer_arguments_are_refused_naming_the_argument():
+    # As JAX and torch: the derivative w.r.t. an integer is not defined; differentiating it
+    # as a float silently would hide the caller's bug. The same values as floats work.
+    with pytest.raises(TypeError, match=r"grad: argument `x` is an integer array \(int64\)"):
+        sg.grad(P.int_ops)(np.arange(4))
+    with pytest.raises(TypeError, match=r"argument `x` is the int 2"):
+        sg.grad(P.poly)(2)
+    with pytest.raises(TypeError, match="complex"):
+        sg.value_and_grad(P.poly)(2.0 + 1j)
+    with pytest.raises(TypeError, match="integer array"):
+        sg.jacobian(P.int_ops)(np.arange(4))
+    assert_close(sg.grad(P.int_ops)(np.arange(4.0)), 2.0 * np.arange(4))
+    assert sg.grad(P.poly)(2.0) == pytest.approx(9.0 * 4 - 4.0 * 2 + 1.0)
 
 
 def test_returned_gradients_are_writable_and_own_their_memory():
@@ -167,7 +175,7 @@ def test_source_is_readable_python():
 
 
 def test_integer_argument_through_astype_is_not_truncated():
-    g = sg.grad(P.int_astype)(np.arange(4))
+    g = sg.grad(P.int_astype)(np.arange(4.0))
     assert g.dtype.kind == "f"
     assert_close(g, 2.0 * np.arange(4))
 
