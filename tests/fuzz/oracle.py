@@ -37,7 +37,7 @@ import srcgrad as sg
 
 OUTCOMES = ("pass", "wrong", "crash", "refused", "hang", "discarded")
 SEVERITY = {"pass": 0, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
-TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp")
+TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks")
 EPS = (1e-6, 1e-4)  # the two central-difference steps
 RTOL, ATOL = 1e-4, 1e-6
 
@@ -429,7 +429,23 @@ def run_jvp(state, fn, program, ref):
         raise Wrong(f"tangent: expected {_short(tuple(ref.jvp_out))}, got {_short(tuple(got))}")
 
 
-RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp}
+def run_vjp_hooks(state, fn, program, ref):
+    """sg.vjp inside saved-tensor hooks that box each saved value (a backward that reads a
+    saved value without unpacking it fails loudly)."""
+    from srcgrad.autograd.graph import saved_tensors_hooks
+
+    def pack(a):
+        return ("packed", np.array(a, copy=True))
+
+    def unpack(box):
+        return box[1]
+
+    with saved_tensors_hooks(pack, unpack):
+        run_vjp(state, fn, program, ref)
+
+
+RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp,
+           "vjp_hooks": run_vjp_hooks}
 
 
 def applicable(program) -> list:
@@ -588,7 +604,7 @@ def repro(program, failure: Failure, directory: Path) -> str:
         if key == "B":
             runs.append("print('first call:', h(*args_A))")
         runs.append(f"print('{failure.call}:', h(*args_{key}))")
-    elif failure.transform == "vjp":
+    elif failure.transform in ("vjp", "vjp_hooks"):
         ct = "1.0" if program.output == "scalar" else "ct"
         runs = ([] if key == "A" else ["out, vjp_fn = sg.vjp(f, *args_A)"]) + [
             f"out, vjp_fn = sg.vjp(f, *args_{key})", "print('out:', out)"]
@@ -597,6 +613,10 @@ def repro(program, failure: Failure, directory: Path) -> str:
                            "tuple(np.ones_like(o) for o in f(*args_A))")
         twice = "2.0" if ct == "1.0" else "tuple(2.0 * c for c in ct) if isinstance(ct, tuple) else 2.0 * ct"
         runs += [f"print('vjp:', vjp_fn({ct}))", f"print('again, 2 * cotangent:', vjp_fn({twice}))"]
+        if failure.transform == "vjp_hooks":
+            runs = ["from srcgrad.autograd.graph import saved_tensors_hooks",
+                    "with saved_tensors_hooks(lambda a: ('packed', np.array(a, copy=True)), lambda b: b[1]):"
+                    ] + ["    " + r for r in runs]
     else:
         runs = ([] if key == "A" else ["sg.jvp(f, args_A, args_A)"]) + [
             f"print('jvp:', sg.jvp(f, args_{key}, args_{key}))  # tangents = the primals"]
