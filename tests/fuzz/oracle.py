@@ -66,7 +66,7 @@ class Failure:
             return ("crash", self.detail.split("\n", 1)[0])
         if self.outcome == "refused":
             return ("refused", self.detail)
-        return (self.outcome, self.transform)
+        return (self.outcome,)  # a hang: one class (check() stops at the first)
 
 
 @dataclass
@@ -518,8 +518,8 @@ def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeou
             failure = _run_transform(name, fn, program, refs, order, timeout)
             if failure is not None:
                 failures.append(failure)
-                if stop_at_first and failure.outcome != "refused":
-                    break
+                if failure.outcome == "hang" or (stop_at_first and failure.outcome != "refused"):
+                    break  # after a hang the other transforms would likely hang too
     outcome = max((f.outcome for f in failures), key=SEVERITY.get, default="pass")
     return Result(outcome, failures, seconds=time.perf_counter() - start)
 
