@@ -10,15 +10,21 @@ plain Python numbers: those arguments, numeric literals, and the results of
 arithmetic operators and `math`-equivalent functions applied to nothing else.
 Those functions are written as `math.<f>`, so every later value stays a Python
 float too; a loop's carried value is a Python number when it starts as one and
-the body keeps it one. (At singular points Python raises where NumPy would
-return inf or nan: `math.log(0.0)`, `1.0 / 0.0`.)
+the body keeps it one.
+
+At singular points Python raises where NumPy returns inf or nan (`1.0 / 0.0`,
+`0.0 ** -0.5`, `math.log(0.0)`, `math.sqrt(-1.0)`), and a variant must compute what
+the array variant computes. So a function with a restricted domain stays `xp.<f>`,
+and a division or power that may be singular (a divisor or exponent that is not a
+safe constant: derivatives read `x ** (y - 1)`) first makes its Python-number
+operand a NumPy value (`numpy_number`, `xp.asarray`); what follows is NumPy's.
 """
 
 from __future__ import annotations
 
 import numbers
 
-from srcgrad.ir.core import Const, Var
+from srcgrad.ir.core import Const, Op, Var
 
 # NumPy primitive -> the math function that computes it on one float
 MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
@@ -26,6 +32,10 @@ MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "a
         "arccosh": "acosh", "arctanh": "atanh", "exp": "exp", "expm1": "expm1", "log": "log",
         "log1p": "log1p", "log2": "log2", "log10": "log10", "sqrt": "sqrt", "arctan2": "atan2",
         "hypot": "hypot"}
+# Functions whose math version raises inside NumPy's domain (log(0) is -inf, sqrt(-1) nan)
+# or overflows where NumPy returns inf: computed by NumPy.
+RESTRICTED = frozenset({"sqrt", "log", "log1p", "log2", "log10", "arcsin", "arccos", "arccosh",
+                        "arctanh", "exp", "expm1", "sinh", "cosh"})
 # Primitives that Python's own operators compute on floats
 OPERATORS = frozenset({"add", "subtract", "multiply", "divide", "negative", "positive", "power"})
 
@@ -43,34 +53,69 @@ def _is_scalar(a, known) -> bool:
     return isinstance(a, Const) and isinstance(a.value, numbers.Real) and not isinstance(a.value, bool)
 
 
+def _may_be_singular(op) -> bool:
+    """A division by, or a power to, something that may make Python raise."""
+    if op.prim not in ("divide", "power") or len(op.args) != 2:
+        return False
+    y = op.args[1]
+    if not isinstance(y, Const) or isinstance(y.value, bool) or not isinstance(y.value, numbers.Real):
+        return True
+    if op.prim == "divide":
+        return y.value == 0
+    return not (y.value >= 0 and float(y.value).is_integer())  # x ** 2: fine for any float x
+
+
+def _as_numpy(op, known):
+    """When every operand of `op` is a Python number: the op making its first one a
+    NumPy value (which `op` then reads), else None."""
+    if not all(_is_scalar(a, known) for a in op.args):
+        return None
+    a = op.args[0]
+    out = Var("_number", a.kind if isinstance(a, Var) else "array")
+    op.args = (out,) + op.args[1:]
+    return Op("numpy_number", (a,), (out,), op.loc,
+              attrs={k: v for k, v in op.attrs.items() if k == "backward"})
+
+
 def _block(ops, known, tapes):
     """`tapes`: tape Var -> which pushed entries are Python numbers (popped ones are)."""
+    out = []
     for op in ops:
-        if op.blocks:
-            _control(op, known, tapes)
-            continue
-        if op.prim == "tape_push":
-            tapes[op.args[0]] = [_is_scalar(v, known) for v in op.args[1].items]
-            continue
-        if op.prim == "tape_pop":
-            flags = tapes.get(op.args[0], ())
-            known.update(o for o, flag in zip(op.outs, flags) if flag)
-            continue
-        if not op.args or len(op.outs) != 1 or not _is_scalar(op.args[0], known) or (
-                op.prim in MATH or op.prim in OPERATORS) and not all(_is_scalar(a, known) for a in op.args):
-            continue
-        if op.prim in MATH:
-            op.attrs["math"] = MATH[op.prim]
-            known.add(op.outs[0])
-        elif op.prim in OPERATORS:
-            known.add(op.outs[0])
-        elif op.prim == "zeros_like" and len(op.args) >= 1:
-            op.attrs["python_value"] = Const(0.0)
-            known.add(op.outs[0])
-        elif op.prim == "ensure_scalar" or (op.prim in ("unbroadcast", "broadcast_to")
-                                            and isinstance(op.args[1], Const) and op.args[1].value == ()):
-            op.attrs["python_value"] = op.args[0]  # a Python number is 0-d already
-            known.add(op.outs[0])
+        if not op.blocks and _may_be_singular(op):
+            convert = _as_numpy(op, known)
+            if convert is not None:
+                out.append(convert)
+        out.append(op)
+        _mark(op, known, tapes)
+    ops[:] = out
+
+
+def _mark(op, known, tapes):
+    if op.blocks:
+        _control(op, known, tapes)
+        return
+    if op.prim == "tape_push":
+        tapes[op.args[0]] = [_is_scalar(v, known) for v in op.args[1].items]
+        return
+    if op.prim == "tape_pop":
+        flags = tapes.get(op.args[0], ())
+        known.update(o for o, flag in zip(op.outs, flags) if flag)
+        return
+    if not op.args or len(op.outs) != 1 or not _is_scalar(op.args[0], known) or (
+            op.prim in MATH or op.prim in OPERATORS) and not all(_is_scalar(a, known) for a in op.args):
+        return
+    if op.prim in MATH and op.prim not in RESTRICTED:
+        op.attrs["math"] = MATH[op.prim]
+        known.add(op.outs[0])
+    elif op.prim in OPERATORS and not _may_be_singular(op):
+        known.add(op.outs[0])
+    elif op.prim == "zeros_like" and len(op.args) >= 1:
+        op.attrs["python_value"] = Const(0.0)
+        known.add(op.outs[0])
+    elif op.prim == "ensure_scalar" or (op.prim in ("unbroadcast", "broadcast_to")
+                                        and isinstance(op.args[1], Const) and op.args[1].value == ()):
+        op.attrs["python_value"] = op.args[0]  # a Python number is 0-d already
+        known.add(op.outs[0])
 
 
 def _control(op, known, tapes):

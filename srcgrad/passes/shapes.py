@@ -94,13 +94,14 @@ class Probe:
 def probe(ops: list, inputs: list, args: tuple) -> Probe:
     """Run `ops` on `args`, recording what every variant for these argument shapes,
     dtypes and classes can rely on (Note [Shape specialisation])."""
-    env = dict(zip(inputs, args))
+    # Python floats run as NumPy ones: the variant computes what NumPy does at singular
+    # points (Note [Scalar code] in srcgrad.passes.scalars), where Python would raise.
+    env = {v: numpy.float64(a) if type(a) is float else a for v, a in zip(inputs, args)}
     found = Probe()
     for v, a in zip(inputs, args):
         if _is_array(a) or isinstance(a, (int, float, complex, bool)):
             found.shapes[v] = numpy.shape(a)
-        if not _is_array(a) or numpy.ndim(a) > 0:  # a 0-d array and a NumPy scalar share a guard
-            _note_kind(found, v, a)
+        _note_kind(found, v, a)
     with numpy.errstate(all="ignore"):  # values after a loop are stand-ins (_run_control)
         _execute(ops, env, found, set())
     return found
@@ -142,6 +143,8 @@ def _execute(ops, env, found, derived):
         if op.prim == "tape_pop":  # an entry has the facts of what was pushed
             for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
                 _set_facts(o, _facts(pushed, found), found)
+                if pushed in derived:  # a shape pushed: the same on every iteration
+                    derived.add(o)
                 if pushed in found.values:
                     found.values[o] = found.values[pushed]
             continue
@@ -176,7 +179,11 @@ def _run_control(op, env, found, derived):
         taken = 0 if _value(op.args[0], env) else 1
         results = _run_block(op.blocks[taken], env, found, derived)
         if _run_aside(op.blocks[1 - taken], env, found, derived):
+            exports = op.attrs.get("exports", {})
             for o, a, b in zip(op.outs, op.blocks[0].results, op.blocks[1].results):
+                if o in exports:  # read only where its branch ran (Note [Reverse mode of control flow])
+                    _set_facts(o, _facts((a, b)[exports[o]], found), found)
+                    continue
                 (sa, ka), (sb, kb) = _facts(a, found), _facts(b, found)
                 _set_facts(o, (sa if sa == sb else None, ka if ka == kb else None), found)
         return results
@@ -214,9 +221,13 @@ def _run_block(block, env, found, derived):
 
 
 def _run_aside(block, env, found, derived) -> bool:
-    """Run a branch the data does not take, on a copy of `env` (tapes copied too);
-    False, and its facts forgotten, when it raises."""
+    """Run a branch the data does not take, on a copy of `env` (tapes copied too, and
+    stand-ins for values only the other branch defines); False, and its facts
+    forgotten, when it raises."""
     aside = {k: (list(v) if type(v) is list else v) for k, v in env.items()}
+    for v in block.free_vars():  # a value exported by the other branch: None here
+        if env.get(v, 0) is None and v in found.shapes:
+            aside[v] = _stand_in(found.shapes[v], found.kinds.get(v))
     try:
         _execute(block.ops, aside, found, derived)
     except ProbeFailed:
@@ -225,9 +236,25 @@ def _run_aside(block, env, found, derived) -> bool:
     return True
 
 
+_NOT_AN_ARRAY = ("not an array", None)
+
+
+def _stand_in(shape, kind):
+    """A value with these facts, for running code whose real value is a placeholder."""
+    if kind is not None and kind is not _NOT_AN_ARRAY:
+        return numpy.ones(shape, kind[1])
+    return numpy.float64(1.0) if shape == () else None
+
+
 def _kind_of(value) -> tuple:
-    """What a guard fixes about a value besides its shape: its class and dtype."""
-    return type(value), getattr(value, "dtype", None)
+    """(class, dtype) of an array of one or more dimensions; one kind for every other
+    value. A Python float in the variant is a NumPy scalar in the probe (Note [Scalar
+    code]), and a 0-d array and a NumPy scalar share a guard, so those are not told
+    apart: no fact says which."""
+    if (isinstance(value, numpy.ndarray) or hasattr(value, "__array_namespace__") and not isinstance(
+            value, numpy.generic)) and value.ndim > 0:
+        return type(value), value.dtype
+    return _NOT_AN_ARRAY
 
 
 def _note_kind(found, var, value) -> None:
@@ -279,7 +306,9 @@ def _reads_arrays(op, env) -> bool:
 
 def _stable(op, rule, env, shapes, derived) -> bool:
     """Whether op's output shapes follow from its operands' shapes alone."""
-    if op.prim in ("getitem", "scatter_index"):
+    if op.prim == "setitem":  # x with a write at index: x's shape, whatever the index
+        return _operand_stable(op.args[0], env, shapes, derived)
+    if op.prim in ("getitem", "scatter_index", "setitem_bar"):  # setitem_bar(c, i): c[i]
         return op.args[0] not in () and _operand_stable(op.args[0], env, shapes, derived) \
             and _index_stable(op.args[2] if op.prim == "scatter_index" else op.args[1],
                               env, shapes, derived) \

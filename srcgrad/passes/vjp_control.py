@@ -8,6 +8,9 @@ outputs are the cotangents of the outer values either branch reads (zeros from t
 branch that does not). A forward branch value its backward reads is *exported*:
 it becomes one more output of the forward `cond` (None from the other branch), so
 the backward reads a top-level value like any other (and `sg.vjp` can save it).
+Only the matching backward branch reads it, so it is the exporting branch's value
+wherever it is read (op.attrs["exports"]: output -> that branch's index; the shape
+probe takes its facts from there).
 
 Loops: the body is differentiated once, as a block, with the carried values and the
 outer values it reads as `wrt`. What the backward body reads of the forward body is
@@ -73,11 +76,13 @@ def _export(op, block, b_ops, b_results, namer):
     if not needed:
         return
     mapping = {}
+    exports = op.attrs.setdefault("exports", {})  # out -> the block that defines it
     for v in needed:
         out = Var(namer.fresh(v.name.lstrip("_") + "_saved"), v.kind)
         for other in op.blocks:
             other.results.append(v if other is block else Const(None))
         op.outs = op.outs + (out,)
+        exports[out] = op.blocks.index(block)
         mapping[v] = out
     substitute(b_ops, mapping)
     b_results[:] = [mapping.get(r, r) if isinstance(r, Var) else r for r in b_results]

@@ -826,6 +826,11 @@ defrule("no_alias", "x, base, *others", "no_alias(x, base, *others)",
         vjp={"x": "g"}, jvp={"x": "x_t"},
         doc="identity; raises where a written argument shares memory with another")
 
+# A Python number as a NumPy value, so that an operator on it follows NumPy's rules
+# (inf or nan at a singular point, not ZeroDivisionError): Note [Scalar code].
+defrule("numpy_number", "x", "numpy_number(x)", targets=("srcgrad.rules.helpers.numpy_number",),
+        vjp={"x": "g"}, jvp={"x": "x_t"})
+
 # The identity, with a run-time check that grad's output is a scalar; the compiler
 # inserts it when it cannot prove the output is 0-d.
 defrule("ensure_scalar", "x, name", "ensure_scalar(x, name)",

@@ -155,6 +155,7 @@ case("T", ("matrix", {"x": N(3, 4)}), ("vector", {"x": N(4)}))
 case("reduced_size", ("tuple", {"shape": (3, 4, 5), "axis": (0, -1)}),
      ("none", {"shape": (3, 4), "axis": None}))
 case("inverse_axes", ("perm", {"axes": (2, -3, 1)}))
+case("numpy_number", ("0-d", {"x": N()}), ("array", {"x": N(3)}))
 case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
 case("T", ("matrix", {"x": N(3, 4)}), ("vector", {"x": N(4)}))
 case("linear_pad_mode", ("reflect", {"mode": "reflect"}))
