@@ -8,13 +8,6 @@ of the helpers a module uses into it, so keep them self-contained: each may use
 only `_namespace`, `_is_basic_index` and `_normalize_axes` from this file (and
 `numpy` for plain-Python bookkeeping such as pad widths).
 
-They call the Array API's names (`xp.concat`, `xp.matrix_transpose`, function forms
-rather than methods), which NumPy 2.1+, array_api_compat's wrappers of CuPy and
-dask, and every Array-API namespace have (Note [Array namespaces] in
-srcgrad.backend). Where the Array API has no equivalent (`add.at`, `einsum`,
-`bincount`) they call NumPy's name, and the rows that need it are refused for
-Array-API targets at compile time (srcgrad.codegen.spellings).
-
 They sit on the hot path of generated code: every one starts with its cheap cases
 (shapes already equal, nothing to do) before doing any work.
 
@@ -27,7 +20,6 @@ in srcgrad.rules.table.
 
 from __future__ import annotations
 
-import array_api_compat
 import numpy
 
 __all__ = [
@@ -43,19 +35,9 @@ __all__ = [
 ]
 
 
-# NumPy arrays take the fast path: NumPy itself where it has the Array API's names
-# (2.1+), array_api_compat's wrapper of it before that.
-_NUMPY = numpy if hasattr(numpy, "cumulative_prod") else array_api_compat.array_namespace(numpy.ones(1))
-
-
 def _namespace(x):
-    """The Array-API namespace of `x` (array_api_compat's for CuPy and dask)."""
-    if x.__class__ is numpy.ndarray:
-        return _NUMPY
-    try:
-        return array_api_compat.array_namespace(x)
-    except TypeError:  # a Python number or a NumPy scalar
-        return _NUMPY
+    get = getattr(x, "__array_namespace__", None)
+    return get() if get is not None else numpy
 
 
 def _normalize_axes(axis, ndim):
@@ -73,8 +55,7 @@ def _is_basic_index(index):
         if p is None or p is Ellipsis or isinstance(p, (int, slice)):
             continue
         dtype = getattr(p, "dtype", None)
-        if dtype is not None and (getattr(dtype, "kind", "") == "b" or str(dtype).endswith("bool")
-                                  or getattr(p, "ndim", 1) == 0):
+        if dtype is not None and (dtype.kind == "b" or getattr(p, "ndim", 1) == 0):
             continue  # a boolean mask, or an integer scalar array
         return False
     return True
@@ -97,10 +78,9 @@ def unbroadcast(x, shape):
         return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
-    xp = _namespace(x)
     if len(axes) == lead:  # only leading axes: the sum has the shape already
-        return xp.sum(x, axis=axes)
-    return xp.reshape(xp.sum(x, axis=axes), shape)
+        return x.sum(axis=axes)
+    return x.sum(axis=axes).reshape(shape)
 
 
 def expand_reduced(x, shape, axis, keepdims):
@@ -108,7 +88,7 @@ def expand_reduced(x, shape, axis, keepdims):
     if keepdims or axis is None:
         return x
     axes = _normalize_axes(axis, len(shape))
-    return _namespace(x).reshape(x, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return x.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
 def reduced_size(shape, axis):
@@ -148,7 +128,7 @@ def scatter_index(x, shape, index):
     Repeated integer indices accumulate (`add.at`), as the chain rule requires.
     """
     xp = _namespace(x)
-    out = xp.zeros(shape, dtype=getattr(x, "dtype", None))
+    out = xp.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
     if _is_basic_index(index):
         out[index] = x
     else:
@@ -170,9 +150,9 @@ def shift(x, axis, reverse, fill):
     moved = xp.moveaxis(x, axis, -1)
     edge = xp.full(moved.shape[:-1] + (1,), fill, dtype=x.dtype)
     if reverse:
-        out = xp.concat([moved[..., 1:], edge], axis=-1)
+        out = xp.concatenate([moved[..., 1:], edge], axis=-1)
     else:
-        out = xp.concat([edge, moved[..., :-1]], axis=-1)
+        out = xp.concatenate([edge, moved[..., :-1]], axis=-1)
     return xp.moveaxis(out, -1, axis)
 
 
@@ -194,12 +174,12 @@ def linrec(a, b, axis, reverse):
     if reverse:
         A, B = xp.flip(A, axis=-1), xp.flip(B, axis=-1)
     # A[i] is the coefficient of u[i-d] in B[i]; it is zero once the chain reaches u[0].
-    A = xp.concat([xp.zeros_like(A[..., :1]), A[..., 1:]], axis=-1)
+    A = xp.concatenate([xp.zeros_like(A[..., :1]), A[..., 1:]], axis=-1)
     d = 1
     while d < n:
-        B = xp.concat([B[..., :d], B[..., d:] + A[..., d:] * B[..., :-d]], axis=-1)
+        B = xp.concatenate([B[..., :d], B[..., d:] + A[..., d:] * B[..., :-d]], axis=-1)
         if 2 * d < n:
-            A = xp.concat([A[..., :d], A[..., d:] * A[..., :-d]], axis=-1)
+            A = xp.concatenate([A[..., :d], A[..., d:] * A[..., :-d]], axis=-1)
         d *= 2
     if reverse:
         B = xp.flip(B, axis=-1)
@@ -219,13 +199,11 @@ def excumprod(x, axis, reverse):
     if n == 0:
         return x
     one = xp.ones_like(moved[..., :1])
-    # NumPy's name where there is one: the eager runtime maps NumPy functions to rows
-    cumprod = xp.cumprod if hasattr(xp, "cumprod") else xp.cumulative_prod
     if reverse:
-        inner = xp.flip(cumprod(xp.flip(moved[..., 1:], axis=-1), axis=-1), axis=-1)
-        out = xp.concat([inner, one], axis=-1)
+        inner = xp.flip(xp.cumprod(xp.flip(moved[..., 1:], axis=-1), axis=-1), axis=-1)
+        out = xp.concatenate([inner, one], axis=-1)
     else:
-        out = xp.concat([one, cumprod(moved[..., :-1], axis=-1)], axis=-1)
+        out = xp.concatenate([one, xp.cumprod(moved[..., :-1], axis=-1)], axis=-1)
     return xp.moveaxis(out, -1, axis)
 
 
@@ -271,17 +249,17 @@ def matmul_bar(c, other, shape, which):
     if which == 0:
         y = other
         if len(y.shape) == 1:
-            r = c * y if len(shape) == 1 else xp.expand_dims(c, axis=-1) * y
+            r = c * y if len(shape) == 1 else xp.expand_dims(c, -1) * y
         else:
-            yt = xp.matrix_transpose(y)
-            r = (xp.expand_dims(c, axis=-2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
+            yt = xp.swapaxes(y, -1, -2)
+            r = (xp.expand_dims(c, -2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
     else:
         x = other
         if len(x.shape) == 1:
-            r = c * x if len(shape) == 1 else xp.expand_dims(x, axis=-1) * xp.expand_dims(c, axis=-2)
+            r = c * x if len(shape) == 1 else xp.expand_dims(x, -1) * xp.expand_dims(c, -2)
         else:
-            xt = xp.matrix_transpose(x)
-            r = (xt @ xp.expand_dims(c, axis=-1))[..., 0] if len(shape) == 1 else xt @ c
+            xt = xp.swapaxes(x, -1, -2)
+            r = (xt @ xp.expand_dims(c, -1))[..., 0] if len(shape) == 1 else xt @ c
     if r.shape == shape:
         return r
     lead = len(r.shape) - len(shape)
@@ -325,7 +303,7 @@ def tensordot_bar(c, other, axes, shape, which):
     perm = tuple(labels.index(k) for k in range(len(labels)))
     if perm == tuple(range(len(perm))):
         return r
-    return xp.permute_dims(r, perm)
+    return (getattr(xp, "permute_dims", None) or xp.transpose)(r, perm)
 
 
 def einsum_bar(c, other, subscripts, shape, which):
@@ -443,7 +421,7 @@ def repeat_bar(c, shape, repeats, axis):
         counts = xp.asarray(repeats)
         ends = xp.cumsum(counts)
         zero = xp.zeros(moved.shape[:-1] + (1,), dtype=c.dtype)
-        total = xp.concat([zero, xp.cumsum(moved, axis=-1)], axis=-1)
+        total = xp.concatenate([zero, xp.cumsum(moved, axis=-1)], axis=-1)
         summed = xp.take(total, ends, axis=-1) - xp.take(total, ends - counts, axis=-1)
     out = xp.moveaxis(summed, -1, ax)
     return xp.reshape(out, shape) if axis is None else out
@@ -481,7 +459,7 @@ def pad_bar(c, shape, pad_width, mode):
     source = numpy.pad(numpy.arange(size).reshape(shape), pad_width, mode=mode)
     index = xp.asarray(source.reshape(-1))
     flat = xp.reshape(c, (-1,))
-    out = xp.astype(xp.bincount(index, weights=flat, minlength=size), c.dtype)
+    out = xp.bincount(index, weights=flat, minlength=size).astype(c.dtype)
     return xp.reshape(out, shape)
 
 
@@ -556,7 +534,7 @@ def diff_bar(c, n, axis):
     moved = xp.moveaxis(c, axis, -1)
     for _ in range(n):
         zero = xp.zeros(moved.shape[:-1] + (1,), dtype=moved.dtype)
-        padded = xp.concat([zero, moved, zero], axis=-1)
+        padded = xp.concatenate([zero, moved, zero], axis=-1)
         moved = padded[..., :-1] - padded[..., 1:]
     return xp.moveaxis(moved, -1, axis)
 
@@ -580,8 +558,7 @@ def setitem(x, index, v):
     """A copy of `x` with `v` written at `index`: `x[index] = v` as a function
     (Note [Mutation at trace time] in srcgrad.frontend.mutation)."""
     xp = _namespace(x)
-    out = xp.asarray(x)
-    out = out.copy() if hasattr(out, "copy") else xp.asarray(out, copy=True)  # Array API: no .copy
+    out = xp.asarray(x).copy()
     out[index] = v
     return out
 
@@ -594,11 +571,8 @@ def setitem_bar(c, index):
     if _is_basic_index(index):
         return picked
     xp = _namespace(c)
-    size = 1
-    for n in picked.shape:
-        size *= n
-    ids = xp.reshape(xp.arange(size), picked.shape)
-    owner = xp.full(c.shape, -1)
+    ids = xp.reshape(xp.arange(numpy.size(picked)), numpy.shape(picked))
+    owner = xp.full(numpy.shape(c), -1)
     owner[index] = ids
     return xp.where(owner[index] == ids, picked, 0)
 
