@@ -1,0 +1,124 @@
+"""sg.vjp / sg.jvp on container arguments, has_aux, custom Function applies, and the
+argument checks of the transforms (issue 16's "inputs like JAX and torch").
+
+Every derivative is checked against central differences of the function itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.autograd import Function
+from tests.conftest import assert_close, numeric_grad
+
+
+def layer(p, x):
+    return np.tanh(x @ p["W"] + p["b"])
+
+
+def loss(p, x):
+    return np.sum(layer(p, x) ** 2)
+
+
+def with_aux(x):
+    y = np.sin(x) * x
+    return y, {"mean": np.mean(y), "n": 3}
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+RNG = np.random.default_rng(3)
+P = {"W": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2)}
+X = RNG.standard_normal((4, 3))
+
+
+def _numeric_dict_grad(f, p, x):
+    """Central differences of scalar f(p, x) w.r.t. each array of the dict p."""
+    out = {}
+    for key in p:
+        out[key] = numeric_grad(lambda a, key=key: f({**p, key: a}, x), (p[key],), 0)
+    return out
+
+
+def test_vjp_of_a_dict_argument_returns_a_dict_of_gradients():
+    out, vjp_fn = sg.vjp(loss, P, X)
+    assert_close(out, loss(P, X))
+    gp, gx = vjp_fn(1.0)
+    assert isinstance(gp, dict) and list(gp) == ["W", "b"]
+    expected = _numeric_dict_grad(loss, P, X)
+    assert_close(gp["W"], expected["W"], rtol=1e-5)
+    assert_close(gp["b"], expected["b"], rtol=1e-5)
+    assert_close(gx, numeric_grad(lambda x: loss(P, x), (X,), 0), rtol=1e-5)
+    again = vjp_fn(2.0)  # a vjp_fn is reusable, and linear in the cotangent
+    assert_close(again[0]["W"], 2 * gp["W"])
+
+
+def test_jvp_of_a_dict_argument():
+    tangent = ({"W": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2)}, np.zeros_like(X))
+    out, tout = sg.jvp(layer, (P, X), tangent)
+    assert_close(out, layer(P, X))
+    eps = 1e-6
+    plus = layer({k: P[k] + eps * tangent[0][k] for k in P}, X)
+    minus = layer({k: P[k] - eps * tangent[0][k] for k in P}, X)
+    assert_close(tout, (plus - minus) / (2 * eps), rtol=1e-5)
+    with pytest.raises(ValueError, match="tangent 0 is"):
+        sg.jvp(layer, (P, X), (np.zeros(3), X))
+
+
+def test_vjp_and_jvp_with_aux():
+    x = RNG.standard_normal(5)
+    out, vjp_fn, aux = sg.vjp(with_aux, x, has_aux=True)
+    assert_close(out, with_aux(x)[0])
+    assert aux["n"] == 3 and np.isclose(aux["mean"], np.mean(out))
+    (g,) = vjp_fn(np.ones(5))
+    assert_close(g, numeric_grad(lambda a: np.sum(with_aux(a)[0]), (x,), 0), rtol=1e-5)
+    out, tout, aux = sg.jvp(with_aux, (x,), (np.ones(5),), has_aux=True)
+    assert_close(tout, np.cos(x) * x + np.sin(x))
+    assert aux["n"] == 3
+    with pytest.raises(TypeError, match=r"returning \(out, aux\)"):
+        sg.vjp(lambda a: np.sin(a), x, has_aux=True)
+
+
+def test_vjp_fn_refuses_a_cotangent_of_the_wrong_shape():
+    out, vjp_fn = sg.vjp(lambda a: np.sin(a), np.ones(3))
+    with pytest.raises(ValueError, match=r"cotangent has shape \(4,\), but the output has shape \(3,\)"):
+        vjp_fn(np.ones(4))
+    with pytest.raises(ValueError, match="structure"):
+        vjp_fn((np.ones(3),))
+
+
+def test_source_of_a_vjp_fn_and_vjp_of_a_function_apply():
+    out, vjp_fn = sg.vjp(Exp.apply, np.zeros(2))
+    assert "def Exp_apply_bwd(" in sg.source(vjp_fn)
+    assert_close(out, np.ones(2))
+    (g,) = vjp_fn(np.array([1.0, 2.0]))
+    assert_close(g, [1.0, 2.0])
+    with pytest.raises(sg.CompileError, match="jvp"):  # Exp has no jvp: torch's error
+        sg.jvp(Exp.apply, (np.zeros(2),), (np.ones(2),))
+
+
+@pytest.mark.parametrize("bad, what", [(np.arange(3), r"an integer array \(int64\)"),
+                                        (np.array([True, False]), r"an integer array \(bool\)"),
+                                        (2, "the int 2"), (np.ones(2, complex), "complex")])
+def test_differentiated_arguments_must_be_floating_point(bad, what):
+    def f(x, n):
+        return np.sum(x * n)
+
+    with pytest.raises(TypeError, match=f"argument `x` is {what}"):
+        sg.grad(f)(bad, 2)
+    assert sg.grad(f)(np.ones(2), 2).tolist() == [2.0, 2.0]  # an int elsewhere is fine
+    with pytest.raises(TypeError, match="argument `x`"):
+        sg.hessian(f)(bad, 2)
