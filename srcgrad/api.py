@@ -104,7 +104,7 @@ class _Dispatch:
             args = bound.args
         jacobians.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
         mode = modules.mutation_allowed()
-        if any(isinstance(a, (tuple, list, dict)) for a in args):  # containers: no fast guard
+        if any(pytree.is_node(a) for a in args):  # containers and records: no fast guard
             leaves, trees = pytree.flatten_args(args)
             key = ("tree", trees, tuple([_guard_value(a) for a in leaves]), mode)
             impl = self.variants.get(key)
@@ -237,6 +237,8 @@ def _aux(tree, leaves) -> tuple:
 def _describe_tree(t) -> str:
     if t[0] == "leaf":
         return "array"
+    if t[0] == "record":
+        return f"{t[1].__name__}(" + ", ".join(f"{k}={_describe_tree(c)}" for k, c in zip(t[2], t[3])) + ")"
     if t[0] == "dict":
         return "{" + ", ".join(f"{k!r}: {_describe_tree(c)}" for k, c in zip(t[1], t[2])) + "}"
     inner = ", ".join(_describe_tree(c) for c in t[1])

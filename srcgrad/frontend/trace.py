@@ -18,7 +18,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import containers
+from srcgrad.frontend import containers, records
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
@@ -97,6 +97,14 @@ class Tracer(Expander, ControlFlow):
         if tree[0] == "leaf":
             var = Var(self.namer.fresh(name))
             return var, [(name, var)]
+        if tree[0] == "record":  # Note [Records]
+            _, cls, names, children, statics = tree
+            fields, leaves = {}, []
+            for key, child in zip(names, children):
+                fields[key], sub = self._input_tree(f"{name}_{key}", child)
+                leaves += sub
+            fields.update((key, Const(value)) for key, value in statics)
+            return records.bind(cls, fields), leaves
         if tree[0] == "dict":
             keys, children = tree[1], tree[2]
         else:
@@ -246,6 +254,8 @@ class Tracer(Expander, ControlFlow):
     def dynamic_attribute(self, base, node):
         if isinstance(base, TraceObject):
             return base.trace_getattr(self, node.attr, node)
+        if node.attr in getattr(base, "_fields", ()):  # a namedtuple argument's field
+            return getattr(base, node.attr)
         return super().dynamic_attribute(base, node)
 
     def call_method(self, base, name, args, kwargs, node):
@@ -254,6 +264,11 @@ class Tracer(Expander, ControlFlow):
         if isinstance(base, (tuple, list, dict)):
             return containers.method(self, base, name, args, kwargs, node)
         return super().call_method(base, name, args, kwargs, node)
+
+    def call_value(self, value, args, kwargs, node):
+        if isinstance(value, TraceObject):  # `model(x)`: its class's __call__
+            return value.trace_method(self, "__call__", args, kwargs, node)
+        return super().call_value(value, args, kwargs, node)
 
     def is_array_operand(self, value) -> bool:
         return isinstance(value, Var) and not self.mutation.is_shape(value)

@@ -333,9 +333,13 @@ class Expander:
         else:
             callee_value = self.expr(func, scope)
             if not isinstance(callee_value, Const):
-                self.fail(node, "calling a value that is not a function")
+                return self.call_value(callee_value, args, kwargs, node)
             callee = callee_value.value
         return self.call(callee, args, kwargs, node)
+
+    def call_value(self, value, args, kwargs, node):
+        """`value(...)` for a value that is not a static callable."""
+        self.fail(node, "calling a value that is not a function")
 
     def call_method(self, base, name, args, kwargs, node):
         """`base.name(...)` for a dynamic `base`."""

@@ -1,7 +1,21 @@
-"""Nested Python structures (tuples, lists, dicts) of leaves, flattened and rebuilt.
+"""Nested Python structures (tuples, lists, dicts, records) of leaves, flattened and rebuilt.
 
 A tree definition is a plain tuple so it is hashable and printable:
-`("leaf",)`, `("tuple", children)`, `("list", children)`, `("dict", keys, children)`.
+`("leaf",)`, `("tuple", children)`, `("list", children)`, `("dict", keys, children)`,
+`("record", cls, names, children, statics)` for a namedtuple or dataclass instance.
+
+Note [Records]
+~~~~~~~~~~~~~~
+A namedtuple or a dataclass (a model class whose methods read `self.W`) is a tree node
+whose children are its fields, in declaration order. A field holding an array, a float
+or a container is a child (differentiated); a field holding anything else (an int, a
+bool, a string, None, a function: configuration) is *static*: its value is part of the
+tree definition, so the compiled variant knows it and the gradient record carries it
+unchanged. A rebuilt dataclass is made without calling `__init__` (its fields are set
+directly, as `copy` does), so validation in `__post_init__` does not see gradients.
+We keep this small module rather than depend on optree: the compiler needs tree
+definitions that are plain hashable data it can put in cache keys and walk while
+tracing, and records are the only node kind users asked for.
 
 Note [Container arguments]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -16,18 +30,54 @@ The trees are part of the variant's key: another structure compiles another vari
 
 from __future__ import annotations
 
+import dataclasses
+
 LEAF = ("leaf",)
 
 
+def is_record(value) -> bool:
+    """A namedtuple or dataclass instance (Note [Records])."""
+    return (isinstance(value, tuple) and hasattr(value, "_fields")) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type))
+
+
+def record_fields(value) -> tuple:
+    if isinstance(value, tuple):
+        return tuple(value._fields)
+    return tuple(f.name for f in dataclasses.fields(value))
+
+
+def _static_field(value) -> bool:
+    """Configuration, not data: part of the tree definition (Note [Records])."""
+    if isinstance(value, (bool, int, str, bytes, type(None))) and not isinstance(value, float):
+        return True
+    return callable(value) and not hasattr(value, "shape")
+
+
+def is_node(value) -> bool:
+    """Whether `value` is a container the trees look into (else it is a leaf)."""
+    return isinstance(value, (tuple, list, dict)) or is_record(value)
+
+
 def flatten(value, is_leaf=None):
-    """(leaves, treedef) of a nested tuple/list/dict value."""
+    """(leaves, treedef) of a nested tuple/list/dict/record value."""
     leaves: list = []
 
     def walk(v):
         if is_leaf is not None and is_leaf(v):
             leaves.append(v)
             return LEAF
-        if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        if is_record(v):
+            names, children, statics = [], [], []
+            for name in record_fields(v):
+                field = getattr(v, name)
+                if _static_field(field):
+                    statics.append((name, field))
+                else:
+                    names.append(name)
+                    children.append(walk(field))
+            return ("record", type(v), tuple(names), tuple(children), tuple(statics))
+        if isinstance(v, tuple):
             return ("tuple", tuple(walk(c) for c in v))
         if isinstance(v, list):
             return ("list", tuple(walk(c) for c in v))
@@ -51,16 +101,34 @@ def unflatten(treedef, leaves):
             return tuple(build(c) for c in t[1])
         if t[0] == "list":
             return [build(c) for c in t[1]]
+        if t[0] == "record":
+            return make_record(t[1], {**dict(zip(t[2], (build(c) for c in t[3]))), **dict(t[4])})
         return {k: build(c) for k, c in zip(t[1], t[2])}
 
     return build(treedef)
 
 
+def make_record(cls, fields: dict):
+    """An instance of namedtuple or dataclass `cls` with these field values."""
+    if issubclass(cls, tuple):
+        return cls(**fields)
+    obj = cls.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)  # frozen dataclasses too, as copy.copy does
+    return obj
+
+
+def children(treedef) -> tuple:
+    """The child tree definitions of a node (none for a leaf)."""
+    if treedef[0] == "leaf":
+        return ()
+    return treedef[{"dict": 2, "record": 3}.get(treedef[0], 1)]
+
+
 def num_leaves(treedef) -> int:
     if treedef[0] == "leaf":
         return 1
-    children = treedef[1] if treedef[0] != "dict" else treedef[2]
-    return sum(num_leaves(c) for c in children)
+    return sum(num_leaves(c) for c in children(treedef))
 
 
 def flatten_args(args) -> tuple:

@@ -11,6 +11,7 @@ module, written to the disk cache and loaded with its array namespace bound
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import inspect
 import os
 
@@ -18,6 +19,7 @@ from srcgrad import backend
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
+from srcgrad.frontend import records
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.parse import parse_function
 from srcgrad.frontend.resolve import fingerprint
@@ -45,7 +47,7 @@ class Compiled:
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
             ("allow_mutation_on_saved_tensors",) if mutation_allowed() else ()) + (
-            (("trees", self.arg_trees),) if self.arg_trees else ())
+            (("trees", self.arg_trees, records_key(self.arg_trees)),) if self.arg_trees else ())
 
     def parsed(self):
         if self._fs is None:
@@ -69,7 +71,7 @@ class Compiled:
         gradients back into each argument's structure (Note [Container arguments])."""
         leaves, _ = pytree.flatten_args(args)
         fs = self.parsed()
-        cache = programs.cache_key(fs, self.options(key))
+        cache = programs.cache_key(fs, self.options(key) + (records_key(trees),))
 
         def generate():
             source, pool, _ = programs.container_gradient_program(
@@ -148,6 +150,22 @@ class Compiled:
     def entry(self, index: int = 0):
         ns = self.load()
         return ns[entry_names(self)[index]]
+
+
+def records_key(trees) -> tuple:
+    """The source of every record class in `trees` (Note [Records]): its methods are
+    inlined into the generated code, so editing them must change the cache key."""
+    found: dict = {}
+
+    def walk(t):
+        if t[0] == "record":
+            found.setdefault(t[1], records.record_fingerprint(t[1]))
+        for child in pytree.children(t):
+            walk(child)
+
+    for t in trees:
+        walk(t)
+    return tuple(hashlib.sha256(src.encode()).hexdigest()[:16] for src in found.values())
 
 
 def mutation_allowed() -> bool:
