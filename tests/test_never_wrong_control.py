@@ -110,3 +110,44 @@ def test_forward_mode(name, fn, x):
     out, t_out = sg.jvp(fn, (x,), (tangent,))
     assert_close(out, fn(x))
     assert_close(t_out, np.sum(numeric_grad(fn, [x], 0) * tangent), rtol=1e-5, atol=1e-7)
+
+
+def reshape_in_loop(x):
+    for _ in range(2):
+        x = x.reshape((1, 1)) * x
+    return np.sum(x)
+
+
+def while_inside_for(x):
+    s = x * 0.0
+    for _ in range(3):
+        t = x
+        j = 0
+        while j < 2:
+            t = np.sin(t) * x
+            j = j + 1
+        s = s + t
+    return s
+
+
+REUSED = [
+    ("for", reshape_in_loop, np.array([0.3])),
+    ("while-in-for", while_inside_for, np.array([0.3, 0.5])),
+    ("return-in-inner-loop", return_in_inner_for, np.array([0.2, 0.9, 0.1])),
+]
+
+
+@pytest.mark.parametrize("name,fn,x", REUSED, ids=[c[0] for c in REUSED])
+def test_vjp_fn_runs_again_on_loops(name, fn, x):
+    # the backward pops copies of the saved tapes: a vjp_fn is reusable
+    out, vjp_fn = sg.vjp(fn, x)
+    ct = np.linspace(1.0, 2.0, np.size(out)).reshape(np.shape(out))
+    jac = np.stack([numeric_grad(lambda y, i=i: np.ravel(fn(y))[i], [x], 0)
+                    for i in range(np.size(out))]).reshape(np.shape(out) + x.shape)
+    expected = np.tensordot(ct, jac, axes=np.ndim(out))
+    (first,) = vjp_fn(ct)
+    (second,) = vjp_fn(2.0 * ct)
+    assert_close(first, expected, rtol=1e-5, atol=1e-7)
+    assert_close(second, 2.0 * expected, rtol=1e-5, atol=1e-7)
+    for mode in ("reverse", "forward", "auto"):
+        assert_close(np.reshape(sg.jacobian(fn, mode=mode)(x), jac.shape), jac, rtol=1e-5, atol=1e-7)

@@ -136,7 +136,31 @@ def alias_on_one_path_read_again(a, c):
     return np.sum(x * x)
 
 
+def undecided_write_in_one_branch(x0, x2, c):
+    v2 = x0
+    if c[0] > 0.35:
+        pass
+    else:
+        w5 = x2.reshape(1)  # a view or a copy: the write may or may not reach x2
+        w5 += v2
+    return np.sum(x2 * x2)
+
+
+def undecided_view_in_branch_then_loop(x1):
+    if np.sum(x1) > 0.26:
+        w5 = x1.reshape(2)
+        w5[[1]] = 1.0
+    s = x1[0] * 0.0
+    for i in range(2):
+        s = s + x1[i]
+    return s
+
+
 REFUSED = [
+    ("undecided-in-one-branch", undecided_write_in_one_branch,
+     [np.array([0.5]), np.array([0.3]), np.array([0.0])], "rebinds it if it is a scalar"),
+    ("undecided-branch-then-loop", undecided_view_in_branch_then_loop, [np.array([0.5, 0.5])],
+     "view or a copy"),
     ("alias-write-in-loop", alias_write_in_loop, [A], "shares memory with `x`"),
     ("view-write-in-loop", view_write_in_loop, [A], "shares memory with `x`"),
     ("view-augmented-in-while", view_augmented_in_while, [A], "shares memory with `x`"),

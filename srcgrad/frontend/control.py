@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import gast
 
+from srcgrad.frontend.mutation import Undecided
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import flatten, unflatten
 
@@ -216,6 +217,9 @@ class ControlFlow:
                 if a is not before.get(name):  # in-place write through `y` still reaches `x`
                     same[name] = a
                 continue
+            if isinstance(a, Undecided) or isinstance(b, Undecided):
+                same[name] = a if isinstance(a, Undecided) else b  # reading it is the error
+                continue
             merged[name] = (a, b)
         self.loc = loc
         values = self.merge_branches(node, test, then_ops, else_ops,
@@ -369,6 +373,8 @@ class ControlFlow:
         for name, param in zip(carried, params):
             init, result = scope.env[name], env_after.get(name, param)
             for value in (init, result):
+                if isinstance(value, Undecided):
+                    self.mutation.check_decided(value, None)  # raises, with what it cannot decide
                 if not isinstance(value, (Var, Const)):
                     self.fail(node, f"`{name}`, a tuple, list or dict, changing in a loop",
                               "keep arrays in separate variables, or write into a preallocated "

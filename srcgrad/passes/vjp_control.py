@@ -19,7 +19,8 @@ iteration, and popped at the top of every backward iteration, which runs the
 iterations in reverse (`range(...)[::-1]`, or as many times as the tape is long
 for a `while`). Cotangents of carried values are the backward loop's carried
 values; those of outer values read in the body are accumulated in carried sums.
-Generated code grows with the body, never with the trip count.
+Generated code grows with the body, never with the trip count. `sg.vjp`'s backward
+pops copies of its tapes (`reusable_tapes`), so `vjp_fn` can run more than once.
 """
 
 from __future__ import annotations
@@ -210,3 +211,22 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     pairs = [(init, out) for (_, _, init, _, _), out in zip(carried, outs) if isinstance(init, Var)]
     return pairs + list(zip(free, outs[len(carried):]))
 
+
+
+def reusable_tapes(ops: list, namer) -> list:
+    """`ops` with each adjoint loop popping a copy of its tape (`list(tape)`), never the
+    tape itself: `sg.vjp`'s backward may run again (`vjp_fn` called twice, a Jacobian
+    row by row) on the same saved tapes. A tape nested in another's entries is copied
+    where its own adjoint loop starts."""
+    out = []
+    for op in ops:
+        for block in op.blocks:
+            block.ops = reusable_tapes(block.ops, namer)
+        if op.attrs.get("reverse") and op.blocks:
+            for pop in (o for o in op.blocks[0].ops if o.prim == "tape_pop"):
+                tape = pop.args[0]
+                copy = Var(namer.fresh(tape.name), "static")
+                out.append(Op("tape_copy", (tape,), (copy,), op.loc, {"backward": True}))
+                pop.args = (copy,)
+        out.append(op)
+    return out

@@ -34,6 +34,7 @@ from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
+from srcgrad.passes.vjp_control import reusable_tapes
 
 
 @dataclass
@@ -213,6 +214,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functi
     results = list(graph.outputs) + grad_list + alive
     if optimized:
         ops, results = optimize(ops, results)
+    ops = reusable_tapes(ops, namer)  # vjp_fn may be called more than once
     n_out, n_grad = len(graph.outputs), len(grad_list)
     outputs, grad_list = results[:n_out], results[n_out:n_out + n_grad]
     hook_params = list(hook_vars) if hooks else []

@@ -886,3 +886,4 @@ defrule("tape_new", "", "[]", nondiff=True, static_out=True, effect=True)
 defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect=True, nout=0)
 defrule("tape_pop", "tape", "tape.pop()", nondiff=True, effect=True)
 defrule("tape_len", "tape", "len(tape)", nondiff=True, static_out=True)
+defrule("tape_copy", "tape", "list(tape)", nondiff=True)  # in the backward: not static_out

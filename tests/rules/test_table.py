@@ -35,7 +35,8 @@ JVP_CASES = list(differentiable_cases("jvp"))
 
 # Control-flow rows have no formulas: tests/test_control_flow.py runs each of them
 # (differentiated against finite differences) instead of a case here.
-STRUCTURAL = {"cond", "for_range", "while_loop", "tape_new", "tape_push", "tape_pop", "tape_len"}
+STRUCTURAL = {"cond", "for_range", "while_loop", "tape_new", "tape_push", "tape_pop", "tape_len",
+              "tape_copy"}
 
 
 def test_every_rule_has_a_case():
