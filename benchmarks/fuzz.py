@@ -97,8 +97,11 @@ def main(argv=None) -> int:
                 if failure.outcome == "refused" or sig in shrunk:
                     continue
                 program = generate(seed)
+                budget = args.shrink_budget
+                if deadline is not None:  # the --minutes budget covers the shrinking too
+                    budget = min(budget, max(5.0, deadline - time.monotonic()))
                 small = program if args.no_shrink else shrink.shrink(
-                    program, failure, directory, budget=args.shrink_budget, timeout=args.timeout)
+                    program, failure, directory, budget=budget, timeout=args.timeout)
                 shrunk[sig] = (program, failure, small)
                 section = _section(sig, tally.classes[sig], program, failure, small, directory)
                 if not args.quiet:

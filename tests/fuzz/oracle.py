@@ -12,7 +12,9 @@ called on data set A, then on data set B of the same shapes (variant reuse; B is
 which takes the other branch of conditions on sums). Outcome of a call: pass, wrong (a
 value or derivative disagrees with the references), crash (an exception that is not a
 CompileError, or a CompileError without file:line), refused (a CompileError: its first line
-is the reason), hang (over the time limit). A program's outcome is its worst call's.
+is the reason; also torch's "modified by an inplace operation" RuntimeError, which the
+README promises for values a custom Function saved), hang (over the time limit).
+A program's outcome is its worst call's.
 """
 
 from __future__ import annotations
@@ -327,6 +329,9 @@ def classify(exc: BaseException) -> tuple:
             return "crash", f"CompileError without file:line: {normalize(first)}"
         return "refused", normalize(first)
     message = str(exc).splitlines()[0] if str(exc) else ""
+    if type(exc) is RuntimeError and "modified by an inplace operation" in message:
+        # torch's check of a value a custom Function saved (README): an error by design
+        return "refused", "RuntimeError: a saved value was modified by an inplace operation"
     if "maximum recursion depth exceeded" in message:
         message = "maximum recursion depth exceeded"
     return "crash", f"{type(exc).__name__} in {_where(exc.__traceback__)}: {normalize(message)}"
