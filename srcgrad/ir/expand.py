@@ -121,7 +121,7 @@ class Expander:
             else:
                 operands.append(to_operand(value if not isinstance(value, (int, float, str))
                                            and value is not None else Const(value)))
-        if not any(True for o in operands for _ in operand_vars(o)):
+        if not rule.io and not any(True for o in operands for _ in operand_vars(o)):
             try:
                 folded = Const(evaluate_static(rule, operands))
             except Exception as err:  # static arguments NumPy (or a rule) refuses: say where

@@ -59,6 +59,9 @@ class Rule:
     # side effect (a tape push): passes treat these specially, never as formulas.
     control: bool = False
     effect: bool = False  # must run even when no output is read
+    # Talks to the outside world (`print`): runs where the user's code runs it and never
+    # at compile time (not folded on static arguments, not run by the shape probe).
+    io: bool = False
     doc: str = ""  # a line for the conventions table (kinks, ties, zeros)
 
     @property

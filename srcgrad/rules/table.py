@@ -881,6 +881,10 @@ defrule("for_range", "start, stop, step, inits", "range(start, stop, step)", con
         doc="a loop over range(...) with loop-carried values")
 defrule("while_loop", "test, inits", "test", control=True,
         doc="a while loop; the test is carried")
+# `print(...)` in compiled code prints in the forward pass, where the user wrote it.
+defrule("print", "*values, sep=' ', end='\\n'", "print(*values, sep=sep, end=end)",
+        targets=("builtins.print",), nondiff=True, effect=True, io=True, nout=0,
+        doc="prints in the forward pass; nothing to differentiate")
 # The tape of a loop's reverse mode: values its adjoint reads, one entry per iteration.
 defrule("tape_new", "", "[]", nondiff=True, static_out=True, effect=True)
 defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect=True, nout=0)

@@ -546,6 +546,9 @@ def case_ids(cases):
     return [f"{rule.name}-{case_id}" for rule, case_id, _ in cases]
 
 
+case("print", ("forward", {"values": (N(2), "label"), "sep": " ", "end": "\n"}))
+
+
 # ---------------------------------------------------------------- custom Functions
 case("custom_call", ("one", {"outputs": (N(3),), "inputs": (N(3), 2.0)}),
      ("two", {"outputs": (N(3), N(2)), "inputs": (N(3),)}))

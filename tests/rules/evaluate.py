@@ -28,7 +28,9 @@ def multi(rule) -> bool:
 
 
 def outputs(rule, ans):
-    """The outputs as a tuple (one element for single-output rules)."""
+    """The outputs as a tuple (one element for single-output rules, none for `print`)."""
+    if rule.nout == 0:
+        return ()
     return tuple(ans) if multi(rule) else (ans,)
 
 
