@@ -175,3 +175,23 @@ def test_refused_with_the_line(name, fn, args, message):
         with pytest.raises(sg.CompileError, match=message) as info:
             transform()
         assert info.value.filename.endswith("test_never_wrong_mutation.py")
+
+
+def writes_its_argument(x):
+    x[0] = 0.0
+    return np.sum(x * x)
+
+
+def test_read_only_argument_written_raises_as_numpy_does():
+    x = np.array([1.0, 2.0])
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        writes_its_argument(x)
+    for transform in (lambda: sg.grad(writes_its_argument)(x), lambda: sg.vjp(writes_its_argument, x),
+                      lambda: sg.jvp(writes_its_argument, (x,), (np.ones(2),))):
+        with pytest.raises(ValueError, match="read-only"):
+            transform()
+    y = np.array([1.0, 2.0])  # writable: the gradient of what NumPy computed, y untouched
+    expected = numeric_grad(lambda a: writes_its_argument(a.copy()), [y], 0)
+    assert_close(sg.grad(writes_its_argument)(y), expected)
+    assert_close(y, [1.0, 2.0])

@@ -35,7 +35,8 @@ writes into the caller's array). The gradient is that of the function's value
 with respect to the argument values it was given. Two arguments may be the same
 array at run time (`f(a, a)`), which the compiler cannot see: where an argument is
 written, the generated code checks `no_alias(new, arg, *other args)` once, raising
-if the written argument shares memory with another one.
+if the written argument shares memory with another one, or is read-only (where
+NumPy's write would raise).
 
 Note [Aliases across blocks]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -460,7 +461,7 @@ class Mutation:
             return new
         self.checked.add(id(root))
         others = [v for v in self.inputs if v is not root and v.kind == "array"]
-        if not others or not isinstance(new, (Var, Const)):
+        if not isinstance(new, (Var, Const)):
             return new
         return self.tracer.apply(rules.RULES["no_alias"], [new, root, *others], {})
 

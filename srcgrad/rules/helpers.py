@@ -580,7 +580,11 @@ def setitem_bar(c, index):
 def no_alias(x, base, *others):
     """`x` itself, once argument `base`, written in place by the compiled function, is
     checked to share no memory with the other arguments (whose values NumPy would
-    have changed too)."""
+    have changed too), and to be writable (NumPy raises writing into a read-only array)."""
+    flags = getattr(base, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        raise ValueError("assignment destination is read-only (compiled code writes into this "
+                         "argument, as NumPy would; pass a writable copy: `x.copy()`)")
     if others and hasattr(base, "__array_interface__"):
         for i, other in enumerate(others):
             if hasattr(other, "__array_interface__") and numpy.may_share_memory(base, other):
