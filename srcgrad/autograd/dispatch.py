@@ -29,13 +29,20 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method != "__call__":
         return NotImplemented
     rule = rules.lookup_callable(ufunc)
-    if rule is None:
+    if rule is None or rule.static_out:
         return _fallback(ufunc, inputs, kwargs)
     return call_rule(rule, inputs, kwargs)
 
 
 def array_function(self, func, types, args, kwargs):
+    if func is numpy.einsum and isinstance(args[0], str):
+        operands = _einsum_broadcast(args[0], args[1:])
+        if len(operands) > 2:
+            return einsum_many(args[0], *operands, **kwargs)
+        args = (args[0],) + operands
     rule = rules.lookup_callable(func)
+    if rule is not None and rule.static_out:  # shapes, dtypes: facts, never differentiated
+        return func(*strip(args), **{k: strip(v) for k, v in kwargs.items()})
     if rule is None:
         override = FUNCTIONS.get(func)
         if override is not None:
@@ -78,3 +85,64 @@ FUNCTIONS: dict = {}  # NumPy function -> Tensor implementation, for calls with 
 
 Tensor.__array_ufunc__ = array_ufunc
 Tensor.__array_function__ = array_function
+
+
+def _tokens(term: str) -> list:
+    """Index letters of one einsum operand, with '...' as one token."""
+    out, i = [], 0
+    while i < len(term):
+        if term.startswith("...", i):
+            out.append("...")
+            i += 3
+        else:
+            out.append(term[i])
+            i += 1
+    return out
+
+
+def _einsum_broadcast(subscripts, operands) -> tuple:
+    """Operands with a size-1 axis under a letter another operand has longer, broadcast
+    explicitly: the `einsum` row's derivative sums only what `broadcast_to` added."""
+    inputs = subscripts.replace(" ", "").split("->")[0].split(",")
+    if len(inputs) != len(operands):
+        return tuple(operands)
+    sizes: dict = {}
+    for term, op in zip(inputs, operands):
+        tokens = _tokens(term)
+        if "..." in tokens:
+            continue
+        for t, n in zip(tokens, numpy.shape(op)):
+            sizes[t] = max(sizes.get(t, 1), n)
+    out = []
+    for term, op in zip(inputs, operands):
+        tokens = _tokens(term)
+        shape = numpy.shape(op)
+        if "..." not in tokens and any(n == 1 and sizes[t] > 1 for t, n in zip(tokens, shape)):
+            op = numpy.broadcast_to(op, tuple(sizes[t] for t in tokens))
+        out.append(op)
+    return tuple(out)
+
+
+def einsum_many(subscripts, *operands, optimize=False):
+    """`numpy.einsum` of more than two operands as a chain of two-operand einsums (the
+    `einsum` row takes one or two operands)."""
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        inputs, out = subscripts.split("->")
+    else:
+        inputs = subscripts
+        letters = [t for t in _tokens(inputs.replace(",", "")) if t != "..."]
+        out = ("..." if "..." in inputs else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    terms = [_tokens(t) for t in inputs.split(",")]
+    out_tokens = _tokens(out)
+    current, value = terms[0], operands[0]
+    for k in range(1, len(operands)):
+        rest = [t for term in terms[k + 1:] for t in term] + out_tokens
+        keep = [t for t in dict.fromkeys(current + terms[k]) if t in rest]
+        spec = f"{''.join(current)},{''.join(terms[k])}->{''.join(keep)}"
+        value = numpy.einsum(spec, value, operands[k])
+        current = keep
+    if current != out_tokens:
+        value = numpy.einsum(f"{''.join(current)}->{out}", value)
+    return value

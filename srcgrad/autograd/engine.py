@@ -374,7 +374,11 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tu
     if type(node) is AccumulateGrad:
         out = ()
         if accumulate and buf[0] is not None:
-            _accumulate(node.variable, buf[0], create_graph)
+            var = node.variable
+            fresh = var._grad is None
+            _accumulate(var, buf[0], create_graph)
+            if fresh and var._grad is not None:  # torch hands the new .grad to post-hooks
+                buf = [var._grad]
     elif all(g is None for g in buf):
         out = (None,) * len(node._next)
     else:
@@ -389,6 +393,8 @@ def node_backward(node, cts, create_graph) -> tuple:
     saved = node._saved
     if saved is None:
         raise RuntimeError(SECOND_TIME)
+    if node._nout > 1 and any(c is None for c in cts):  # kernels read every cotangent
+        cts = [numpy.zeros(s, d) if c is None else c for c, (s, d) in zip(cts, node._meta_out)]
     if create_graph:
         saved = _tensor_saved(node)
         cts = [c if c is None or isinstance(c, Tensor) else Tensor._make(_arr(c)) for c in cts]
@@ -403,11 +409,13 @@ def node_backward(node, cts, create_graph) -> tuple:
 def _tensor_saved(node) -> tuple:
     """Saved values as Tensors, recomputed where the kernel computed them in forward."""
     kinds = node._kernel.saved_from
+    saved = node._saved
     fresh = None
-    if any(kind == "computed" for kind, _ in kinds):
+    if any(kind == "computed" and isinstance(saved[j], numpy.ndarray)
+           for j, (kind, _) in enumerate(kinds)):  # an array computed from the inputs
         _, fresh = node._kernel.forward(*node._operands)
-    return tuple(fresh[j] if kind == "computed" else saved_value(node, j, True)
-                 for j, (kind, _) in enumerate(kinds))
+    return tuple(fresh[j] if fresh is not None and kind == "computed"
+                 else saved_value(node, j, True) for j, (kind, _) in enumerate(kinds))
 
 
 def call_node(node, grads) -> tuple:

@@ -67,6 +67,12 @@ def write(target: Tensor, result) -> Tensor:
 
 def _rebase(target, result, node):
     old_vc = result._vc
+    old = target._grad_fn
+    if target._retains_grad and old is not None and old._retain:  # the current version's grad
+        ref = old._retain.pop(target._output_nr, None)
+        if node._retain is None:
+            node._retain = {}
+        node._retain[result._output_nr] = ref
     target._grad_fn = node
     target._output_nr = result._output_nr
     target._rg = True

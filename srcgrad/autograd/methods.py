@@ -196,7 +196,7 @@ def _index_name(index) -> str:
     parts = index if isinstance(index, tuple) else (index,)
     if any(isinstance(p, numpy.ndarray) for p in parts):
         return "IndexBackward0"
-    if any(isinstance(p, slice) for p in parts) or Ellipsis in parts or None in parts:
+    if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
         return "SliceBackward0" if all(isinstance(p, slice) for p in parts) else "AsStridedBackward0"
     return "SelectBackward0"
 

@@ -187,7 +187,14 @@ def _pack_all(node, e, saved, operands, outs, hooks):
             value = Tensor._make(saved[j])
         else:
             continue
+        version = value._vc.v
         packed[j] = pack(value)
+        if value._vc.v != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform in-place "
+                "operations on the input to a pack hook.")
         kept[j] = None
     node._packed = packed
     node._unpack = unpack
@@ -301,10 +308,34 @@ class _Namespace:
         return getattr(numpy, name)
 
     @staticmethod
-    def asarray(x, dtype=None):
-        if isinstance(x, Tensor) and (dtype is None or x.dtype == dtype):
-            return x
-        return Tensor._make(numpy.asarray(strip(x), dtype=dtype))
+    def asarray(x, dtype=None, copy=None):
+        if isinstance(x, Tensor):
+            if dtype is not None and x.dtype != dtype:
+                return x.astype(dtype)
+            return x.clone() if copy else x
+        return numpy.array(x, dtype=dtype, copy=copy)  # indices, constants: plain arrays
+
+    @staticmethod
+    def cumulative_prod(x, axis=None, dtype=None, include_initial=False):
+        return numpy.cumprod(x, axis=axis)
+
+    @staticmethod
+    def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
+        return numpy.cumsum(x, axis=axis)
+
+    @staticmethod
+    def broadcast_arrays(*arrays):
+        shape = numpy.broadcast_shapes(*(numpy.shape(a) for a in arrays))
+        return [a if numpy.shape(a) == shape else numpy.broadcast_to(a, shape) for a in arrays]
+
+    @staticmethod
+    def bincount(x, weights=None, minlength=0):
+        if not isinstance(weights, Tensor):
+            return numpy.bincount(strip(x), weights=weights, minlength=minlength)
+        index = strip(x)
+        size = max(int(minlength), int(index.max()) + 1 if index.size else 0)
+        return apply("scatter_index", {"shape": (size,)}, (size,), (weights, index),
+                     "IndexPutBackward0")
 
     @staticmethod
     def zeros(shape, dtype=None):

@@ -11,6 +11,8 @@ that the saved Tensor was not changed in place since it was saved.
 
 from __future__ import annotations
 
+import numpy
+
 from srcgrad.autograd.node import _RAW, SECOND_TIME, OpNode, version_error
 from srcgrad.autograd.tensor import Tensor
 
@@ -33,8 +35,8 @@ def saved_value(node, j: int, as_tensor: bool, unpack: bool = True):
         return operand if isinstance(operand, Tensor) else raw
     if kind == "output":  # torch's SavedVariable of an output: no reference cycle
         return Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
-    if kind == "shape":
-        return raw
+    if kind == "shape" or not isinstance(raw, numpy.ndarray):
+        return raw  # a shape, a dtype, a Python number: facts, not tensors
     return Tensor._make(raw)
 
 
