@@ -39,7 +39,7 @@ import srcgrad as sg
 
 OUTCOMES = ("pass", "wrong", "crash", "refused", "hang", "discarded")
 SEVERITY = {"pass": 0, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
-TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks")
+TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian")
 EPS = (1e-6, 1e-4)  # the two central-difference steps
 RTOL, ATOL = 1e-4, 1e-6
 
@@ -449,8 +449,27 @@ def run_vjp_hooks(state, fn, program, ref):
         run_vjp(state, fn, program, ref)
 
 
+def run_jacobian(state, fn, program, ref):
+    """sg.jacobian in the mode the seed picks, contracted with the cotangent and the directions."""
+    if state.get("h") is None:
+        mode = ("auto", "reverse", "forward")[program.seed % 3]
+        state["h"] = sg.jacobian(fn, wrt=tuple(range(len(program.args))), mode=mode)
+    jac = state["h"](*copy.deepcopy(ref.args))
+    out_ndim = np.ndim(ref.value)
+    if not isinstance(jac, tuple) or len(jac) != len(program.args):
+        raise Wrong(f"structure: {len(program.args)} Jacobian blocks expected, got {type(jac).__name__}")
+    grads = []
+    for block, a in zip(jac, program.args):
+        want = np.shape(ref.value) + (a[1] if a[0] == "array" else ())
+        if np.shape(block) != want:
+            raise Wrong(f"structure: Jacobian block shape {np.shape(block)}, expected {want}")
+        grads.append(np.tensordot(np.asarray(ref.cotangent, dtype=float), np.asarray(block, dtype=float),
+                                  axes=out_ndim))
+    _check_grads(grads, ref, _scale(ref))
+
+
 RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp,
-           "vjp_hooks": run_vjp_hooks}
+           "vjp_hooks": run_vjp_hooks, "jacobian": run_jacobian}
 
 
 def applicable(program) -> list:
@@ -459,6 +478,9 @@ def applicable(program) -> list:
         names = [n for n in names if n not in ("value_and_grad", "grad")]
     if any(a[0] not in ("array", "float") for a in program.args):
         names.remove("jvp")  # sg.jvp takes arrays and numbers (API.md), not containers
+        names.remove("jacobian")
+    if program.output == "tuple":
+        names.remove("jacobian")
     return names
 
 
@@ -622,6 +644,12 @@ def repro(program, failure: Failure, directory: Path) -> str:
             runs = ["from srcgrad.autograd.graph import saved_tensors_hooks",
                     "with saved_tensors_hooks(lambda a: ('packed', np.array(a, copy=True)), lambda b: b[1]):"
                     ] + ["    " + r for r in runs]
+    elif failure.transform == "jacobian":
+        mode = ("auto", "reverse", "forward")[program.seed % 3]
+        runs = [f"J = sg.jacobian(f, wrt={wrt}, mode={mode!r})"]
+        if key == "B":
+            runs.append("print('first call:', J(*args_A))")
+        runs.append(f"print('{failure.call}:', J(*args_{key}))")
     else:
         runs = ([] if key == "A" else ["sg.jvp(f, args_A, args_A)"]) + [
             f"print('jvp:', sg.jvp(f, args_{key}, args_{key}))  # tangents = the primals"]
