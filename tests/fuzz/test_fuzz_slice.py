@@ -1,8 +1,9 @@
 """A fixed-seed slice of the differential fuzzer (issue 10), in the ordinary `pytest` run.
 
 Each program of SLICE is generated from its seed (tests/fuzz/generator.py) and checked by
-tests/fuzz/oracle.py: `sg.value_and_grad`, `sg.grad`, `sg.vjp` (its `vjp_fn` called twice)
-and `sg.jvp`, each called on two data sets of the same shapes, against central
+tests/fuzz/oracle.py: `sg.value_and_grad`, `sg.grad`, `sg.vjp` (its `vjp_fn` called twice;
+also inside saved-tensor hooks), `sg.jvp` and `sg.jacobian`, each called on two data sets
+of the same shapes, against central
 differences at two step sizes and HIPS autograd. Every program of the slice passes today;
 a failure here is a regression (the message holds the oracle's detail and a repro hint).
 A part of the slice is then replayed in a fresh process against the disk cache this
