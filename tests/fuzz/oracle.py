@@ -1,14 +1,15 @@
 """The oracle: one generated program through srcgrad's transforms, against arithmetic.
 
-References (Note [Fuzz references]): for each data set, central differences in float64
+References: for each data set, central differences in float64
 at two step sizes along random directions (u . grad f), and HIPS autograd where it runs
 the program (no in-place writes, no custom Functions: autograd treats `+=` as rebinding
 and cannot run a Function's `apply` on its boxes). When the step sizes disagree (a kink or
 a branch flips within a step) or autograd disagrees with the differences, the program is
 *discarded*, never counted as a pass.
 
-Each transform (`sg.value_and_grad`, `sg.grad`, `sg.vjp`, `sg.jvp`) is built once and
-called on data set A, then on data set B of the same shapes (variant reuse; B is often -A,
+Each transform (`sg.value_and_grad`, `sg.grad`, `sg.vjp`, `sg.vjp` inside saved-tensor
+hooks, `sg.jvp`, `sg.jacobian`) is built once and called on data set A, then on data set
+B of the same shapes (variant reuse; B is often -A,
 which takes the other branch of conditions on sums). Outcome of a call: pass, wrong (a
 value or derivative disagrees with the references), crash (an exception that is not a
 CompileError, or a CompileError without file:line), refused (a CompileError: its first line
