@@ -1,6 +1,6 @@
 """srcgrad: a source-transformation autograd compiler for NumPy and CuPy.
 
-Public names only; see API.md.
+Public names only (the contract: the transforms, the CLI and the sg.Tensor runtime).
 """
 
 from srcgrad import autograd

@@ -160,8 +160,10 @@ class Tracer(Expander, ControlFlow):
             self.bind(gast.Name(node.name, gast.Store(), None, None),
                       Const(_NestedDef(self, node, scope)), scope)
         else:
+            # (statements with a specific rewrite are refused earlier, by srcgrad.frontend.fence)
             self.fail(node, f"the statement `{type(node).__name__}`",
-                      "see API.md for what compiled functions may contain")
+                      "move it out of the compiled function: compile the computation, and do "
+                      "the rest around the call")
 
     def _is_ctx_call(self, node, scope) -> bool:
         """A method call on a TraceObject (Note [Custom Functions] in frontend.function)."""

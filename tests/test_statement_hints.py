@@ -1,0 +1,34 @@
+"""A refused statement's CompileError names it, its line, and what to write instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+
+def with_match(x, mode):
+    match mode:
+        case "sum":
+            return np.sum(x)
+    return np.mean(x)
+
+
+def with_try(x):
+    try:
+        y = np.sin(x)
+    except ValueError:
+        y = x
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("fn, what, hint", [
+    (with_match, "the statement `Match`", "move it out of the compiled function"),
+    (with_try, "`try`/`except`", "move error handling outside"),
+])
+def test_refused_statement_names_the_line_and_a_rewrite(fn, what, hint):
+    with pytest.raises(sg.CompileError, match=what) as info:
+        sg.grad(fn)(np.ones(3), "sum") if fn is with_match else sg.grad(fn)(np.ones(3))
+    assert hint in info.value.hint
+    assert info.value.lineno == fn.__code__.co_firstlineno + 1
