@@ -20,6 +20,7 @@ import numpy
 from srcgrad import jacobians
 from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
+from srcgrad.errors import CompileError, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import modules
@@ -98,6 +99,12 @@ class _Dispatch:
         return namespace.pop(name)
 
     def miss(self, *args, **kwargs):
+        try:
+            return self._miss(*args, **kwargs)
+        except CompileError as err:  # the user's line, not the compiler's frames under it
+            raise hide_internal_frames(err) from None
+
+    def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()

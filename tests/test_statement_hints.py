@@ -32,3 +32,13 @@ def test_refused_statement_names_the_line_and_a_rewrite(fn, what, hint):
         sg.grad(fn)(np.ones(3), "sum") if fn is with_match else sg.grad(fn)(np.ones(3))
     assert hint in info.value.hint
     assert info.value.lineno == fn.__code__.co_firstlineno + 1
+
+
+def test_the_traceback_ends_at_the_users_call_not_inside_the_compiler():
+    import traceback
+
+    with pytest.raises(sg.CompileError) as info:
+        sg.grad(with_try)(np.ones(3))
+    files = [frame.filename for frame in traceback.extract_tb(info.value.__traceback__)]
+    internal = [f for f in files if "/srcgrad/" in f or f.startswith("<srcgrad")]
+    assert len(internal) <= 2, files  # the dispatcher and the line that re-raises
