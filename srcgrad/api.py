@@ -20,7 +20,7 @@ import numpy
 from srcgrad import jacobians
 from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
-from srcgrad.errors import CompileError, hide_internal_frames
+from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import modules
@@ -123,8 +123,13 @@ class _Dispatch:
         if impl is None:
             try:
                 impl = self.variants[key, mode] = self.compiled.specialized(args, key)
-            except ProbeFailed:  # these arguments make the function itself fail:
-                return self.compiled.entry()(*args)  # let the generic code raise it, readably
+            except ProbeFailed:  # these arguments make the function itself fail: let the
+                impl = None  # generic code raise it from a generated line (outside this except)
+            if impl is None:
+                try:
+                    return self.compiled.entry()(*args)
+                except Exception as err:
+                    raise note_user_line(err) from None
         self._retarget(key, impl)
         return impl(*args)
 

@@ -42,3 +42,16 @@ def test_the_traceback_ends_at_the_users_call_not_inside_the_compiler():
     files = [frame.filename for frame in traceback.extract_tb(info.value.__traceback__)]
     internal = [f for f in files if "/srcgrad/" in f or f.startswith("<srcgrad")]
     assert len(internal) <= 2, files  # the dispatcher and the line that re-raises
+
+
+def test_a_shape_mismatch_is_one_error_naming_the_users_line():
+    def f(x, W):
+        h = x @ W
+        return np.sum(h)
+
+    with pytest.raises(ValueError, match="matmul") as info:
+        sg.grad(f)(np.ones(3), np.ones((4, 2)))
+    err = info.value
+    assert err.__context__ is None and err.__cause__ is None  # no chained tracebacks
+    line = f.__code__.co_firstlineno + 1
+    assert f"test_statement_hints.py:{line}: h = x @ W" in "\n".join(err.__notes__)
