@@ -151,3 +151,50 @@ def test_vjp_fn_runs_again_on_loops(name, fn, x):
     assert_close(second, 2.0 * expected, rtol=1e-5, atol=1e-7)
     for mode in ("reverse", "forward", "auto"):
         assert_close(np.reshape(sg.jacobian(fn, mode=mode)(x), jac.shape), jac, rtol=1e-5, atol=1e-7)
+
+
+def optional_scale(x, scale=None):
+    if scale is None:
+        return np.sum(x * x)
+    return np.sum(x * scale)
+
+
+def default_to_x(x, y=None):
+    if y is None:
+        y = x
+    return np.sum(x * y * 2.0)
+
+
+def none_until_first_iteration(x):
+    y = None
+    for _ in range(3):
+        if y is None:
+            y = x * 1.0
+        else:
+            y = y * x
+    return np.sum(y)
+
+
+X = np.array([1.0, 2.0])
+NONE_CASES = [
+    ("default-none", optional_scale, [X]),
+    ("explicit-none", optional_scale, [X, None]),
+    ("given", optional_scale, [X, np.array([3.0, 4.0])]),
+    ("y-defaults-to-x", default_to_x, [X]),
+    ("y-given", default_to_x, [X, np.array([3.0, 4.0])]),
+    ("none-in-loop", none_until_first_iteration, [X]),
+]
+
+
+@pytest.mark.parametrize("name,fn,args", NONE_CASES, ids=[c[0] for c in NONE_CASES])
+def test_is_none_on_a_parameter_is_decided_at_run_time(name, fn, args):
+    # `param is None` is a test of the call's argument, not folded at compile time;
+    # the same transform serves calls with and without the argument
+    expected = numeric_grad(lambda x: fn(x, *args[1:]), [args[0]], 0)
+    assert_close(sg.grad(fn)(*args), expected)
+    out, vjp_fn = sg.vjp(fn, *args)
+    assert_close(out, fn(*args))
+    assert_close(vjp_fn(1.0)[0], expected)
+    if all(a is not None for a in args) and len(args) == fn.__code__.co_argcount:
+        tangents = (np.ones_like(X),) + tuple(np.zeros_like(a) for a in args[1:])
+        assert_close(sg.jvp(fn, tuple(args), tangents)[1], np.sum(expected))

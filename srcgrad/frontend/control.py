@@ -268,6 +268,7 @@ class ControlFlow:
             for x, y in zip(la, lb):
                 outs.append(Var(self.namer.fresh(name), _kind(x, y)))
                 self.mutation.note_merge(outs[-1], (x, y))
+                self.note_maybe_none(outs[-1], x, y)
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
                            blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
         merged, i = [], 0
@@ -296,6 +297,8 @@ class ControlFlow:
         while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
             self.mutation.note_loop_params(node, carried, params, scope.env)
+            for name, param in zip(carried, params):
+                self.note_maybe_none(param, scope.env[name])
             body_ops, env_after, _, _ = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 prologue=lambda inner: self.bind(node.target, per_index(index), inner))
@@ -323,6 +326,8 @@ class ControlFlow:
         while True:  # until the carried names and kinds cover what the body does
             params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
             self.mutation.note_loop_params(node, carried, params, scope.env)
+            for name, param in zip(carried, params):
+                self.note_maybe_none(param, scope.env[name])
             body_ops, env_after, _, next_test = self.trace_block(
                 body, scope, dict(zip(carried, params)),
                 epilogue=lambda inner: self.expr(test_node, inner))
@@ -386,9 +391,19 @@ class ControlFlow:
             block_params = [extra_param] + block_params
             results = [extra_result] + results
         outs = tuple(Var(self.namer.fresh(n), p.kind) for n, p in zip(carried, params))
+        for init, out in zip(inits, outs):
+            self.note_maybe_none(out, init)
         self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
                            blocks=(Block(body_ops, results, block_params),)))
         scope.env.update(zip(carried, outs))
+
+    def note_maybe_none(self, out, *sources):
+        """`out` may be None at run time when a source may (`x is None` stays a run-time
+        test for it: Expander.may_be_none)."""
+        if any(isinstance(s, Const) and s.value is None or self.may_be_none(s) for s in sources):
+            if not hasattr(self, "maybe_none"):
+                self.maybe_none = set()
+            self.maybe_none.add(id(out))
 
     def trace_loop_body(self, node, scope):
         for stmt in node.body:

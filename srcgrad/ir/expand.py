@@ -216,8 +216,12 @@ class Expander:
             if isinstance(left, Const) and isinstance(right, Const):
                 part = Const(PY_CMPOPS[type(op)](left.value, right.value))
             elif type(op) in (gast.Is, gast.IsNot) and (isinstance(left, Const) or isinstance(right, Const)):
-                # a dynamic array is never None: `x is None` is static
-                part = Const(type(op) is gast.IsNot)
+                value = left if isinstance(right, Const) else right
+                if self.may_be_none(value):  # a parameter (`flag=None`), or None on some path
+                    part = self.apply(rules.RULES["is_" if type(op) is gast.Is else "is_not"],
+                                      [left, right], {})
+                else:  # an op's result is never None: `x is None` is static
+                    part = Const(type(op) is gast.IsNot)
             elif type(op) in CMPOPS:
                 part = self.apply(rules.RULES[CMPOPS[type(op)]], [left, right], {})
             else:
@@ -225,6 +229,14 @@ class Expander:
             result = part if result is None else self._and(result, part)
             left = right
         return result
+
+    def may_be_none(self, value) -> bool:
+        """Whether a Var may hold None at run time: a parameter, or a value that is
+        None on some path through a branch or loop (`maybe_none`, kept by the tracer)."""
+        mutation = getattr(self, "mutation", None)
+        inputs = mutation.inputs if mutation is not None else ()
+        return isinstance(value, Var) and (any(value is v for v in inputs)
+                                           or id(value) in getattr(self, "maybe_none", ()))
 
     def _and(self, a, b):
         if isinstance(a, Const) and isinstance(b, Const):

@@ -885,6 +885,9 @@ defrule("while_loop", "test, inits", "test", control=True,
 defrule("print", "*values, sep=' ', end='\\n'", "print(*values, sep=sep, end=end)",
         targets=("builtins.print",), nondiff=True, effect=True, io=True, nout=0,
         doc="prints in the forward pass; nothing to differentiate")
+# `x is None` where x may be None at run time (a parameter with a None default).
+defrule("is_", "x, y", "x is y", targets=("operator.is_",), nondiff=True, static_out=True)
+defrule("is_not", "x, y", "x is not y", targets=("operator.is_not",), nondiff=True, static_out=True)
 # The tape of a loop's reverse mode: values its adjoint reads, one entry per iteration.
 defrule("tape_new", "", "[]", nondiff=True, static_out=True, effect=True)
 defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect=True, nout=0)

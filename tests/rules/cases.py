@@ -156,6 +156,8 @@ case("reduced_size", ("tuple", {"shape": (3, 4, 5), "axis": (0, -1)}),
      ("none", {"shape": (3, 4), "axis": None}))
 case("inverse_axes", ("perm", {"axes": (2, -3, 1)}))
 case("numpy_number", ("0-d", {"x": N()}), ("array", {"x": N(3)}))
+case("is_", ("none", {"x": N(3), "y": None}))
+case("is_not", ("none", {"x": N(3), "y": None}))
 case("ensure_scalar", ("0-d", {"x": N(), "name": "f"}))
 case("T", ("matrix", {"x": N(3, 4)}), ("vector", {"x": N(4)}))
 case("linear_pad_mode", ("reflect", {"mode": "reflect"}))
