@@ -55,13 +55,46 @@ def fingerprint(fs, _stack=None) -> str | None:
     h = hashlib.sha256(fs.source.encode())
     # Where it is: generated comments and error messages name file lines.
     h.update(f"\0{os.path.basename(fs.filename)}:{fs.line_offset}".encode())
+    paths = _attribute_paths(fs.node)
     for name in free_names(fs.node):
         value = resolve(name, fs)
         part = _value_print(value, stack, parse_function)
         if part is None:
             return None
+        if isinstance(value, types.ModuleType):  # what `mod.helper` / `mod.K` hold now
+            part += "".join(f"\0{'.'.join(path)}={_member_of(value, path, stack, parse_function)}"
+                            for path in paths.get(name, ()))
         h.update(f"\0{name}={part}".encode())
     return h.hexdigest()
+
+
+def _attribute_paths(node) -> dict:
+    """name -> sorted attribute paths read from it (`mod.a.b` gives ("a", "b"))."""
+    paths: dict = {}
+    for n in gast.walk(node):
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Load):
+            chain, base = [n.attr], n.value
+            while isinstance(base, gast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, gast.Name):
+                paths.setdefault(base.id, set()).add(tuple(reversed(chain)))
+    return {k: sorted(v) for k, v in paths.items()}
+
+
+def _member_of(module, path, stack, parse_function) -> str:
+    """The fingerprint of `module.<path>`: a user module's helper or constant changes
+    the key when it changes; what cannot be fingerprinted (a C function) is named."""
+    value = module
+    for attr in path:
+        value = getattr(value, attr, MISSING)
+        if value is MISSING:
+            return "missing"
+        if isinstance(value, types.ModuleType):
+            continue
+    if isinstance(value, types.ModuleType):
+        return "module:" + value.__name__
+    return _value_print(value, stack, parse_function) or "opaque"
 
 
 def _value_print(value, stack, parse_function) -> str | None:
