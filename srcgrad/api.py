@@ -199,7 +199,10 @@ def vjp(f, *primals, has_aux=False):
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
                                     trees=trees if nested else None)
-    fwd, bwd = compiled.entry(0), compiled.entry(1)
+    if hooks is None and not nested:
+        fwd, bwd, specialized = _vjp_variant(compiled, leaves)
+    else:
+        fwd, bwd, specialized = compiled.entry(0), compiled.entry(1), False
     if hooks is None:
         out_leaves, saved = fwd(*leaves)
     else:
@@ -222,6 +225,8 @@ def vjp(f, *primals, has_aux=False):
                 where = f" {k}" if len(cts) > 1 else ""
                 raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
                                  f"output{where} has shape {numpy.shape(o)}")
+        if specialized:  # its backward was compiled for arrays of the outputs' shapes
+            cts = [c if c.__class__ is numpy.ndarray else numpy.asarray(c) for c in cts]
         flat = bwd(saved, *cts, *aux_zeros)
         return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
 
@@ -229,6 +234,21 @@ def vjp(f, *primals, has_aux=False):
     if has_aux:
         return out, vjp_fn, pytree.unflatten(*_aux(compiled.out_tree, out_leaves))
     return out, vjp_fn
+
+
+def _vjp_variant(compiled, leaves) -> tuple:
+    """(forward, backward, specialised) of sg.vjp for arguments of these shapes: the
+    variant compiled for them (Note [Shape specialisation]), or the shape-generic code
+    when the function's output shapes depend on its data."""
+    key = (tuple([_guard_value(a) for a in leaves]), modules.mutation_allowed())
+    hit = compiled.variants.get(key)
+    if hit is None:
+        try:
+            hit = (*compiled.specialized(tuple(leaves), key[0]), True)
+        except ProbeFailed:
+            hit = (compiled.entry(0), compiled.entry(1), False)
+        compiled.variants[key] = hit
+    return hit
 
 
 def _split_aux(tree, has_aux: bool, name: str) -> tuple:

@@ -122,3 +122,36 @@ def test_differentiated_arguments_must_be_floating_point(bad, what):
     assert sg.grad(f)(np.ones(2), 2).tolist() == [2.0, 2.0]  # an int elsewhere is fine
     with pytest.raises(TypeError, match="argument `x`"):
         sg.hessian(f)(bad, 2)
+
+
+def logistic(w, b, X, y):
+    z = X @ w + b
+    return np.mean(np.logaddexp(0, z) - y * z)
+
+
+def test_vjp_compiles_a_variant_per_argument_shapes():
+    rng = np.random.default_rng(5)
+    for n in (8, 5):  # the second shape compiles its own variant
+        w, X, y = rng.standard_normal(3), rng.standard_normal((n, 3)), (rng.random(n) > 0.5) * 1.0
+        out, vjp_fn = sg.vjp(logistic, w, 0.1, X, y)
+        assert f"/ {n}" in sg.source(vjp_fn)  # the mean's 1/N is a constant of the variant
+        for ct in (1.0, np.float64(2.0), np.array(3.0)):  # a float cotangent is made an array
+            gw, gb, gX, gy = vjp_fn(ct)
+            expected_w = numeric_grad(lambda a, X=X, y=y: logistic(a, 0.1, X, y), (w,), 0)
+            expected_b = numeric_grad(lambda a, w=w, X=X, y=y: logistic(w, a, X, y), (0.1,), 0)
+            assert_close(gw, float(ct) * expected_w, rtol=1e-5)
+            assert_close(gb, float(ct) * expected_b, rtol=1e-5)
+
+
+def test_vjp_of_a_function_whose_output_shape_depends_on_data_runs_generic_code():
+    def positive(x):
+        return x[x > 0] * 2.0
+
+    x = np.array([1.0, -1.0, 2.0])
+    out, vjp_fn = sg.vjp(positive, x)
+    assert_close(out, [2.0, 4.0])
+    (g,) = vjp_fn(np.ones(2))
+    assert_close(g, [2.0, 0.0, 2.0])
+    out, vjp_fn = sg.vjp(positive, -x)  # same shapes, another output shape: still right
+    (g,) = vjp_fn(np.ones(1))
+    assert_close(g, [0.0, 2.0, 0.0])

@@ -36,9 +36,12 @@ LEAF = ("leaf",)
 
 
 def is_record(value) -> bool:
-    """A namedtuple or dataclass instance (Note [Records])."""
-    return (isinstance(value, tuple) and hasattr(value, "_fields")) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type))
+    """A namedtuple or dataclass instance (Note [Records]). Class attribute tests only:
+    this runs on every argument of every call that flattens its arguments."""
+    cls = value.__class__
+    if issubclass(cls, tuple):
+        return hasattr(cls, "_fields")
+    return hasattr(cls, "__dataclass_fields__") and cls is not type
 
 
 def record_fields(value) -> tuple:

@@ -38,6 +38,7 @@ class Compiled:
         # vjp/jvp of container arguments: one tree per argument (Note [Container arguments]);
         # the generated functions then take and return the arguments' leaves
         self.arg_trees = arg_trees
+        self.variants: dict = {}  # sg.vjp: guard values -> (forward, backward, specialised)
         self.namespaces: dict = {}  # allow-mutation mode -> the shape-generic variant's globals
         self.module_source = None  # the source of the variant loaded last
         self.out_tree = None
@@ -57,13 +58,18 @@ class Compiled:
         return self._fs
 
     def specialized(self, args: tuple, shapes: tuple):
-        """The generated function for arguments of these shapes (`args` a first example)."""
+        """The generated function for arguments of these shapes (`args` a first example);
+        for sg.vjp the pair (forward, backward)."""
         full = inspect.signature(self.fn).bind(*args)
         full.apply_defaults()
         fs = self.parsed()
         key = programs.cache_key(fs, self.options(shapes))
         ns = self._load(fs, key, lambda: self._generate(fs, key or "uncached", tuple(full.args)))
-        return ns[entry_names(self)[0]]
+        return self._entries(ns)
+
+    def _entries(self, ns):
+        entries = tuple(ns[name] for name in entry_names(self))
+        return entries[0] if len(entries) == 1 else entries
 
     def specialized_tree(self, args: tuple, trees: tuple, key: tuple):
         """For arguments that are tuples/lists/dicts of arrays: a function taking the
@@ -141,7 +147,8 @@ class Compiled:
 
     def _generate(self, fs, key: str, args=None) -> tuple:
         if self.kind == "vjp":
-            return _module(fs, key, programs.vjp_program(fs, allow_mutation=mutation_allowed()))
+            return _module(fs, key, programs.vjp_program(fs, allow_mutation=mutation_allowed(),
+                                                         args=args))
         source, pool = programs.gradient_program(
             fs, self.wrt, single=self.single, has_aux=self.has_aux,
             with_value=self.kind == "value_and_grad", args=args, allow_mutation=mutation_allowed())

@@ -187,12 +187,16 @@ def provably_scalar(ops, value) -> bool:
     return value in scalar
 
 
-def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functions:
+def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None) -> Functions:
     """Forward (returns outputs and saved values) and backward functions of `fs`.
 
     `hooks`: the saved-tensor-hook variant, `f_fwd(pack_hook, ...)` and
     `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks] in srcgrad.passes.hooks).
     `allow_mutation`: compiled for `allow_mutation_on_saved_tensors`.
+    `args`: the first call's arguments when compiling a variant specialised to their
+    shapes (Note [Shape specialisation]); the backward is probed with zero cotangents
+    shaped like the outputs, so its cotangents must be NumPy arrays of those shapes
+    (sg.vjp's vjp_fn checks the shapes and makes them arrays).
     """
     graph, namer = trace(fs, allow_mutation)
     hook_vars = (Var(namer.fresh("pack_hook"), "static"),
@@ -212,8 +216,13 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functi
     if hooks:
         ops, alive = hooks_pass.place_packs(ops)
     results = list(graph.outputs) + grad_list + alive
+    found = Probe()
+    if args is not None:
+        found = probe(ops, graph.inputs + cotangent_params,
+                      tuple(args) + _example_cotangents(graph, args))
     if optimized:
-        ops, results = optimize(ops, results)
+        ops, results = optimize(ops, results, found.shapes, found.values)
+    _prefer_methods(ops, found.arrays)
     ops = reusable_tapes(ops, namer)  # vjp_fn may be called more than once
     n_out, n_grad = len(graph.outputs), len(grad_list)
     outputs, grad_list = results[:n_out], results[n_out:n_out + n_grad]
@@ -242,6 +251,20 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False) -> Functi
                                _tuple_src([emit.operand_source(g, pool) for g in grad_list],
                                           single=False))
     return Functions([fwd, bwd], (fwd_name, bwd_name), dict(pool.values), graph.out_tree)
+
+
+def _example_cotangents(graph, args) -> tuple:
+    """Zeros shaped like each output, to probe the backward with; ProbeFailed when an
+    output's shape depends on the data (the generic code serves such a function)."""
+    facts = probe(graph.ops, graph.inputs, args)
+    examples = []
+    for out in graph.outputs:
+        shape = facts.shapes.get(out) if isinstance(out, Var) else ()
+        if shape is None:
+            raise ProbeFailed("an output's shape depends on the data")
+        dtype = facts.dtypes.get(out, numpy.dtype(numpy.float64))
+        examples.append(numpy.zeros(shape, dtype if dtype.kind in "fc" else numpy.float64))
+    return tuple(examples)
 
 
 def _prefer_methods(ops, arrays):
