@@ -24,7 +24,6 @@ recorded, so the result can be differentiated again (Note [One node per op]).
 
 from __future__ import annotations
 
-import heapq
 import warnings
 
 import numpy
@@ -241,21 +240,26 @@ class _Task:
             n is node for n, _ in self.captures)
 
 
-def _discover(root_nodes) -> dict:
-    """node -> number of edges into it from nodes reachable from the roots."""
+def _discover(root_nodes) -> tuple:
+    """(deps, seen): per node the number of edges into it from nodes reachable from the
+    roots, and the set of reachable nodes."""
     deps = {}
     seen = set(root_nodes)
     stack = list(seen)
+    get = deps.get
     while stack:
-        node = stack.pop()
-        for e in node._next:
+        for e in stack.pop()._next:
             if e is not None:
                 child = e[0]
-                deps[child] = deps.get(child, 0) + 1
+                deps[child] = get(child, 0) + 1
                 if child not in seen:
                     seen.add(child)
                     stack.append(child)
-    return deps
+    return deps, seen
+
+
+def _seq(node):
+    return node._seq
 
 
 def _needed(root_nodes, deps, targets, captures) -> set:
@@ -283,8 +287,12 @@ def _needed(root_nodes, deps, targets, captures) -> set:
 
 
 def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results=None):
+    """One pass (Note [Engine order]). Op nodes run in decreasing sequence number: a node's
+    consumers were all created after it, so each node runs once its gradient is complete,
+    in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last
+    edge into it has delivered."""
     root_nodes = [n for n, _ in roots]
-    deps = _discover(root_nodes)
+    deps, seen = _discover(root_nodes)
     task = _Task()
     task.deps = deps
     task.roots = set(root_nodes)
@@ -292,57 +300,77 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
     task.needed = None if targets is None else _needed(root_nodes, deps, targets, captures)
     needed = task.needed
     capture_nodes = {n for n, _ in captures}
+    plain = needed is None and not captures
+    order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
     stack = task_stack()
     stack.append(task)
     prev_mode = _STATE.grad_enabled
     _STATE.grad_enabled = bool(create_graph)
     executed = []
+    buffers = {}
     try:
-        buffers, heap = {}, []
-        tie = 0
         for (node, nr), g in zip(roots, grads):
             buf = buffers.get(node)
             if buf is None:
                 buf = buffers[node] = [None] * node.n_outputs()
             buf[nr] = g if buf[nr] is None else buf[nr] + g
-        for node in buffers:
-            if deps.get(node, 0) == 0:
-                heapq.heappush(heap, (-node._seq, tie, node))
-                tie += 1
-        while heap:
-            node = heapq.heappop(heap)[2]
-            buf = buffers.pop(node, None) or [None] * node.n_outputs()
-            runs = needed is None or node in needed
-            if not runs and node not in capture_nodes:
-                continue
-            out = _process(node, buf, runs, create_graph, accumulate, captures, results)
-            if not runs:
-                continue
-            executed.append(node)
-            for e, g in zip(node._next, out):
+        for node in root_nodes:  # a leaf given as a root
+            if type(node) is AccumulateGrad and deps.get(node, 0) == 0 and node in buffers:
+                _run_accumulate(node, buffers.pop(node), plain, needed, capture_nodes,
+                                create_graph, accumulate, captures, results)
+        for node in order:
+            buf = buffers.pop(node, None)
+            if buf is None:
+                out = None  # no gradient reached it
+            elif plain and node._tpre is None and node._retain is None and node._pre is None \
+                    and node._post is None:  # the common case: an op node without hooks
+                out = node_backward(node, buf, create_graph)
+                executed.append(node)
+            else:
+                runs = needed is None or node in needed
+                if not runs and node not in capture_nodes:
+                    continue
+                out = _process(node, buf, runs, create_graph, accumulate, captures, results)
+                if not runs:
+                    continue
+                executed.append(node)
+            for k, e in enumerate(node._next):
                 if e is None:
                     continue
                 child, nr = e
                 if needed is not None and child not in needed and child not in capture_nodes:
                     continue
+                g = None if out is None else out[k]
                 if g is not None:
                     cbuf = buffers.get(child)
                     if cbuf is None:
                         cbuf = buffers[child] = [None] * child.n_outputs()
                     cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
-                d = deps[child] - 1
-                deps[child] = d
-                if d == 0:
-                    heapq.heappush(heap, (-child._seq, tie, child))
-                    tie += 1
+                if type(child) is AccumulateGrad:
+                    d = deps[child] - 1
+                    deps[child] = d
+                    if d == 0 and child in buffers:
+                        _run_accumulate(child, buffers.pop(child), plain, needed, capture_nodes,
+                                        create_graph, accumulate, captures, results)
     finally:
         _STATE.grad_enabled = prev_mode
         stack.pop()
         if not retain_graph:
             for node in executed:
-                release = getattr(node, "release", None)
-                if release is not None:
-                    release()
+                node.release()
+
+
+def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accumulate, captures,
+                    results):
+    var = node.variable
+    if plain and var._hooks is None and var._post_hooks is None and node._pre is None and \
+            node._post is None:
+        if accumulate and buf[0] is not None:
+            _accumulate(var, buf[0], create_graph)
+        return
+    runs = needed is None or node in needed
+    if runs or node in capture_nodes:
+        _process(node, buf, runs, create_graph, accumulate, captures, results)
 
 
 def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tuple:
@@ -401,8 +429,13 @@ def node_backward(node, cts, create_graph) -> tuple:
         out = node._kernel.backward(saved, *cts)
         return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g))
                      for g in out)
-    if node._versions is not None or node._packed is not None:
+    if node._packed is not None:
         saved = tuple(saved_value(node, j, False) for j in range(len(saved)))
+    elif node._versions is not None:
+        for v in node._versions:  # unchanged since saved? (else saved_value raises)
+            if v is not None and (v[0].v != v[1] or v[3] is not None and v[3]._grad_fn is None):
+                saved = tuple(saved_value(node, j, False) for j in range(len(saved)))
+                break
     return node._kernel.backward(saved, *cts)
 
 

@@ -78,8 +78,8 @@ def _rebase(target, result, node):
     target._rg = True
     versions = node._versions
     if versions is not None:  # the saved output is now the target's current version
-        node._versions = [(target._vc, target._vc.v, v[2]) if v is not None and v[0] is old_vc
-                          else v for v in versions]
+        node._versions = [(target._vc, target._vc.v, v[2], None)
+                          if v is not None and v[0] is old_vc else v for v in versions]
 
 
 def _inplace(rule, swap=False):

@@ -166,7 +166,9 @@ class OpNode(Node):
         self._kernel = kernel
         self._saved = saved  # the kernel's saved tuple; None once freed
         self._operands = operands  # the dynamic operands (Tensors, arrays, numbers) or None
-        self._versions = None  # per saved entry: (version counter, version when saved) or None
+        # per saved entry: (version counter, version when saved, (producer node, output_nr)
+        # or None, the tensor whose detach_() invalidates it or None), or None
+        self._versions = None
         self._nout = nout
         self._meta_out = meta_out  # per output: (shape, dtype)
         self._packed = None  # per saved entry: what pack returned, or _RAW

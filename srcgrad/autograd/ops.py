@@ -78,26 +78,29 @@ def static_key(static: dict):
 def apply(rule: str, static: dict, skey, operands: tuple, name: str):
     """Run row `rule` on `operands` (its dynamic operands in signature order)."""
     datas = []
-    active = []
     record = False
     for a in operands:
-        if isinstance(a, Tensor):
+        if type(a) is Tensor or isinstance(a, Tensor):
             datas.append(a._data)
-            r = a._rg
-            active.append(r)
-            record = record or r
+            if a._rg:
+                record = True
         else:
             datas.append(a)
-            active.append(False)
-    record = record and _STATE.grad_enabled and not _STATE.inference
-    active = tuple(active) if record else (False,) * len(operands)
-    e = entry_for(rule, static, skey, active)
-    ans, saved = e.forward(*datas)
-    if not record:
-        if type(ans) is tuple:
-            return tuple(_plain(a, operands, e) for a in ans)
-        return _plain(ans, operands, e)
-    return _record(e, name, ans, saved, operands)
+    if record and _STATE.grad_enabled and not _STATE.inference:
+        active = tuple([(type(a) is Tensor or isinstance(a, Tensor)) and a._rg
+                        for a in operands])
+        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
+        ans, saved = e.forward(*datas)
+        return _record(e, name, ans, saved, operands)
+    active = _INACTIVE[len(operands)]
+    e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
+    ans, _ = e.forward(*datas)
+    if type(ans) is tuple:
+        return tuple(_plain(a, operands, e) for a in ans)
+    return _plain(ans, operands, e)
+
+
+_INACTIVE = [(False,) * n for n in range(64)]
 
 
 def _plain(ans, operands, e):
@@ -115,30 +118,42 @@ def _share_version(view, source):
 
 
 def _edge(a):
-    if isinstance(a, Tensor) and a._rg:
+    if (type(a) is Tensor or isinstance(a, Tensor)) and a._rg:
         fn = a._grad_fn
-        return (a.accumulator(), 0) if fn is None else (fn, a._output_nr)
+        if fn is not None:
+            return (fn, a._output_nr)
+        acc = a._acc() if a._acc is not None else None
+        return (acc if acc is not None else a.accumulator(), 0)
     return None
 
 
 def _record(e: _Entry, name: str, ans, saved, operands):
-    multi = type(ans) is tuple
-    outs_data = ans if multi else (ans,)
-    outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in outs_data)
     cls = _CLASSES.get(name) or node_class(name)
-    node = cls(name, e.kernel, saved, operands if e.keep_operands else None,
-               tuple(map(_edge, operands)), len(outs_data),
-               tuple((a.shape, a.dtype) for a in outs_data))
+    edges = tuple([_edge(a) for a in operands])
+    if type(ans) is not tuple:  # one output: the common case, no loops
+        if type(ans) is not _ndarray:
+            ans = _asarray(ans)
+        node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges, 1,
+                   ((ans.shape, ans.dtype),))
+        diff = ans.dtype.kind in "fc"
+        out = Tensor._make(ans, diff, node if diff else None, 0)
+        if e.view and ans.base is not None and isinstance(operands[0], Tensor):
+            _share_version(out, operands[0])
+        if e.nsaved:
+            _track_saved(node, e, saved, operands, (out,))
+        return out
+    outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
+    node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges,
+               len(outs_data), tuple((a.shape, a.dtype) for a in outs_data))
     outs = []
     for k, a in enumerate(outs_data):
         diff = a.dtype.kind in "fc"
-        t = Tensor._make(a, diff, node if diff else None, k)
-        outs.append(t)
+        outs.append(Tensor._make(a, diff, node if diff else None, k))
     if e.view and outs_data[0].base is not None and isinstance(operands[0], Tensor):
         _share_version(outs[0], operands[0])
     if e.nsaved:
         _track_saved(node, e, saved, operands, outs)
-    return tuple(outs) if multi else outs[0]
+    return tuple(outs)
 
 
 def _track_saved(node, e, saved, operands, outs):
@@ -155,13 +170,14 @@ def _track_saved(node, e, saved, operands, outs):
                     "use `torch.no_grad()` instead of `torch.inference_mode()`.")
             if versions is None:
                 versions = [None] * e.nsaved
-            versions[j] = (a._vc, a._vc.v, None if a._grad_fn is None else (a._grad_fn,
-                                                                            a._output_nr))
+            fn = a._grad_fn  # (counter, version, producer, tensor to watch for detach_())
+            versions[j] = (a._vc, a._vc.v, None, None) if fn is None else (
+                a._vc, a._vc.v, (fn, a._output_nr), a)
     for j, k in e.saved_out:
         if versions is None:
             versions = [None] * e.nsaved
         t = outs[k]
-        versions[j] = (t._vc, t._vc.v, (node, k))
+        versions[j] = (t._vc, t._vc.v, (node, k), None)
     node._versions = versions
     hooks = _graph.current_hooks()
     if hooks is not None:

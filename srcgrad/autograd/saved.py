@@ -52,9 +52,8 @@ def _check_version(node, j):
     versions = node._versions
     if versions is None or versions[j] is None:
         return
-    counter, expected, label = versions[j]
-    kind, i = node._kernel.saved_from[j]
-    if kind == "input" and label is not None and node._operands[i]._grad_fn is None:
+    counter, expected, label, watched = versions[j]
+    if watched is not None and watched._grad_fn is None:
         raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. "
                            "with .detach_().This is not supported, please use out-of-place "
                            "`.detach()` instead")
