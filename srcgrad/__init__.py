@@ -6,6 +6,7 @@ Public names only (the contract: the transforms, the CLI and the sg.Tensor runti
 from srcgrad import autograd
 from srcgrad._version import __version__
 from srcgrad.api import cache_clear, grad, hessian, jacobian, jvp, source, value_and_grad, vjp
+from srcgrad.autograd.compiled import CompiledFunction, compile  # noqa: A004
 from srcgrad.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -44,4 +45,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "sourc
            # the eager runtime (API.md §3)
            "Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-           "randn_like", "manual_seed", "is_tensor", "from_numpy"]
+           "randn_like", "manual_seed", "is_tensor", "from_numpy", "compile", "CompiledFunction"]

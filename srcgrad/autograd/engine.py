@@ -24,6 +24,7 @@ recorded, so the result can be differentiated again (Note [One node per op]).
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy
@@ -258,8 +259,7 @@ def _discover(root_nodes) -> tuple:
     return deps, seen
 
 
-def _seq(node):
-    return node._seq
+_seq = operator.attrgetter("_seq")
 
 
 def _needed(root_nodes, deps, targets, captures) -> set:

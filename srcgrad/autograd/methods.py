@@ -213,7 +213,8 @@ def rmatmul(self, other):
 
 
 def _matmul_name(a, b) -> str:
-    na, nb = numpy.ndim(a), numpy.ndim(b)
+    na = a._data.ndim if isinstance(a, Tensor) else numpy.ndim(a)
+    nb = b._data.ndim if isinstance(b, Tensor) else numpy.ndim(b)
     if na == 1 and nb == 1:
         return "DotBackward0"
     if na == 2 and nb == 2:

@@ -133,7 +133,7 @@ class Node:
         return 1
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
     # __call__ (run the node directly on Tensors) is installed by srcgrad.autograd.engine
 

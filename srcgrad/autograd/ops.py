@@ -179,9 +179,8 @@ def _track_saved(node, e, saved, operands, outs):
         t = outs[k]
         versions[j] = (t._vc, t._vc.v, (node, k), None)
     node._versions = versions
-    hooks = _graph.current_hooks()
-    if hooks is not None:
-        _pack_all(node, e, saved, operands, outs, hooks)
+    if getattr(_graph._state, "hooks", None):  # saved-tensor hooks are active
+        _pack_all(node, e, saved, operands, outs, _graph.current_hooks())
 
 
 def _pack_all(node, e, saved, operands, outs, hooks):
