@@ -110,6 +110,8 @@ class _Dispatch:
             bound.apply_defaults()
             args = bound.args
         jacobians.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
+        if self.compiled.kind in ("grad", "value_and_grad") and _hooks_active():
+            return self._under_hooks(args)  # never bound to the guards: every call comes here
         mode = modules.mutation_allowed()
         if any(pytree.is_node(a) for a in args):  # containers and records: no fast guard
             leaves, trees = pytree.flatten_args(args)
@@ -133,6 +135,22 @@ class _Dispatch:
         self._retarget(key, impl)
         return impl(*args)
 
+    def _under_hooks(self, args):
+        """grad / value_and_grad while saved-tensor hooks are active: through `sg.vjp`'s
+        hook variant, whose forward packs each value the backward reads and whose
+        backward unpacks it (DESIGN decision 6), so every transform honours the hooks
+        and `sg.grad` agrees with `sg.vjp` under them. Hooks enter and leave unbind the
+        guards (`unbind`, on_mutation_mode_change), so the fast path never skips this."""
+        c = self.compiled
+        result = vjp(self.fn, *args, has_aux=c.has_aux)
+        (value, vjp_fn), aux = (result[:2], result[2]) if c.has_aux else (result, None)
+        every = vjp_fn(numpy.ones_like(value))
+        grads = tuple(every[i] for i in c.wrt)
+        grads = grads[0] if c.single else grads
+        if c.kind == "value_and_grad":
+            return ((value, aux), grads) if c.has_aux else (value, grads)
+        return (grads, aux) if c.has_aux else grads
+
     def _retarget(self, key, impl):
         """Make the guards of the returned function those of `key`'s variant."""
         if self.params is None:
@@ -147,6 +165,12 @@ class _Dispatch:
                 guards.append(f"{name}.__class__ is _g{i}")
         self.globals["_impl"] = impl
         self.function.__code__ = self._function(guards).__code__
+
+
+def _hooks_active() -> bool:
+    from srcgrad.autograd.graph import current_hooks
+
+    return current_hooks() is not None
 
 
 def _guard_value(a):

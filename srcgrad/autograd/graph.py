@@ -54,10 +54,12 @@ class saved_tensors_hooks:  # noqa: N801 (torch's name)
         if disabled:
             raise RuntimeError(disabled[-1])
         _stack().append((self.pack_hook, self.unpack_hook))
+        _mode_changed()  # transforms pick their variants again: hooks are part of the variant
         return self
 
     def __exit__(self, *exc):
         _stack().pop()
+        _mode_changed()
         return False
 
 
