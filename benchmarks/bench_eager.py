@@ -4,15 +4,15 @@ torch eager (CPU).
 
     python benchmarks/bench_eager.py [--batch 8] [--hidden 16] [--repeat 2000]
 
-The MLP is 2 layers (x @ W1 + b1, tanh, @ W2 + b2, mean squared error): 9 forward ops
-and their backward. Times are the median of `--rounds` rounds of `--repeat` steps; the
-line "per op" divides a step's time by the number of recorded ops (forward + backward).
+The MLP is 2 layers (x @ W1 + b1, tanh, @ W2 + b2, mean squared error): 8 recorded
+forward ops and their backward nodes. Times are the best of `--rounds` rounds of
+`--repeat` steps, the implementations taking turns within each round; "per op" divides
+a step's time by the number of ops (forward + backward).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
@@ -63,15 +63,19 @@ def step_torch(torch, params, X, Y):
     return loss
 
 
-def timeit(fn, repeat, rounds):
-    fn()  # warm up (kernels compiled, caches filled)
-    times = []
+def timeit(fns: dict, repeat, rounds) -> dict:
+    """Per function, the best (least disturbed) of `rounds` rounds of `repeat` calls; the
+    functions take turns within each round, so a busy machine slows them alike."""
+    for fn in fns.values():
+        fn()  # warm up (kernels compiled, caches filled)
+    times = {name: [] for name in fns}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        times.append((time.perf_counter() - t0) / repeat)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            times[name].append((time.perf_counter() - t0) / repeat)
+    return {name: min(t) for name, t in times.items()}
 
 
 def main(argv=None):
@@ -84,14 +88,12 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args(argv)
     X, Y, values = make_data(args.batch, args.inputs, args.hidden, args.outputs)
-    n_ops = 9 * 2  # forward ops, each with its backward node
+    n_ops = 8 * 2  # forward ops (matmul, add, tanh, matmul, add, sub, pow, mean) + backward
 
     params = [sg.tensor(v, requires_grad=True) for v in values]
     Xt, Yt = sg.tensor(X), sg.tensor(Y)
-    results = {"srcgrad eager": timeit(lambda: step_srcgrad(params, Xt, Yt), args.repeat,
-                                       args.rounds),
-               "NumPy by hand": timeit(lambda: step_numpy(values, X, Y), args.repeat,
-                                       args.rounds)}
+    fns = {"srcgrad eager": lambda: step_srcgrad(params, Xt, Yt),
+           "NumPy by hand": lambda: step_numpy(values, X, Y)}
     try:
         import torch
     except ImportError:
@@ -100,10 +102,10 @@ def main(argv=None):
         torch.set_num_threads(1)
         tparams = [torch.tensor(v, requires_grad=True) for v in values]
         tX, tY = torch.tensor(X), torch.tensor(Y)
-        results["torch eager"] = timeit(lambda: step_torch(torch, tparams, tX, tY), args.repeat,
-                                        args.rounds)
+        fns["torch eager"] = lambda: step_torch(torch, tparams, tX, tY)
+    results = timeit(fns, args.repeat, args.rounds)
     print(f"MLP step, batch {args.batch}, {args.inputs}-{args.hidden}-{args.outputs}, float32 "
-          f"({n_ops // 2} forward ops + backward)")
+          f"({n_ops // 2} forward ops + their backward)")
     for name, t in results.items():
         print(f"  {name:15s} {t * 1e6:8.1f} us/step  {t * 1e6 / n_ops:6.2f} us/op")
     if torch is None:

@@ -318,14 +318,13 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
             if type(node) is AccumulateGrad and deps.get(node, 0) == 0 and node in buffers:
                 _run_accumulate(node, buffers.pop(node), plain, needed, capture_nodes,
                                 create_graph, accumulate, captures, results)
+        if plain:
+            _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph)
+            return
         for node in order:
             buf = buffers.pop(node, None)
             if buf is None:
                 out = None  # no gradient reached it
-            elif plain and node._tpre is None and node._retain is None and node._pre is None \
-                    and node._post is None:  # the common case: an op node without hooks
-                out = node_backward(node, buf, create_graph)
-                executed.append(node)
             else:
                 runs = needed is None or node in needed
                 if not runs and node not in capture_nodes:
@@ -358,6 +357,43 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
         if not retain_graph:
             for node in executed:
                 node.release()
+
+
+def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
+    """The loop of a pass with no inputs= and no captures (backward() of everything)."""
+    pop, get = buffers.pop, buffers.get
+    for node in order:
+        buf = pop(node, None)
+        if buf is None:
+            out = None  # no gradient reached it
+        else:
+            if node._tpre is None and node._retain is None and node._pre is None \
+                    and node._post is None:  # an op node without hooks
+                out = node_backward(node, buf, create_graph)
+            else:
+                out = _process(node, buf, True, create_graph, accumulate, {}, None)
+            if not retain_graph:
+                node.release()  # torch frees a node's saved tensors once it ran
+        k = -1
+        for e in node._next:
+            k += 1
+            if e is None:
+                continue
+            child, nr = e
+            g = None if out is None else out[k]
+            if g is not None:
+                cbuf = get(child)
+                if cbuf is None:
+                    cbuf = buffers[child] = [None] * child.n_outputs()
+                    cbuf[nr] = g
+                else:
+                    cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
+            if type(child) is AccumulateGrad:
+                d = deps[child] - 1
+                deps[child] = d
+                if d == 0 and child in buffers:
+                    _run_accumulate(child, pop(child), True, None, (), create_graph, accumulate,
+                                    {}, None)
 
 
 def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accumulate, captures,

@@ -76,12 +76,14 @@ def hook_name(fn) -> str:
 class Node:
     """A node of the autograd graph (`sg.autograd.graph.Node`): `t.grad_fn`."""
 
-    __slots__ = ("_next", "_seq", "_pre", "_post", "_tpre", "_retain", "_meta", "__weakref__")
+    # Hooks are rare: they live in the instance dict once set and read the class's None
+    # until then, so recording a node stores only what every node has.
+    __slots__ = ("_next", "_seq", "__dict__", "__weakref__")
+    _pre = _post = _tpre = _retain = _meta = None
 
     def __init__(self, next_edges: tuple, seq: int):
         self._next = next_edges  # per differentiable input: (node, output_nr) or None
         self._seq = seq
-        self._pre = self._post = self._tpre = self._retain = self._meta = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -157,11 +159,12 @@ _RAW = object()  # a saved entry that was not packed (a shape, a Python number)
 class OpNode(Node):
     """The node of one op: backward is the row's generated kernel (Note [One node per op])."""
 
-    __slots__ = ("_name", "_kernel", "_saved", "_operands", "_versions", "_nout", "_meta_out",
-                 "_packed", "_unpack")
+    __slots__ = ("_name", "_kernel", "_saved", "_operands", "_versions", "_nout", "_meta_out")
+    _packed = _unpack = None  # set (in the instance dict) when saved-tensor hooks pack
 
     def __init__(self, name, kernel, saved, operands, next_edges, nout, meta_out):
-        Node.__init__(self, next_edges, next(_SEQ))
+        self._next = next_edges
+        self._seq = next(_SEQ)
         self._name = name
         self._kernel = kernel
         self._saved = saved  # the kernel's saved tuple; None once freed
@@ -171,8 +174,6 @@ class OpNode(Node):
         self._versions = None
         self._nout = nout
         self._meta_out = meta_out  # per output: (shape, dtype)
-        self._packed = None  # per saved entry: what pack returned, or _RAW
-        self._unpack = None
 
     def name(self) -> str:
         return self._name

@@ -39,8 +39,11 @@ class _Version:
 class Tensor:
     """An array with torch.autograd semantics."""
 
-    __slots__ = ("_data", "_rg", "_grad_fn", "_output_nr", "_grad", "_vc", "_base", "_hooks",
-                 "_post_hooks", "_retains_grad", "_acc", "_inference", "__weakref__")
+    # What every tensor has is a slot; what few have (a .grad, hooks, a base, an
+    # AccumulateGrad) reads the class default until set in the instance dict.
+    __slots__ = ("_data", "_rg", "_grad_fn", "_output_nr", "_vc", "__dict__", "__weakref__")
+    _grad = _base = _hooks = _post_hooks = _acc = None
+    _retains_grad = _inference = False
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
@@ -55,12 +58,11 @@ class Tensor:
         t._rg = rg
         t._grad_fn = grad_fn
         t._output_nr = output_nr
-        t._grad = None
         t._vc = vc if vc is not None else _Version()
-        t._base = base
-        t._hooks = t._post_hooks = t._acc = None
-        t._retains_grad = False
-        t._inference = _STATE.inference
+        if base is not None:
+            t._base = base
+        if _STATE.inference:
+            t._inference = True
         return t
 
     # ------------------------------------------------------------ autograd state
