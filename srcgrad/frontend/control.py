@@ -102,7 +102,15 @@ def always_returns(stmts) -> bool:
 
 
 def contains_return(stmts) -> bool:
-    return any(isinstance(n, gast.Return) for s in stmts for n in gast.walk(s))
+    """Whether the statements return from the function (a nested def's returns are its own)."""
+    def walk(node):
+        if isinstance(node, gast.Return):
+            return True
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            return False
+        return any(walk(child) for child in gast.iter_child_nodes(node))
+
+    return any(walk(s) for s in stmts)
 
 
 def assigned_names(stmts) -> list:

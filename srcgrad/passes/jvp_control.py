@@ -8,6 +8,8 @@ blocks, tangent results, tangent outputs; codegen needs nothing new.
 
 from __future__ import annotations
 
+import numpy
+
 from srcgrad import rules
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.expand import Expander
@@ -26,6 +28,8 @@ def _tangent(v, t_map, tracer):
         return t_map[v]
     if isinstance(v, Var):
         return tracer.apply(rules.RULES["zeros_like"], [v], {})
+    if numpy.ndim(v.value) > 0:  # a constant array (`y = np.zeros(n)` written in the loop)
+        return Const(numpy.zeros(numpy.shape(v.value)))
     return Const(0.0)
 
 

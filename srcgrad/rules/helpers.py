@@ -273,10 +273,11 @@ def tensordot_bar(c, other, axes, shape, which):
 
     `axes` is tensordot's `axes` (an int or a pair), or "dot" / "inner" for
     `numpy.dot` / `numpy.inner`, which contract the last axis of the first operand
-    with the second-to-last (dot) or last (inner) axis of the second.
+    with the second-to-last (dot) or last (inner) axis of the second. `c` may be a
+    Python float (the seed of a scalar output), hence `numpy.ndim`.
     """
     xp = _namespace(c)
-    ndims = (len(shape), len(other.shape)) if which == 0 else (len(other.shape), len(shape))
+    ndims = (len(shape), numpy.ndim(other)) if which == 0 else (numpy.ndim(other), len(shape))
     if axes in ("dot", "inner") and 0 in ndims:  # a scalar operand: a product
         r = c * other
         if len(shape) == 0:
@@ -295,7 +296,7 @@ def tensordot_bar(c, other, axes, shape, which):
     a_free = [i for i in range(ndims[0]) if i not in a_axes]
     b_free = [j for j in range(ndims[1]) if j not in b_axes]
     if which == 0:
-        r = xp.tensordot(c, other, axes=(list(range(len(a_free), len(c.shape))), b_free))
+        r = xp.tensordot(c, other, axes=(list(range(len(a_free), numpy.ndim(c))), b_free))
         labels = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
     else:
         r = xp.tensordot(other, c, axes=(a_free, list(range(len(a_free)))))

@@ -1,0 +1,78 @@
+"""Programs that crashed inside the compiler or generated code (issue 10, "Crashes
+today"): each now gives NumPy's value and the central-difference derivative, in
+reverse mode (grad, called twice: the variant is reused) and forward mode (jvp)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+
+W = np.array([1.0, 2.0, 3.0])
+
+
+def constant_array_operands(x):
+    return np.sum(x * W) + np.sum(x * np.ones(3)) + np.sum(x * np.arange(3.0))
+
+
+def dot_is_the_output(x):
+    return np.dot(x, x)
+
+
+def method_dot_of_slices(x):
+    return x[:2].dot(x[1:])
+
+
+def inner_and_tensordot(x):
+    return np.inner(x, x) + np.tensordot(x, x, axes=1)
+
+
+def loop_writes_into_zeros(x):
+    y = np.zeros(3)
+    for i in range(3):
+        y[i] = x[i] * 2.0
+    return np.sum(y * y)
+
+
+def nested_def_in_static_loop(x0):
+    for r1 in (x0,):
+        def helper(p):
+            return r1 * p  # noqa: B023 (the fuzzer's program, as written)
+    y5 = x0
+    return np.sum(y5 * y5)
+
+
+def nested_def_in_range_loop(x):
+    s = x[0] * 0.0
+    for i in range(3):
+        def term(p):
+            return p * x[i]  # noqa: B023 (called in the same iteration)
+        s = s + term(x[i])
+    return s
+
+
+CASES = [
+    ("constant-operands", constant_array_operands),
+    ("dot-output", dot_is_the_output),
+    ("method-dot", method_dot_of_slices),
+    ("inner-tensordot", inner_and_tensordot),
+    ("loop-writes-zeros", loop_writes_into_zeros),
+    ("def-in-static-loop", nested_def_in_static_loop),
+    ("def-in-range-loop", nested_def_in_range_loop),
+]
+X1, X2 = np.array([0.3, 0.5, 0.7]), np.array([-0.4, 1.1, 0.2])
+
+
+@pytest.mark.parametrize("name,fn", CASES, ids=[c[0] for c in CASES])
+def test_reverse_and_forward(name, fn):
+    grad = sg.grad(fn)
+    for x in (X1, X2):
+        expected = numeric_grad(fn, [x], 0)
+        assert_close(grad(x), expected, rtol=1e-5, atol=1e-7)
+        out, t_out = sg.jvp(fn, (x,), (np.ones(3),))
+        assert_close(out, fn(x))
+        assert_close(t_out, np.sum(expected), rtol=1e-5, atol=1e-7)
+        _, vjp_fn = sg.vjp(fn, x)
+        assert_close(vjp_fn(1.0)[0], expected, rtol=1e-5, atol=1e-7)
