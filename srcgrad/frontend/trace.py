@@ -18,7 +18,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import containers, records
+from srcgrad.frontend import containers, idioms, records
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
@@ -184,6 +184,10 @@ class Tracer(Expander, ControlFlow):
         elif isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, Const) and isinstance(value.value, (tuple, list)):
                 value = [Const(v) for v in value.value]
+            if isinstance(value, Var) and not any(isinstance(t, gast.Starred) for t in target.elts):
+                # `r, c = x.shape`, `a, b = x`: the count is the syntax's (the `unpack` row)
+                value = self.apply(rules.RULES["unpack"], [value, Const(len(target.elts))], {},
+                                   target)
             if not isinstance(value, (tuple, list)):
                 self.fail(target, "unpacking an array into names",
                           "index it instead: `a, b = x[0], x[1]`")
@@ -286,6 +290,9 @@ class Tracer(Expander, ControlFlow):
             return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):
             return self.inline_nested(callee, args, kwargs, node)
+        lowered = idioms.lower_call(self, callee, args, kwargs, node)  # Note [Lowered idioms]
+        if lowered is not idioms.NOT_LOWERED:
+            return lowered
         rule = rules.lookup_callable(callee)
         if rule is not None:
             if "out" in kwargs:  # `np.add(a, b, out=c)`: c's storage now holds the result
@@ -330,6 +337,9 @@ class Tracer(Expander, ControlFlow):
             if fn is enumerate:
                 return [(Const(i), v) for i, v in enumerate(seqs[0])]
             return [tuple(items) for items in zip(*seqs)]
+        lowered = idioms.lower_builtin(self, fn, args, kwargs, node)
+        if lowered is not idioms.NOT_LOWERED:
+            return lowered
         self.fail(node, f"`{fn.__name__}()` of an array", "use the NumPy function instead")
 
     # ------------------------------------------------------------------ primitives

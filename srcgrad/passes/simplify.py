@@ -125,6 +125,8 @@ def _fold(op, rule):
             True for _ in op.operand_vars()):
         return None
     value = evaluate_static(rule, op.args)
+    if callable(rule.nout):  # a one-output `split`/`unpack`: its value is a 1-sequence
+        value = value[0]
     if isinstance(value, numpy.ndarray) and value.ndim > 0:
         return None
     return Const(value)
@@ -191,7 +193,8 @@ def _identity(op, facts):
     shape_class, producer, floats, scalars = facts.shape_class, facts.producer, facts.floats, facts.scalars
 
     def neutral(a, value, other):  # `other (op) a` is `other`, dtype included
-        return _is_const(a, value) and (isinstance(a.value, int) or other in floats)
+        return _is_const(a, value) and (isinstance(a.value, int) or (
+            isinstance(other, Var) and other in floats))  # (a constant array: unhashable)
 
     if p == "multiply":
         if neutral(args[1], 1, args[0]):
@@ -381,7 +384,10 @@ def _broadcast_scalar(a, other, facts):
     if op is None or op.prim != "broadcast_to" or not _is_scalar(op.args[0], facts.scalars):
         return None
     if isinstance(op.args[1], Const):  # a specialised shape
-        return op.args[0] if facts.shapes.get(other) == op.args[1].value else None
+        # (a constant array operand has no entry: its shape is its value's)
+        other_shape = numpy.shape(other.value) if isinstance(other, Const) \
+            else facts.shapes.get(other)
+        return op.args[0] if other_shape == op.args[1].value else None
     shape_op = producer.get(op.args[1]) if isinstance(op.args[1], Var) else None
     if shape_op is not None and shape_op.prim == "shape" and _same_shape(
             other, shape_op.args[0], shape_class):

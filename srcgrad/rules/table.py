@@ -284,6 +284,22 @@ _math("acos", "(-1 / math.sqrt(1 - x * x))")
 _math("atan", "(1 / (1 + x * x))")
 _math("fabs", "xp.sign(x)", doc="at 0: derivative 0")
 
+# Integer-valued `math` functions: piecewise constant (floor, ceil, trunc) or defined on
+# ints only (factorial, comb, perm, gcd, isqrt), so no derivative. Of a loop index
+# they run in generated code; of constants they fold.
+for _name, _sig in (("floor", "x"), ("ceil", "x"), ("trunc", "x"), ("factorial", "x"),
+                    ("isqrt", "x"), ("comb", "n, k"), ("perm", "n, k=None"), ("gcd", "a, b")):
+    defrule(f"pymath_{_name}", _sig, f"math.{_name}({_sig.split('=')[0]})",
+            targets=(f"math.{_name}",), nondiff=True, static_out=True,
+            doc="derivative 0 (an integer result)")
+
+# `float(i)` / `int(i)` of a value known to be a Python number when the function runs
+# (a loop index, a shape): never of a traced array, which would lose its derivative.
+defrule("py_float", "x", "float(x)", nondiff=True, static_out=True,
+        doc="float() of a loop index or a shape")
+defrule("py_int", "x", "int(x)", nondiff=True, static_out=True,
+        doc="int() of a loop index or a shape")
+
 defrule("negative", "x", "-x", targets=("numpy.negative",), elementwise=True,
         vjp={"x": "-g"}, jvp={"x": "-x_t"})
 defrule("positive", "x", "+x", targets=("numpy.positive",), elementwise=True,
@@ -320,12 +336,14 @@ defrule("divide", "x, y", "x / y", targets=("numpy.divide", "numpy.true_divide")
         jvp={"x": "x_t / y", "y": "-y_t * ans / y"})
 
 defrule("power", "x, y", "x ** y", targets=("numpy.power",), elementwise=True,
-        vjp={"x": _ub("g * y * x ** (y - 1)", "x"),
+        vjp={"x": _ub("g * y * x ** (y - 1 + (y == 0))", "x"),
              "y": _ub("g * ans * xp.where(x == 0, 0, xp.log(xp.where(x == 0, 1, x)))", "y")},
-        jvp={"x": "x_t * y * x ** (y - 1)",
+        jvp={"x": "x_t * y * x ** (y - 1 + (y == 0))",
              "y": "y_t * ans * xp.where(x == 0, 0, xp.log(xp.where(x == 0, 1, x)))"},
-        doc="d/dx = y * x ** (y - 1) (a constant y folds, so 0 ** 1 == 0 stays exact at "
-            "every order; y == 0 at x == 0 gives nan); d/dy at x == 0 is 0, never nan")
+        doc="d/dx = y * x ** (y - 1), written y * x ** (y - 1 + (y == 0)) so that y == 0 "
+            "gives 0 also at x == 0 (x ** 0 is constant; torch and JAX give 0); a constant "
+            "y folds, so 0 ** 1 == 0 stays exact at every order; d/dy at x == 0 is 0, "
+            "never nan")
 
 defrule("mod", "x, y", "x % y", targets=("numpy.remainder",), elementwise=True,
         vjp={"x": _ub("g", "x"), "y": _ub("-g * (x // y)", "y")},
@@ -728,6 +746,34 @@ defrule("stack", "arrays, axis=0", "xp.stack(arrays, axis=axis)", targets=("nump
         vjp={"arrays": "stack_bar(g, arrays, axis)"},
         jvp={"arrays": "xp.stack(arrays_t, axis=axis)"},
         doc="`arrays` is a sequence, as in concatenate")
+
+# `np.hstack`/`vstack`/`dstack`/`column_stack`: a concatenation after promoting each
+# element to the joined rank (atleast_1d/2d/3d, or a column); `stacked_bar` cuts the
+# cotangent back into pieces of the elements' own shapes.
+for _name in ("hstack", "vstack", "dstack", "column_stack"):
+    defrule(_name, "arrays", f"xp.{_name}(arrays)", targets=(f"numpy.{_name}",),
+            vjp={"arrays": f"stacked_bar(g, arrays, {_name!r})"},
+            jvp={"arrays": f"xp.{_name}(arrays_t)"},
+            doc="`arrays` is a sequence, as in concatenate (elements of any rank NumPy takes)")
+
+defrule("stacked_bar", "c, arrays, how", "stacked_bar(c, arrays, how)",
+        targets=("srcgrad.rules.helpers.stacked_bar",), nout=_count_arrays,
+        vjp={"c": "xp.hstack(g) if how == 'hstack' else xp.vstack(g) if how == 'vstack'"
+                  " else xp.dstack(g) if how == 'dstack' else xp.column_stack(g)"},
+        jvp={"c": "stacked_bar(c_t, arrays, how)"},
+        doc="reads only the shapes of `arrays`")
+
+for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+    defrule(_name, "x", f"xp.{_name}(x)", targets=(f"numpy.{_name}",),
+            vjp={"x": "xp.reshape(g, xp.shape(x))"}, jvp={"x": f"xp.{_name}(x_t)"},
+            doc="one argument (several arguments: call it on each)")
+
+# `a, b, c = x`: generated code unpacks as the user wrote it, so a length that
+# differs from the target count raises Python's ValueError at run time.
+defrule("unpack", "x, count", "x", nout=lambda args: args["count"],
+        vjp={"x": "xp.stack(g, axis=0)"}, jvp={"x": "stack_bar(x_t, ans, 0)"},
+        doc="`a, b = x` of an array (along axis 0) or of a shape; the count is the "
+            "number of targets")
 
 
 def _split_count(args):

@@ -566,3 +566,31 @@ case("check_saved", ("unwritten", {"x": N(2, 3), "written": (False, False), "nam
                                    "saved_at": "f.py:3", "writes": ("f.py:5", "f.py:6")}))
 case("saved_pack", ("copy", {"pack": np.copy, "x": N(3)}))
 case("saved_unpack", ("copy", {"unpack": np.copy, "packed": N(3)}))
+
+
+# ---------------------------------------------------------------- stacking idioms (issue 11)
+case("hstack", ("vectors", {"arrays": [N(3), N(1), N(2)]}), ("scalars", {"arrays": [N(), N(2), N()]}),
+     ("matrices", {"arrays": [N(2, 3), N(2, 1)]}), ("3-d", {"arrays": [N(2, 1, 2), N(2, 3, 2)]}))
+case("vstack", ("matrices", {"arrays": [N(1, 3), N(2, 3)]}), ("mixed", {"arrays": [N(3), N(2, 3)]}),
+     ("3-d", {"arrays": [N(1, 2, 2), N(3, 2, 2)]}))
+case("dstack", ("3-d", {"arrays": [N(2, 3, 1), N(2, 3, 2)]}),
+     ("mixed", {"arrays": [N(1, 3), N(3), N(1, 3, 2)]}))
+case("column_stack", ("matrices", {"arrays": [N(3, 1), N(3, 2)]}),
+     ("mixed", {"arrays": [N(3), N(3, 2)]}), ("scalars", {"arrays": [N(), N()]}))
+case("stacked_bar",
+     ("hstack", {"c": N(4), "arrays": [N(), N(3)], "how": "hstack"}),
+     ("vstack", {"c": N(3, 2), "arrays": [N(2), N(2, 2)], "how": "vstack"}),
+     ("dstack", {"c": N(1, 2, 3), "arrays": [N(2), N(1, 2, 2)], "how": "dstack"}),
+     ("column_stack", {"c": N(3, 3), "arrays": [N(3), N(3, 2)], "how": "column_stack"}))
+for _name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+    case(_name, ("0-d", {"x": N()}), ("vector", {"x": N(3)}), ("matrix", {"x": N(2, 3)}))
+case("atleast_3d", ("3-d", {"x": N(2, 1, 3)}))
+# (one target, `n, = x.shape`: tests/test_idioms.py; the eager kernels take no 1-output
+# row with a computed output count)
+case("unpack", ("rows", {"x": N(3, 2), "count": 3}), ("shape", {"x": (3, 4), "count": 2}))
+for _name, _spec in (("floor", {"x": 2.5}), ("ceil", {"x": -2.5}), ("trunc", {"x": -2.5}),
+                     ("factorial", {"x": 4}), ("isqrt", {"x": 10}), ("comb", {"n": 5, "k": 2}),
+                     ("perm", {"n": 5, "k": 2}), ("gcd", {"a": 12, "b": 18})):
+    case(f"pymath_{_name}", ("int", _spec))
+case("py_float", ("int", {"x": 3}))
+case("py_int", ("float", {"x": 3.7}))

@@ -1,0 +1,183 @@
+"""NumPy and Python idioms the tracer lowers onto table rows.
+
+Note [Lowered idioms]
+~~~~~~~~~~~~~~~~~~~~~
+Some ordinary calls are not one primitive, but a few rows in a row:
+
+* `np.hstack/vstack/dstack/column_stack` of one array (not a sequence) is refused
+  with a rewrite: the rows take a sequence, whose VJP is one cotangent per element.
+* `np.array(seq)` / `np.asarray(seq)` of a (nested) list holding traced values is a
+  `stack` per nesting level; of a traced array, `asarray` is the array itself (NumPy
+  returns the same object, so writes through either name are one write) and `array`
+  a `copy`; a `dtype=` is an `astype`.
+* `np.add.at(x, idx, v)` / `np.subtract.at` write `x +/- scatter(v)` into x's storage:
+  `scatter_index` accumulates repeated indices, as `ufunc.at` does.
+* A call of a pure NumPy or `math` function whose arguments are all constants runs at
+  compile time (`np.linspace(0, 1, 5)`, `math.factorial(3)`); numpy.random is never
+  folded (each call must draw anew).
+* `float(i)` / `int(i)` of a loop index or a shape (a value of kind "static") is a
+  row that runs with the function; of a traced array it stays refused, since the
+  number would lose its derivative. `dict(a=a, b=b)` is a native dict.
+
+Each lowering returns `NOT_LOWERED` when the call is not its idiom, and the tracer goes
+on as before.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.ir.core import Const, Var
+
+NOT_LOWERED = object()
+
+_STACKING = {numpy.hstack: "hstack", numpy.vstack: "vstack", numpy.dstack: "dstack",
+             numpy.column_stack: "column_stack"}
+_SCATTER_UFUNCS = {numpy.add: "add", numpy.subtract: "subtract"}
+# Methods of a constant array that return a new value (never those that write into it).
+_PURE_METHODS = {"reshape", "sum", "mean", "prod", "max", "min", "transpose", "ravel", "flatten",
+                 "copy", "astype", "cumsum", "cumprod", "std", "var", "dot", "round", "clip",
+                 "squeeze", "swapaxes", "diagonal", "trace", "all", "any", "argmax", "argmin",
+                 "take", "repeat", "tolist", "item", "conj", "conjugate", "nonzero", "argsort"}
+# NumPy functions that write into an argument: never run on a constant at compile time.
+_WRITERS = {numpy.copyto, numpy.put, numpy.place, numpy.putmask, numpy.fill_diagonal,
+            numpy.put_along_axis}
+
+
+def lower_call(tracer, callee, args, kwargs, node):
+    """The value of `callee(*args, **kwargs)` built from rows, or NOT_LOWERED."""
+    try:
+        stacking = _STACKING.get(callee)
+        array_like = callee in (numpy.array, numpy.asarray)
+    except TypeError:  # an unhashable callee
+        return NOT_LOWERED
+    if stacking is not None:
+        return _stacking(tracer, stacking, args, node)
+    if array_like:
+        return _array(tracer, callee, args, kwargs, node)
+    if getattr(callee, "__name__", None) == "at" and \
+            getattr(callee, "__self__", None) in _SCATTER_UFUNCS:
+        return _ufunc_at(tracer, _SCATTER_UFUNCS[callee.__self__], args, kwargs, node)
+    return _fold_constant(callee, args, kwargs)
+
+
+def lower_builtin(tracer, fn, args, kwargs, node):
+    """`float(i)`, `int(i)` of a static-kind value; `dict(a=a)`; else NOT_LOWERED."""
+    if fn in (float, int) and len(args) == 1 and not kwargs and isinstance(args[0], Var) \
+            and args[0].kind == "static":
+        name = "py_float" if fn is float else "py_int"
+        return tracer.apply(rules.RULES[name], args, {}, node)
+    if fn is dict and not args:
+        return dict(kwargs)
+    if fn is dict and len(args) == 1 and isinstance(args[0], dict):
+        return {**args[0], **kwargs}
+    return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- stacking
+def _stacking(tracer, name, args, node):
+    """The stacking rows take a sequence; `np.vstack(x)` of one array is its rows."""
+    if len(args) == 1 and isinstance(args[0], Var):
+        tracer.fail(node, f"`np.{name}` of an array (a sequence of its rows)",
+                    f"pass a list: `np.{name}([x[0], x[1]])`")
+    return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- np.array
+def _array(tracer, callee, args, kwargs, node):
+    if not args or set(kwargs) - {"dtype"} or len(args) > 2:
+        return NOT_LOWERED
+    obj = args[0]
+    dtype = args[1] if len(args) == 2 else kwargs.get("dtype", Const(None))
+    if not isinstance(dtype, Const):
+        tracer.fail(node, "a dtype that depends on the arguments")
+    static = _static(obj)
+    if static is not NOT_LOWERED:
+        return Const(callee(static, dtype=dtype.value))
+    if isinstance(obj, (tuple, list)):
+        value = _stack_nested(tracer, obj, node)
+    elif isinstance(obj, Var):
+        if dtype.value is None:
+            return obj if callee is numpy.asarray else \
+                tracer.apply(rules.RULES["copy"], [obj], {}, node)
+        value = obj
+    else:
+        return NOT_LOWERED
+    if dtype.value is not None:
+        value = tracer.apply(rules.RULES["astype"], [value, dtype], {}, node)
+    return value
+
+
+def _stack_nested(tracer, seq, node):
+    """A nested list/tuple of traced values and constants as one array."""
+    items = [_stack_nested(tracer, item, node) if isinstance(item, (tuple, list)) else item
+             for item in seq]
+    if not items:
+        tracer.fail(node, "an empty list inside `np.array` of traced values")
+    for item in items:
+        if not isinstance(item, (Var, Const)):
+            tracer.fail(node, "`np.array` of a list holding a dict or an object",
+                        "build the array from numbers and arrays")
+    return tracer.apply(rules.RULES["stack"], [items], {"axis": Const(0)}, node)
+
+
+def _static(value):
+    """The plain Python value of a tvalue made of constants only, else NOT_LOWERED."""
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, (tuple, list)):
+        items = [_static(v) for v in value]
+        if any(i is NOT_LOWERED for i in items):
+            return NOT_LOWERED
+        return type(value)(items)
+    if isinstance(value, dict):
+        items = {k: _static(v) for k, v in value.items()}
+        return NOT_LOWERED if NOT_LOWERED in items.values() else items
+    return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- ufunc.at
+def _ufunc_at(tracer, name, args, kwargs, node):
+    if kwargs or len(args) != 3:
+        tracer.fail(node, f"`np.{name}.at` without exactly (a, indices, b)",
+                    f"write `np.{name}.at(a, indices, b)`")
+    target, index, v = args
+    if isinstance(index, list):  # a list of integers is one index array, as in NumPy
+        static = _static(index)
+        index = Const(numpy.asarray(static)) if static is not NOT_LOWERED \
+            else _stack_nested(tracer, index, node)
+    elif isinstance(index, tuple):  # one index per axis
+        index = tuple(index)
+    picked = tracer.apply(rules.RULES["getitem"], [target, index], {}, node)
+    shape = tracer.apply(rules.RULES["shape"], [target], {}, node)
+    spread = tracer.apply(rules.RULES["broadcast_to"],
+                          [v, tracer.apply(rules.RULES["shape"], [picked], {}, node)], {}, node)
+    added = tracer.apply(rules.RULES["scatter_index"], [spread, shape, index], {}, node)
+    result = tracer.apply(rules.RULES[name], [target, added], {}, node)
+    tracer.mutation.write_out(target, result, node)
+    return Const(None)
+
+
+# ---------------------------------------------------------------------- constants
+def _fold_constant(callee, args, kwargs):
+    """Run a pure NumPy/`math` function on constant arguments at compile time."""
+    module = getattr(callee, "__module__", None) or ""
+    owner = getattr(callee, "__self__", None)
+    pure = (module == "math" or callee.__class__ is numpy.ufunc
+            or (module.startswith("numpy") and not module.startswith("numpy.random"))
+            or owner is math)
+    if isinstance(owner, numpy.ndarray):  # `c.reshape(2, 3)` of a constant array
+        pure = getattr(callee, "__name__", "") in _PURE_METHODS
+    if not pure or callee in _WRITERS:
+        return NOT_LOWERED
+    values = _static(list(args))
+    kw = _static(dict(kwargs))
+    if values is NOT_LOWERED or kw is NOT_LOWERED:
+        return NOT_LOWERED
+    try:
+        return Const(callee(*values, **kw))
+    except Exception:  # let the tracer say it has no rule for the call
+        return NOT_LOWERED

@@ -1,0 +1,223 @@
+"""Ordinary NumPy idioms that compile (issue 11): stacking functions, `np.array` of
+traced values, unpacking, calls on constants, `ufunc.at`, `x ** 0`. Each program's
+reverse-mode gradient and forward-mode tangent are checked against central differences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import CompileError
+from tests.conftest import assert_close, numeric_grad
+
+rng = np.random.default_rng(11)
+
+
+def _check(fn, x):
+    """grad and jvp of scalar `fn` at x against central differences."""
+    expected = numeric_grad(fn, [x], 0)
+    assert_close(sg.grad(fn)(x), expected, rtol=1e-5, atol=1e-7)
+    direction = rng.standard_normal(np.shape(x))
+    _, tangent = sg.jvp(fn, (x,), (direction,))
+    assert_close(tangent, np.sum(expected * direction), rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- stacking
+def hstack_mixed(x):
+    y = np.hstack([x, x[:2] * 2.0, x[0], np.ones(1)])
+    return np.sum(y ** 2 * np.arange(7.0))
+
+
+def hstack_2d(x):
+    return np.sum(np.sin(np.hstack((x, x[:, :1] ** 2))))
+
+
+def vstack_mixed(x):
+    return np.sum(np.vstack([x, 2 * x, x[0] * np.ones(3)]) ** 3)
+
+
+def vstack_2d(x):
+    return np.sum(np.vstack([x, x[:1] * 3.0]) ** 2 * np.arange(3.0))
+
+
+def dstack_mixed(x):
+    return np.sum(np.dstack([x, x * x, x[0]]) ** 2 * np.arange(9.0).reshape(1, 3, 3))
+
+
+def column_stack_mixed(x):
+    return np.sum(np.column_stack([x[:, 0], x]) ** 3) + np.sum(
+        np.column_stack([x[0, 0], x[1, 1] ** 2]) ** 2)
+
+
+def atleast_nd(x):
+    return np.sum(np.atleast_2d(x[0]) * np.atleast_3d(x)) + np.sum(np.atleast_1d(x[1]) ** 2)
+
+
+@pytest.mark.parametrize("fn,shape", [(hstack_mixed, (3,)), (hstack_2d, (2, 3)),
+                                      (vstack_mixed, (3,)), (vstack_2d, (2, 3)),
+                                      (dstack_mixed, (1, 3)), (column_stack_mixed, (3, 2)),
+                                      (atleast_nd, (3,))],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_stacking_functions(fn, shape):
+    _check(fn, rng.standard_normal(shape))
+
+
+def hstack_second_order(x):
+    return np.sum(np.hstack([x, x * x]) ** 3)
+
+
+def test_hstack_second_order():
+    x = rng.standard_normal(3)
+    hessian = sg.hessian(hstack_second_order)(x)
+    expected = np.diag(6 * x + 30 * x ** 4)
+    assert_close(hessian, expected, rtol=1e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------- np.array / np.asarray
+def array_of_scalars(x):
+    a = np.array([x[0], x[1] * 2, 3.0])
+    return np.sum(a ** 2 * np.array([1.0, 2.0, 3.0]))
+
+
+def array_nested(x):
+    m = np.array([[x[0], x[1]], [x[2], 1.0]])
+    return np.sum(m @ m)
+
+
+def asarray_of_array(x):
+    b = np.asarray(x)
+    return np.sum(b ** 3) + np.sum(np.array(x, dtype=float) * x)
+
+
+def array_copy_is_not_a_view(x):
+    c = np.array(x)
+    c[0] = 0.0
+    return np.sum(c * x)
+
+
+def asarray_is_the_same_array(x):
+    y = x * 1.0
+    b = np.asarray(y)
+    b[0] = 5.0
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("fn", [array_of_scalars, array_nested, asarray_of_array,
+                                array_copy_is_not_a_view, asarray_is_the_same_array],
+                         ids=lambda f: f.__name__)
+def test_array_and_asarray(fn):
+    _check(fn, rng.standard_normal(3))
+
+
+# ---------------------------------------------------------------- unpacking
+def unpack_shape(x):
+    r, c = x.shape
+    return np.sum(x) * r + c * x[0, 0]
+
+
+def unpack_one(x):
+    n, = x.shape
+    return x[0] * n
+
+
+def unpack_rows(x):
+    a, b, c = x
+    return np.sum(a * b) + np.sum(c ** 2)
+
+
+@pytest.mark.parametrize("fn,shape", [(unpack_shape, (2, 3)), (unpack_one, (4,)),
+                                      (unpack_rows, (3, 2))],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_unpacking(fn, shape):
+    _check(fn, rng.standard_normal(shape))
+
+
+def test_unpacking_the_wrong_count_raises_as_python_does():
+    with pytest.raises(ValueError, match="unpack"):
+        sg.grad(unpack_rows)(rng.standard_normal((4, 2)))
+
+
+# ---------------------------------------------------------------- calls on constants
+def factorial_series(x):
+    s = 0.0
+    for i in range(4):
+        s = s + x ** i / math.factorial(i) * float(i + 1)
+    return s + math.comb(5, 2) * x + math.floor(2.5) * x
+
+
+def linspace_weights(x):
+    return np.sum(np.linspace(0, 1, 3) * x) + np.sum(np.array([0.0, 2.0, 1.0]) * x ** 2)
+
+
+def dict_call(x):
+    d = dict(a=x, b=x * 2)
+    return np.sum(d["a"] * d["b"])
+
+
+@pytest.mark.parametrize("fn,x", [(factorial_series, 0.7), (linspace_weights, None),
+                                  (dict_call, None)],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_calls_on_constants(fn, x):
+    _check(fn, rng.standard_normal(3) if x is None else x)
+
+
+def float_of_array(x):
+    return float(x[0]) * x[1]
+
+
+def test_float_of_a_traced_array_stays_refused():
+    with pytest.raises(CompileError, match="float"):
+        sg.grad(float_of_array)(rng.standard_normal(2))
+
+
+# ---------------------------------------------------------------- ufunc.at
+def add_at_repeated(x):
+    y = np.zeros(5)
+    np.add.at(y, np.array([0, 1, 1, 3]), x)
+    return np.sum(y ** 2 * np.arange(1.0, 6.0))
+
+
+def subtract_at_into_traced(x):
+    y = x * 1.0
+    np.subtract.at(y, [2, 2, 0], x[:3] ** 2)
+    return np.sum(y ** 3)
+
+
+def add_at_scalar(x):
+    y = x * 2.0
+    np.add.at(y, np.array([1, 1]), x[0])
+    return np.sum(np.sin(y))
+
+
+@pytest.mark.parametrize("fn", [add_at_repeated, subtract_at_into_traced, add_at_scalar],
+                         ids=lambda f: f.__name__)
+def test_ufunc_at_accumulates(fn):
+    _check(fn, rng.standard_normal(4))
+
+
+def test_add_at_matches_numpy():
+    x = rng.standard_normal(4)
+    y = np.zeros(5)
+    np.add.at(y, np.array([0, 1, 1, 3]), x)
+    assert sg.value_and_grad(add_at_repeated)(x)[0] == pytest.approx(
+        np.sum(y ** 2 * np.arange(1.0, 6.0)))
+
+
+# ---------------------------------------------------------------- x ** 0
+def power_zero(x):
+    return np.sum(x ** 0 + x ** 2)
+
+
+def power_zero_traced_exponent(x):
+    return np.sum(np.power(x, x[0] * 0.0))
+
+
+def test_power_zero_at_zero_has_zero_gradient():
+    x = np.array([0.0, 1.5, 0.0])
+    assert_close(sg.grad(power_zero)(x), 2 * x)
+    _, t = sg.jvp(power_zero, (x,), (np.ones(3),))
+    assert_close(t, np.sum(2 * x))
+    assert not np.any(np.isnan(sg.grad(power_zero_traced_exponent)(np.array([0.0, 0.0]))))
