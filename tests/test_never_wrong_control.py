@@ -198,3 +198,26 @@ def test_is_none_on_a_parameter_is_decided_at_run_time(name, fn, args):
     if all(a is not None for a in args) and len(args) == fn.__code__.co_argcount:
         tangents = (np.ones_like(X),) + tuple(np.zeros_like(a) for a in args[1:])
         assert_close(sg.jvp(fn, tuple(args), tangents)[1], np.sum(expected))
+
+
+def _mean_of(a):
+    return np.mean(a)
+
+
+def shape_read_in_while(x):
+    # the adjoint reads only shapes of `np.sum(x)` (taped as shapes): nothing of the body
+    # may be read outside the loop, which may not run at all
+    k = 0
+    while k < 1 and x.ravel().max() > 0.51:
+        x = x + np.maximum(np.add(np.sum(x), 0.5), _mean_of(np.sum(x)))
+        k = k + 1
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("x", [np.array([[-0.15, -0.79]]), np.array([[0.7, 0.2]])],
+                         ids=["not-entered", "entered"])
+def test_taped_shape_not_read_outside_the_loop(x):
+    expected = numeric_grad(shape_read_in_while, [x], 0)
+    _, vjp_fn = sg.vjp(shape_read_in_while, x)
+    assert_close(vjp_fn(1.0)[0], expected, rtol=1e-5, atol=1e-7)
+    assert_close(sg.grad(shape_read_in_while)(x), expected, rtol=1e-5, atol=1e-7)

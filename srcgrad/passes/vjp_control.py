@@ -170,7 +170,8 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     needed = [v for v in dict.fromkeys(Block(b_ops, [r for r in b_results_probe if r is not None])
                                        .free_vars()) if v in defined and v is not index]
     needed = _shapes_instead(needed, body, b_ops, namer)
-    hoisted = _hoist_invariants(b_ops, defined | {index} | set(g_params))
+    # _shapes_instead defined new values in the body: an op reading one is not invariant
+    hoisted = _hoist_invariants(b_ops, _defined(body) | {index} | set(g_params))
     tracer.ops.extend(hoisted)
     taped = needed or is_while  # a while loop's tape also counts its iterations
     if taped:
