@@ -157,9 +157,10 @@ class _Dispatch:
             return
         guards = []
         for i, (name, value) in enumerate(zip(self.params, key)):
-            if isinstance(value, tuple):  # (shape, dtype) of an array
-                self.globals[f"_g{i}"], self.globals[f"_d{i}"] = value
-                guards.append(f"{name}.shape == _g{i} and {name}.dtype is _d{i}")
+            if isinstance(value, tuple):  # (shape, dtype, class) of a NumPy array
+                self.globals[f"_g{i}"], self.globals[f"_d{i}"], self.globals[f"_c{i}"] = value
+                guards.append(f"{name}.__class__ is _c{i} and {name}.shape == _g{i} "
+                              f"and {name}.dtype is _d{i}")
             else:
                 self.globals[f"_g{i}"] = value
                 guards.append(f"{name}.__class__ is _g{i}")
@@ -174,10 +175,14 @@ def _hooks_active() -> bool:
 
 
 def _guard_value(a):
-    """What a variant is specialised on: an array's shape and dtype, or a Python
-    value's class."""
+    """What a variant is specialised on: a NumPy array's shape, dtype and class, or
+    the class of anything else: a Python value, or another library's array, which
+    runs the shape-generic code bound to its namespace (Note [Array namespaces] in
+    srcgrad.backend). The class tells NumPy from CuPy, dask or array_api_strict in O(1)."""
     shape = getattr(a, "shape", None)
-    return (shape, a.dtype) if isinstance(shape, tuple) else a.__class__
+    if isinstance(shape, tuple) and isinstance(a, (numpy.ndarray, numpy.generic)):
+        return (shape, a.dtype, a.__class__)
+    return a.__class__
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):
@@ -372,11 +377,12 @@ def cache_clear() -> None:
     default_cache().clear()
 
 
-def emit_standalone(func, wrt=None, mode="reverse", optimize=True) -> str:
-    """A module that runs with NumPy alone: `grad_<func>` (mode "reverse"), `<func>_jvp`
-    ("forward") or both (for `srcgrad emit`). `wrt` defaults to every argument."""
+def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="numpy") -> str:
+    """A module that runs without srcgrad: `grad_<func>` (mode "reverse"), `<func>_jvp`
+    ("forward") or both (for `srcgrad emit`). `wrt` defaults to every argument.
+    `backend`: the namespace it imports, "numpy", "cupy" or "array-api"."""
     if wrt is None:
         indices, single = tuple(range(len(inspect.signature(func).parameters))), False
     else:
         indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
-    return modules.standalone_module(func, indices, single, mode, optimize)
+    return modules.standalone_module(func, indices, single, mode, optimize, namespace=backend)

@@ -225,8 +225,9 @@ def cmd_emit(args: argparse.Namespace) -> int:
     emit_standalone = _api("emit_standalone", "emit")
     func = load_function(args.target)
     try:
+        namespace = {"backend": args.backend} if args.backend != "numpy" else {}
         source = emit_standalone(func, wrt=_parse_wrt(args.wrt), mode=args.mode,
-                                 optimize=not args.no_optimize)
+                                 optimize=not args.no_optimize, **namespace)
     except ValueError as err:  # e.g. --wrt names no argument, a mode not available yet
         raise Unsupported(str(err)) from err
     _write(source, args.output)
@@ -405,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated argument names (or positions) to differentiate "
                         "with respect to (default: all)")
     e.add_argument("--mode", choices=("reverse", "forward", "both"), default="reverse")
+    e.add_argument("--backend", choices=("numpy", "cupy", "array-api"), default="numpy",
+                   help="the array namespace the module imports: numpy, cupy, or array-api "
+                        "(array_api_strict; rebind the module's `xp` for another)")
     e.add_argument("--no-optimize", action="store_true",
                    help="skip simplify/cse/dce (shows the raw derivative)")
     e.add_argument("--ir", action="store_true",

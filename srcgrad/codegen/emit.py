@@ -10,19 +10,41 @@ checked with `ast.parse` before it leaves this module.
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.resources
 import inspect
 import math
 import os
+import warnings
 from pathlib import Path
 
 import jinja2
 import numpy
 
 from srcgrad import rules
+from srcgrad.codegen import spellings
+from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var
+
+# ---------------------------------------------------------------------- namespaces
+# What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
+# (spelling, mutable, label). NumPy's unless a pipeline renders inside `namespace()`.
+_NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", set(), None))
+
+
+@contextlib.contextmanager
+def namespace(spelling: str, mutable: bool, label: str, module=None):
+    """Render for a namespace: its spelling (srcgrad.codegen.spellings), whether its
+    arrays may be written in place (`out=`), its name for error messages, and the
+    namespace `module` itself (when known) to check every `xp.<name>` against."""
+    token = _NAMESPACE.set((spelling, mutable, label, set(), module))  # set: boolean values' names
+    try:
+        yield
+    finally:
+        _NAMESPACE.reset(token)
 
 
 # ---------------------------------------------------------------------- operands
@@ -69,6 +91,9 @@ def _call(name, args):
 def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
     if isinstance(value, numpy.generic) and value.dtype.kind in "fiub" and value.ndim == 0:
         # a NumPy scalar keeps its dtype (NEP 50: it is not a weak Python scalar)
+        if _NAMESPACE.get()[0] == "array-api":  # dtypes are not callable there
+            return ast.parse(f"xp.asarray({value.item()!r}, dtype=xp.{value.dtype.name})",
+                             mode="eval").body
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), value.dtype.name, ast.Load()),
                         [ast.Constant(value.item())], [])
     if value is None or value is Ellipsis or isinstance(value, (bool, str, int)):
@@ -102,19 +127,30 @@ def _template(render: str) -> ast.expr:
 class _Substitute(ast.NodeTransformer):
     """Put an op's operands into its rule's render template."""
 
-    def __init__(self, rule, operands: dict, pool):
+    def __init__(self, rule, operands: dict, pool, wrap_floats: bool = False):
         self.rule, self.operands, self.pool = rule, operands, pool
         self.defaults = {n: p.default for n, p in rule.py_signature.parameters.items()}
+        self.wrap_floats = wrap_floats
 
     def visit_Name(self, node):
         if node.id in self.operands:
-            return operand_ast(self.operands[node.id], self.pool)
+            operand = self.operands[node.id]
+            if isinstance(operand, _AsNumber):
+                return operand.ast(self.pool)
+            if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float:
+                # Array-API functions take arrays, not Python floats (NumPy takes both)
+                return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "asarray", ast.Load()),
+                                [operand_ast(operand, self.pool)], [])
+            return operand_ast(operand, self.pool)
         return node
 
     def visit_Subscript(self, node):
         node.value = self.visit(node.value)
         if isinstance(node.slice, ast.Name) and node.slice.id in self.operands:
-            node.slice = operand_ast(self.operands[node.slice.id], self.pool, in_index=True)
+            operand = self.operands[node.slice.id]
+            node.slice = operand_ast(operand, self.pool, in_index=True)
+            if self.wrap_floats and not isinstance(operand, Var):
+                node.slice = _with_ellipsis(node.slice)
         else:
             node.slice = self.visit(node.slice)
         return node
@@ -141,6 +177,15 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
+def _with_ellipsis(index: ast.expr) -> ast.expr:
+    """A static index ending in `...` where it has none: the Array API wants every axis
+    named or an ellipsis (`x[1]` of a matrix is `x[1, ...]`); NumPy reads both alike."""
+    parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+    if any(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts):
+        return index
+    return ast.Tuple(parts + [ast.Constant(Ellipsis)], ast.Load())
+
+
 def _same_const(value, default) -> bool:
     if default is inspect.Parameter.empty:
         return False
@@ -149,14 +194,120 @@ def _same_const(value, default) -> bool:
 
 def op_expr(op, pool: ConstPool) -> ast.expr:
     rule = rules.RULES[op.prim]
-    template = _copy(_template(rule.render))
-    method = op.attrs.get("as_method")
+    spelling, _, label, bools, module = _NAMESPACE.get()
+    render, method = rule.render, op.attrs.get("as_method")
+    if spelling != "numpy":  # Note [Spellings]
+        spelled = spellings.spelling_of(op.prim, spelling)
+        if isinstance(spelled, spellings.Refused):
+            raise _refused(op, label, spelled.reason)
+        render, method = spelled or render, None  # methods are NumPy's
+    template = _copy(_template(render))
     if method and _is_namespace_call(template, rule.params[0]):
         # xp.f(x, *rest) -> x.method(*rest): the receiver is known to be an array
         template.func = ast.Attribute(template.args[0], method, ast.Load())
         template.args = template.args[1:]
     operands = dict(zip(rule.params, op.args))
-    return _Substitute(rule, operands, pool).visit(template)
+    if spelling != "numpy":  # a spelled render may branch on a parameter left at its default
+        for name, p in rule.py_signature.parameters.items():
+            if name not in operands and p.default is not inspect.Parameter.empty:
+                operands[name] = Const(p.default)
+    if spelling != "numpy":
+        operands = _array_api_operands(op, operands, bools, label)
+    wrap = spelling != "numpy" and (isinstance(template, ast.Call) and op.prim not in spellings.SCALAR_ARGS
+                                    or op.prim == "getitem")
+    expr = _Substitute(rule, operands, pool, wrap_floats=wrap).visit(template)
+    if spelling != "numpy":
+        expr = _FoldStatic().visit(expr)
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in spellings.REFUSED_BRANCHES:
+                raise _refused(op, label, spellings.REFUSED_BRANCHES[node.id])
+        missing = _missing_names(expr, module)
+        if missing:
+            raise _refused(op, label, f"it has no `xp.{missing}`")
+    return expr
+
+
+def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
+    """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
+    other operand's dtype (NumPy reads True as 1; the Array API refuses), and an integer
+    list or array as a constant index is refused (its gradient needs a scatter-add)."""
+    if op.prim in spellings.BOOLEAN_RESULTS:
+        bools.update(o.name for o in op.outs)
+    if op.prim in spellings.ARITHMETIC and len(operands) == 2:
+        (p, a), (q, b) = operands.items()
+        if isinstance(a, Var) and a.name in bools or isinstance(b, Var) and b.name in bools:
+            operands = {p: _AsNumber(a, b, bools), q: _AsNumber(b, a, bools)}
+    if op.prim in spellings.COUNTS:
+        x = operands["x"]
+        if isinstance(x, Var) and x.name in bools:
+            operands = {**operands, "x": _AsNumber(x, Const(0), bools, "int64")}
+    if op.prim == "getitem":
+        index = operands.get("index")
+        values = index.value if isinstance(index, Const) else ()
+        for v in values if isinstance(values, tuple) else (values,):
+            if isinstance(v, (list, numpy.ndarray)) and numpy.asarray(v).dtype.kind in "iu":
+                raise _refused(op, label, spellings.NO_SCATTER_ADD.reason)
+    return operands
+
+
+class _AsNumber:
+    """An operand read as a number: `xp.astype(mask, other.dtype)` for a boolean Var."""
+
+    def __init__(self, operand, other, bools, dtype="float64"):
+        self.operand, self.other, self.bools, self.dtype = operand, other, bools, dtype
+
+    def ast(self, pool):
+        node = operand_ast(self.operand, pool)
+        if not (isinstance(self.operand, Var) and self.operand.name in self.bools):
+            return node
+        if isinstance(self.other, Var) and self.other.name not in self.bools:
+            dtype = ast.Attribute(operand_ast(self.other, pool), "dtype", ast.Load())
+        else:
+            dtype = ast.Attribute(ast.Name("xp", ast.Load()), self.dtype, ast.Load())
+        return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "astype", ast.Load()), [node, dtype], [])
+
+
+def _missing_names(expr, module) -> str | None:
+    """The first `xp.a.b` the expression calls that `module` lacks (None: all there, or
+    no module to ask)."""
+    if module is None:
+        return None
+    for node in ast.walk(expr):
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if chain and isinstance(node, ast.Name) and node.id == "xp":
+            obj = module
+            for name in reversed(chain):
+                obj = getattr(obj, name, None)
+                if obj is None:
+                    return ".".join(reversed(chain))
+    return None
+
+
+def _refused(op, label: str, reason: str) -> CompileError:
+    return CompileError.at(op.loc, f"`{op.prim}` has no equivalent in {label}: {reason}",
+                           hint="compute this with NumPy, or write it with Array-API functions")
+
+
+class _FoldStatic(ast.NodeTransformer):
+    """Fold `a if <test> else b` whose test reads no variable (`None is None` once a
+    static parameter is substituted): a spelled render's branch on a static value."""
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        if names <= {"int", "str", "isinstance"}:
+            try:
+                with warnings.catch_warnings():  # `2 is None`: a literal compared by identity
+                    warnings.simplefilter("ignore", SyntaxWarning)
+                    taken = eval(ast.unparse(node.test),  # noqa: S307 - constants only, no names
+                                 {"__builtins__": {"int": int, "str": str, "isinstance": isinstance}})
+            except Exception:  # noqa: BLE001 - not static after all: keep the run-time test
+                return node
+            return node.body if taken else node.orelse
+        return node
 
 
 def _is_namespace_call(node, first_param) -> bool:
@@ -171,7 +322,7 @@ def _copy(node):
 
 def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
-    into = op.attrs.get("out")
+    into = op.attrs.get("out") if _NAMESPACE.get()[1] else None  # immutable arrays: no out=
     if into is not None:  # srcgrad.passes.inplace: the result reuses a dead operand's buffer
         args = ", ".join(operand_source(a, pool) for a in op.args)
         return f"{targets} = xp.{op.attrs['ufunc']}({args}, out={into.name})"
@@ -305,15 +456,39 @@ def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What a standalone module imports, and how its helpers find their arrays' namespace.
+_STANDALONE = {
+    "numpy": ("NumPy", ["import math", "import numpy", "import numpy as xp"],
+              "def _namespace(x):\n    get = getattr(x, \"__array_namespace__\", None)\n"
+              "    return get() if get is not None else numpy"),
+    "cupy": ("CuPy and array_api_compat", ["import math", "import numpy", "import cupy as xp",
+                                           "import array_api_compat"],
+             "def _namespace(x):\n    return array_api_compat.array_namespace(x)"),
+    "array-api": ("an Array-API namespace: array_api_strict here; rebind `xp` to run on another",
+                  ["import math", "import array_api_strict as xp"],
+                  "def _namespace(x):\n    get = getattr(x, \"__array_namespace__\", None)\n"
+                  "    return get() if get is not None else xp"),
+}
+
+
 def render_module(functions: list, *, version: str, origin: str, key: str, helpers=(),
-                  constants=(), standalone: bool = False) -> str:
-    helper_sources = [_helper_source(h) for h in helpers] if standalone else []
-    if standalone and helpers:
-        helper_sources = [_helper_source(n) for n in ("_namespace", "_normalize_axes",
-                                                      "_is_basic_index")] + helper_sources
+                  constants=(), standalone: bool = False, backend: str = "numpy") -> str:
+    """A module of `functions`. `standalone`: it imports its namespace (`backend`, one
+    of "numpy", "cupy", "array-api") and carries the helpers it calls, so it runs
+    without srcgrad."""
+    helper_sources, imports, needs = [], [], ""
+    if standalone:
+        needs, imports, namespace_def = _STANDALONE[backend]
+        helper_sources = [_helper_source(h) for h in helpers]
+        if helpers:
+            helper_sources = [namespace_def] + [_helper_source(n) for n in (
+                "_normalize_axes", "_is_basic_index", "_full_index")] + helper_sources
+        if "numpy." in "\n".join(helper_sources) and "import numpy" not in imports:
+            imports = imports + ["import numpy  # shape bookkeeping in the helpers"]
     text = _environment().get_template("module.py.j2").render(
         functions=functions, version=version, origin=origin, key=key, helpers=list(helpers),
-        constants=list(constants), standalone=standalone, helper_sources=helper_sources)
+        constants=list(constants), standalone=standalone, helper_sources=helper_sources,
+        imports=imports, needs=needs, backend=backend)
     ast.parse(text)
     return text
 

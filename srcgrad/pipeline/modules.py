@@ -60,6 +60,9 @@ class Compiled:
     def specialized(self, args: tuple, shapes: tuple):
         """The generated function for arguments of these shapes (`args` a first example);
         for sg.vjp the pair (forward, backward)."""
+        target = backend.target_of(*args)
+        if target is not backend.NUMPY:  # Note [Array namespaces]: the generic code, bound to it
+            return self._entries(self.load_for(target))
         full = inspect.signature(self.fn).bind(*args)
         full.apply_defaults()
         fs = self.parsed()
@@ -116,7 +119,21 @@ class Compiled:
             self.namespaces[mode] = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
         return self.namespaces[mode]
 
-    def _load(self, fs, key, generate) -> dict:
+    def load_for(self, target) -> dict:
+        """The shape-generic variant rendered for and bound to a non-NumPy namespace
+        (Note [Array namespaces] in srcgrad.backend)."""
+        mode = mutation_allowed()
+        if (mode, target.key) not in self.namespaces:
+            fs = self.parsed()
+            key = programs.cache_key(fs, self.options() + target.key)
+
+            def generate():
+                with emit.namespace(target.spelling, target.mutable, target.describe(), target.xp):
+                    return self._generate(fs, key or "uncached")
+            self.namespaces[mode, target.key] = self._load(fs, key, generate, target)
+        return self.namespaces[mode, target.key]
+
+    def _load(self, fs, key, generate, target=backend.NUMPY) -> dict:
         """Module globals for `key`: from memory, the disk cache, or `generate()`."""
         hit = _MEMORY.get(key) if key else None
         if hit is not None:
@@ -132,7 +149,7 @@ class Compiled:
             path = str(cache.path_for(key))
             out_tree = self._out_tree_from_source(fs)
         filename = path or pseudo_filename(key or f"{fs.name}-{id(self.fn):x}")
-        namespace = {**backend.module_globals(), **constants}
+        namespace = {**backend.module_globals(target), **constants}
         ns = load_module(source, filename, namespace)
         self.module_source, self.out_tree = source, out_tree
         if key:
@@ -310,12 +327,19 @@ def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
     return compiled
 
 
-def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool = True) -> str:
+def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool = True,
+                      namespace: str = "numpy") -> str:
     """A module that runs with NumPy alone: `grad_<func>` (mode "reverse"), `<func>_jvp`
     ("forward") or both (`srcgrad emit`)."""
     fs = parse_function(func)
     if mode not in ("reverse", "forward", "both"):
         raise ValueError(f"mode={mode!r}: choose 'reverse', 'forward' or 'both'")
+    target = backend.STANDALONE[namespace]  # `emit --backend`: Note [Array namespaces]
+    with emit.namespace(target.spelling, target.mutable, target.describe(), backend.reference(target)):
+        return _standalone(fs, wrt, single, mode, optimize, namespace)
+
+
+def _standalone(fs, wrt, single, mode, optimize, namespace) -> str:
     sources, constants = [], {}
     if mode in ("reverse", "both"):
         source, pool = programs.gradient_program(fs, wrt, single=single, optimized=optimize)
@@ -329,7 +353,8 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
         raise ValueError(f"{fs.name} uses constants that have no literal form "
                          f"({', '.join(constants)}); emit cannot write them into a module")
     return emit.render_module(sources, version=VERSION, origin=f"{short_path(fs.filename)}:{fs.name}",
-                              key="standalone", helpers=emit.helpers_used(sources), standalone=True)
+                              key="standalone", helpers=emit.helpers_used(sources), standalone=True,
+                              backend=namespace)
 
 
 def clear() -> None:

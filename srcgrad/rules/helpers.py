@@ -5,8 +5,15 @@ calls it can be differentiated again. They take whatever array type they are giv
 and find its namespace from the array (NumPy, CuPy, any Array-API namespace), so a
 generated module never imports a backend itself. `srcgrad emit` copies the source
 of the helpers a module uses into it, so keep them self-contained: each may use
-only `_namespace`, `_is_basic_index` and `_normalize_axes` from this file (and
+only `_namespace`, `_is_basic_index`, `_normalize_axes` and `_full_index` from this file (and
 `numpy` for plain-Python bookkeeping such as pad widths).
+
+They call the Array API's names (`xp.concat`, `xp.matrix_transpose`, function forms
+rather than methods), which NumPy 2.1+, array_api_compat's wrappers of CuPy and
+dask, and every Array-API namespace have (Note [Array namespaces] in
+srcgrad.backend). Where the Array API has no equivalent (`add.at`, `einsum`,
+`bincount`) they call NumPy's name, and the rows that need it are refused for
+Array-API targets at compile time (srcgrad.codegen.spellings).
 
 They sit on the hot path of generated code: every one starts with its cheap cases
 (shapes already equal, nothing to do) before doing any work.
@@ -20,6 +27,7 @@ in srcgrad.rules.table.
 
 from __future__ import annotations
 
+import array_api_compat
 import numpy
 
 __all__ = [
@@ -31,13 +39,23 @@ __all__ = [
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
     "check_grad", "differentiable_once", "storage_written", "check_saved",
-    "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar",
+    "setitem", "setitem_bar", "no_alias", "numpy_number",
 ]
 
 
+# NumPy arrays take the fast path: NumPy itself where it has the Array API's names
+# (2.1+), array_api_compat's wrapper of it before that.
+_NUMPY = numpy if hasattr(numpy, "cumulative_prod") else array_api_compat.array_namespace(numpy.ones(1))
+
+
 def _namespace(x):
-    get = getattr(x, "__array_namespace__", None)
-    return get() if get is not None else numpy
+    """The Array-API namespace of `x` (array_api_compat's for CuPy and dask)."""
+    if x.__class__ is numpy.ndarray:
+        return _NUMPY
+    try:
+        return array_api_compat.array_namespace(x)
+    except TypeError:  # a Python number or a NumPy scalar
+        return _NUMPY
 
 
 def _normalize_axes(axis, ndim):
@@ -48,6 +66,16 @@ def _normalize_axes(axis, ndim):
     return tuple(a % ndim if ndim else 0 for a in axis)
 
 
+def _full_index(index):
+    """`index` as a tuple ending in `...` where it has none: the Array API wants an index
+    that names every axis or has an ellipsis; NumPy reads the two alike."""
+    if not isinstance(index, tuple):
+        if getattr(index, "ndim", 0):  # an index array: a mask must stand alone
+            return index
+        index = (index,)
+    return index if any(p is Ellipsis for p in index) else index + (Ellipsis,)
+
+
 def _is_basic_index(index):
     """True when `x[index]` reads every element at most once (no integer arrays)."""
     parts = index if isinstance(index, tuple) else (index,)
@@ -55,7 +83,8 @@ def _is_basic_index(index):
         if p is None or p is Ellipsis or isinstance(p, (int, slice)):
             continue
         dtype = getattr(p, "dtype", None)
-        if dtype is not None and (dtype.kind == "b" or getattr(p, "ndim", 1) == 0):
+        if dtype is not None and (getattr(dtype, "kind", "") == "b" or str(dtype).endswith("bool")
+                                  or getattr(p, "ndim", 1) == 0):
             continue  # a boolean mask, or an integer scalar array
         return False
     return True
@@ -78,9 +107,10 @@ def unbroadcast(x, shape):
         return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
+    xp = _namespace(x)
     if len(axes) == lead:  # only leading axes: the sum has the shape already
-        return x.sum(axis=axes)
-    return x.sum(axis=axes).reshape(shape)
+        return xp.sum(x, axis=axes)
+    return xp.reshape(xp.sum(x, axis=axes), shape)
 
 
 def expand_reduced(x, shape, axis, keepdims):
@@ -88,7 +118,7 @@ def expand_reduced(x, shape, axis, keepdims):
     if keepdims or axis is None:
         return x
     axes = _normalize_axes(axis, len(shape))
-    return x.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return _namespace(x).reshape(x, tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
 def reduced_size(shape, axis):
@@ -128,11 +158,18 @@ def scatter_index(x, shape, index):
     Repeated integer indices accumulate (`add.at`), as the chain rule requires.
     """
     xp = _namespace(x)
-    out = xp.zeros(shape, dtype=getattr(x, "dtype", numpy.float64))
+    out = xp.zeros(shape, dtype=getattr(x, "dtype", None))
     if _is_basic_index(index):
-        out[index] = x
-    else:
+        full = _full_index(index)
+        if isinstance(full, tuple) and any(p is None for p in full):  # the Array API: no newaxis
+            full = tuple(p for p in full if p is not None)
+            x = xp.reshape(x, out[full].shape)
+        out[full] = x
+    elif hasattr(xp, "add") and hasattr(xp.add, "at"):
         xp.add.at(out, index, x)
+    else:
+        raise NotImplementedError(f"srcgrad: the gradient of an integer-array index needs a "
+                                  f"scatter-add, which {xp.__name__} lacks (the Array API has none)")
     return out
 
 
@@ -150,9 +187,9 @@ def shift(x, axis, reverse, fill):
     moved = xp.moveaxis(x, axis, -1)
     edge = xp.full(moved.shape[:-1] + (1,), fill, dtype=x.dtype)
     if reverse:
-        out = xp.concatenate([moved[..., 1:], edge], axis=-1)
+        out = xp.concat([moved[..., 1:], edge], axis=-1)
     else:
-        out = xp.concatenate([edge, moved[..., :-1]], axis=-1)
+        out = xp.concat([edge, moved[..., :-1]], axis=-1)
     return xp.moveaxis(out, -1, axis)
 
 
@@ -174,12 +211,12 @@ def linrec(a, b, axis, reverse):
     if reverse:
         A, B = xp.flip(A, axis=-1), xp.flip(B, axis=-1)
     # A[i] is the coefficient of u[i-d] in B[i]; it is zero once the chain reaches u[0].
-    A = xp.concatenate([xp.zeros_like(A[..., :1]), A[..., 1:]], axis=-1)
+    A = xp.concat([xp.zeros_like(A[..., :1]), A[..., 1:]], axis=-1)
     d = 1
     while d < n:
-        B = xp.concatenate([B[..., :d], B[..., d:] + A[..., d:] * B[..., :-d]], axis=-1)
+        B = xp.concat([B[..., :d], B[..., d:] + A[..., d:] * B[..., :-d]], axis=-1)
         if 2 * d < n:
-            A = xp.concatenate([A[..., :d], A[..., d:] * A[..., :-d]], axis=-1)
+            A = xp.concat([A[..., :d], A[..., d:] * A[..., :-d]], axis=-1)
         d *= 2
     if reverse:
         B = xp.flip(B, axis=-1)
@@ -199,11 +236,13 @@ def excumprod(x, axis, reverse):
     if n == 0:
         return x
     one = xp.ones_like(moved[..., :1])
+    # NumPy's name where there is one: the eager runtime maps NumPy functions to rows
+    cumprod = xp.cumprod if hasattr(xp, "cumprod") else xp.cumulative_prod
     if reverse:
-        inner = xp.flip(xp.cumprod(xp.flip(moved[..., 1:], axis=-1), axis=-1), axis=-1)
-        out = xp.concatenate([inner, one], axis=-1)
+        inner = xp.flip(cumprod(xp.flip(moved[..., 1:], axis=-1), axis=-1), axis=-1)
+        out = xp.concat([inner, one], axis=-1)
     else:
-        out = xp.concatenate([one, xp.cumprod(moved[..., :-1], axis=-1)], axis=-1)
+        out = xp.concat([one, cumprod(moved[..., :-1], axis=-1)], axis=-1)
     return xp.moveaxis(out, -1, axis)
 
 
@@ -249,17 +288,17 @@ def matmul_bar(c, other, shape, which):
     if which == 0:
         y = other
         if len(y.shape) == 1:
-            r = c * y if len(shape) == 1 else xp.expand_dims(c, -1) * y
+            r = c * y if len(shape) == 1 else xp.expand_dims(c, axis=-1) * y
         else:
-            yt = xp.swapaxes(y, -1, -2)
-            r = (xp.expand_dims(c, -2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
+            yt = xp.matrix_transpose(y)
+            r = (xp.expand_dims(c, axis=-2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
     else:
         x = other
         if len(x.shape) == 1:
-            r = c * x if len(shape) == 1 else xp.expand_dims(x, -1) * xp.expand_dims(c, -2)
+            r = c * x if len(shape) == 1 else xp.expand_dims(x, axis=-1) * xp.expand_dims(c, axis=-2)
         else:
-            xt = xp.swapaxes(x, -1, -2)
-            r = (xt @ xp.expand_dims(c, -1))[..., 0] if len(shape) == 1 else xt @ c
+            xt = xp.matrix_transpose(x)
+            r = (xt @ xp.expand_dims(c, axis=-1))[..., 0] if len(shape) == 1 else xt @ c
     if r.shape == shape:
         return r
     lead = len(r.shape) - len(shape)
@@ -304,7 +343,7 @@ def tensordot_bar(c, other, axes, shape, which):
     perm = tuple(labels.index(k) for k in range(len(labels)))
     if perm == tuple(range(len(perm))):
         return r
-    return (getattr(xp, "permute_dims", None) or xp.transpose)(r, perm)
+    return xp.permute_dims(r, perm)
 
 
 def einsum_bar(c, other, subscripts, shape, which):
@@ -376,10 +415,15 @@ def diagonal_bar(c, shape, offset, axis1, axis2):
     rest = tuple(s for i, s in enumerate(shape) if i not in (a1, a2))
     k = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
     c = xp.broadcast_to(c, rest + (k,))
-    out = xp.zeros(rest + (n, m), dtype=c.dtype)
-    rows = xp.arange(k) + max(-offset, 0)
-    cols = xp.arange(k) + max(offset, 0)
-    out[..., rows, cols] = c
+    # c's entry i goes to row r0 + i, column c0 + i: spread c over the rows, then keep the
+    # diagonal with a mask (the Array API has no fancy-index assignment)
+    r0, c0 = min(max(-offset, 0), n), max(offset, 0)
+    before = xp.zeros(rest + (r0,), dtype=c.dtype)
+    after = xp.zeros(rest + (n - r0 - k,), dtype=c.dtype)
+    by_row = xp.concat([before, c, after], axis=-1)
+    rows = xp.reshape(xp.arange(n), (n, 1))
+    cols = xp.reshape(xp.arange(m), (1, m))
+    out = xp.where(cols - rows == c0 - r0, xp.expand_dims(by_row, axis=-1), xp.zeros((), dtype=c.dtype))
     return xp.moveaxis(out, (-2, -1), (a1, a2))
 
 
@@ -422,7 +466,7 @@ def repeat_bar(c, shape, repeats, axis):
         counts = xp.asarray(repeats)
         ends = xp.cumsum(counts)
         zero = xp.zeros(moved.shape[:-1] + (1,), dtype=c.dtype)
-        total = xp.concatenate([zero, xp.cumsum(moved, axis=-1)], axis=-1)
+        total = xp.concat([zero, xp.cumsum(moved, axis=-1)], axis=-1)
         summed = xp.take(total, ends, axis=-1) - xp.take(total, ends - counts, axis=-1)
     out = xp.moveaxis(summed, -1, ax)
     return xp.reshape(out, shape) if axis is None else out
@@ -460,7 +504,7 @@ def pad_bar(c, shape, pad_width, mode):
     source = numpy.pad(numpy.arange(size).reshape(shape), pad_width, mode=mode)
     index = xp.asarray(source.reshape(-1))
     flat = xp.reshape(c, (-1,))
-    out = xp.bincount(index, weights=flat, minlength=size).astype(c.dtype)
+    out = xp.astype(xp.bincount(index, weights=flat, minlength=size), c.dtype)
     return xp.reshape(out, shape)
 
 
@@ -471,7 +515,7 @@ def concat_bar(c, arrays, axis):
     lead = (slice(None),) * ax
     for a in arrays:
         n = a.shape[ax]
-        pieces.append(c[lead + (slice(start, start + n),)])
+        pieces.append(c[lead + (slice(start, start + n), Ellipsis)])
         start += n
     return tuple(pieces)
 
@@ -480,7 +524,7 @@ def stack_bar(c, arrays, axis):
     """The slices of `c` that `numpy.stack(arrays, axis)` took from each array."""
     ax = axis % len(c.shape)
     lead = (slice(None),) * ax
-    return tuple(c[lead + (i,)] for i in range(len(arrays)))
+    return tuple(c[lead + (i, Ellipsis)] for i in range(len(arrays)))
 
 
 def _scatter_flat(c, shape, indices):
@@ -535,7 +579,7 @@ def diff_bar(c, n, axis):
     moved = xp.moveaxis(c, axis, -1)
     for _ in range(n):
         zero = xp.zeros(moved.shape[:-1] + (1,), dtype=moved.dtype)
-        padded = xp.concatenate([zero, moved, zero], axis=-1)
+        padded = xp.concat([zero, moved, zero], axis=-1)
         moved = padded[..., :-1] - padded[..., 1:]
     return xp.moveaxis(moved, -1, axis)
 
@@ -559,8 +603,12 @@ def setitem(x, index, v):
     """A copy of `x` with `v` written at `index`: `x[index] = v` as a function
     (Note [Mutation at trace time] in srcgrad.frontend.mutation)."""
     xp = _namespace(x)
-    out = xp.asarray(x).copy()
-    out[index] = v
+    out = xp.asarray(x)
+    out = out.copy() if hasattr(out, "copy") else xp.asarray(out, copy=True)  # Array API: no .copy
+    if not _is_basic_index(index) and not (hasattr(xp, "add") and hasattr(xp.add, "at")):
+        raise NotImplementedError(f"srcgrad: a write at an integer-array index needs NumPy's "
+                                  f"indexing, which {xp.__name__} lacks (the Array API has none)")
+    out[_full_index(index)] = v
     return out
 
 
@@ -568,12 +616,18 @@ def setitem_bar(c, index):
     """`c[index]` where the write `x[index] = v` survived: zero where a later repeated
     integer index overwrote it (NumPy keeps the last write). The transpose of
     `setitem(zeros, index, v)` with respect to v."""
-    picked = c[index]
+    picked = c[_full_index(index)]
     if _is_basic_index(index):
         return picked
     xp = _namespace(c)
-    ids = xp.reshape(xp.arange(numpy.size(picked)), numpy.shape(picked))
-    owner = xp.full(numpy.shape(c), -1)
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # the same writes as scatter_index
+        raise NotImplementedError(f"srcgrad: the gradient of a write at an integer-array index "
+                                  f"needs NumPy's indexing, which {xp.__name__} lacks")
+    size = 1
+    for n in picked.shape:
+        size *= n
+    ids = xp.reshape(xp.arange(size), picked.shape)
+    owner = xp.full(c.shape, -1)
     owner[index] = ids
     return xp.where(owner[index] == ids, picked, 0)
 
@@ -670,21 +724,3 @@ def check_saved(x, written, name, saved_at, writes):
                            "sg.autograd.graph.allow_mutation_on_saved_tensors().")
     return x
 
-def stacked_bar(c, arrays, how):
-    """The pieces of `c` that `numpy.<how>(arrays)` took from each array, each in its
-    array's shape (`how`: "hstack", "vstack", "dstack" or "column_stack").
-
-    An array of lower rank than `c` was promoted (atleast_1d/2d/3d, or a column) to
-    extent 1 along the joined axis; its piece is reshaped back."""
-    xp = _namespace(c)
-    ndim = len(c.shape)
-    ax = {"hstack": 0 if ndim == 1 else 1, "vstack": 0, "dstack": 2}.get(how, 1)
-    lead = (slice(None),) * ax
-    pieces, start = [], 0
-    for a in arrays:
-        shape = tuple(getattr(a, "shape", ()))
-        n = shape[ax] if len(shape) == ndim else 1
-        piece = c[lead + (slice(start, start + n), Ellipsis)]
-        pieces.append(piece if len(shape) == ndim else xp.reshape(piece, shape))
-        start += n
-    return tuple(pieces)

@@ -26,10 +26,21 @@ def _is_basic_index(index):
         if p is None or p is Ellipsis or isinstance(p, (int, slice)):
             continue
         dtype = getattr(p, "dtype", None)
-        if dtype is not None and (dtype.kind == "b" or getattr(p, "ndim", 1) == 0):
+        if dtype is not None and (getattr(dtype, "kind", "") == "b" or str(dtype).endswith("bool")
+                                  or getattr(p, "ndim", 1) == 0):
             continue  # a boolean mask, or an integer scalar array
         return False
     return True
+
+
+def _full_index(index):
+    """`index` as a tuple ending in `...` where it has none: the Array API wants an index
+    that names every axis or has an ellipsis; NumPy reads the two alike."""
+    if not isinstance(index, tuple):
+        if getattr(index, "ndim", 0):  # an index array: a mask must stand alone
+            return index
+        index = (index,)
+    return index if any(p is Ellipsis for p in index) else index + (Ellipsis,)
 
 
 def unbroadcast(x, shape):
@@ -47,9 +58,10 @@ def unbroadcast(x, shape):
         return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
+    xp = _namespace(x)
     if len(axes) == lead:  # only leading axes: the sum has the shape already
-        return x.sum(axis=axes)
-    return x.sum(axis=axes).reshape(shape)
+        return xp.sum(x, axis=axes)
+    return xp.reshape(xp.sum(x, axis=axes), shape)
 
 
 def check_grad(grad, shape, name, index):

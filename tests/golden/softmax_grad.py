@@ -26,10 +26,21 @@ def _is_basic_index(index):
         if p is None or p is Ellipsis or isinstance(p, (int, slice)):
             continue
         dtype = getattr(p, "dtype", None)
-        if dtype is not None and (dtype.kind == "b" or getattr(p, "ndim", 1) == 0):
+        if dtype is not None and (getattr(dtype, "kind", "") == "b" or str(dtype).endswith("bool")
+                                  or getattr(p, "ndim", 1) == 0):
             continue  # a boolean mask, or an integer scalar array
         return False
     return True
+
+
+def _full_index(index):
+    """`index` as a tuple ending in `...` where it has none: the Array API wants an index
+    that names every axis or has an ellipsis; NumPy reads the two alike."""
+    if not isinstance(index, tuple):
+        if getattr(index, "ndim", 0):  # an index array: a mask must stand alone
+            return index
+        index = (index,)
+    return index if any(p is Ellipsis for p in index) else index + (Ellipsis,)
 
 
 def unbroadcast(x, shape):
@@ -47,9 +58,10 @@ def unbroadcast(x, shape):
         return _namespace(x).broadcast_to(x, shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
+    xp = _namespace(x)
     if len(axes) == lead:  # only leading axes: the sum has the shape already
-        return x.sum(axis=axes)
-    return x.sum(axis=axes).reshape(shape)
+        return xp.sum(x, axis=axes)
+    return xp.reshape(xp.sum(x, axis=axes), shape)
 
 
 def expand_reduced(x, shape, axis, keepdims):
@@ -57,7 +69,7 @@ def expand_reduced(x, shape, axis, keepdims):
     if keepdims or axis is None:
         return x
     axes = _normalize_axes(axis, len(shape))
-    return x.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return _namespace(x).reshape(x, tuple(1 if i in axes else n for i, n in enumerate(shape)))
 
 
 def reduced_size(shape, axis):
@@ -80,17 +92,17 @@ def matmul_bar(c, other, shape, which):
     if which == 0:
         y = other
         if len(y.shape) == 1:
-            r = c * y if len(shape) == 1 else xp.expand_dims(c, -1) * y
+            r = c * y if len(shape) == 1 else xp.expand_dims(c, axis=-1) * y
         else:
-            yt = xp.swapaxes(y, -1, -2)
-            r = (xp.expand_dims(c, -2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
+            yt = xp.matrix_transpose(y)
+            r = (xp.expand_dims(c, axis=-2) @ yt)[..., 0, :] if len(shape) == 1 else c @ yt
     else:
         x = other
         if len(x.shape) == 1:
-            r = c * x if len(shape) == 1 else xp.expand_dims(x, -1) * xp.expand_dims(c, -2)
+            r = c * x if len(shape) == 1 else xp.expand_dims(x, axis=-1) * xp.expand_dims(c, axis=-2)
         else:
-            xt = xp.swapaxes(x, -1, -2)
-            r = (xt @ xp.expand_dims(c, -1))[..., 0] if len(shape) == 1 else xt @ c
+            xt = xp.matrix_transpose(x)
+            r = (xt @ xp.expand_dims(c, axis=-1))[..., 0] if len(shape) == 1 else xt @ c
     if r.shape == shape:
         return r
     lead = len(r.shape) - len(shape)

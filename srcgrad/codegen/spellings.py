@@ -1,0 +1,142 @@
+"""How each row of the table is written for a namespace that lacks NumPy's names.
+
+Note [Spellings]
+~~~~~~~~~~~~~~~~
+Rules render with NumPy's names (`xp.transpose`, `xp.concatenate`, `xp.shape(x)`),
+which NumPy and CuPy have. The Array API (array_api_strict, and dask through
+array_api_compat) names some of them differently and lacks others. Rather than a
+second table, `ARRAY_API` lists only the rows that differ: a row's replacement
+render (over the same parameter names, in the Array API's names), or a `Refused`
+with the reason; every other row's render is already valid Array-API code.
+srcgrad.codegen.emit looks a row up here while rendering for an Array-API target
+(Note [Array namespaces] in srcgrad.backend), and a refused row is a CompileError
+naming the op and the namespace. A conditional expression whose test is static
+after substitution (`axes is None`) is folded by emit, so a render may branch on a
+static parameter.
+
+tests/backends/test_array_api.py runs the rule table's gradcheck cases on
+array_api_strict and checks that every refused row is refused, with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+
+
+_REVERSED = "tuple(range(x.ndim - 1, -1, -1))"
+_SWAPPED = ("tuple(axis2 % x.ndim if i == axis1 % x.ndim else axis1 % x.ndim if i == axis2 % x.ndim "
+            "else i for i in range(x.ndim))")
+NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (NumPy's `add.at`), which the "
+                          "gradient of an integer-array gather needs")
+
+ARRAY_API: dict = {
+    "shape": "x.shape",
+    "ndim": "x.ndim",
+    "size": "math.prod(x.shape)",
+    "exp2": "2.0 ** x",
+    "cbrt": Refused("the Array API has no cube root"),
+    "arcsin": "xp.asin(x)",
+    "arccos": "xp.acos(x)",
+    "arctan": "xp.atan(x)",
+    "arcsinh": "xp.asinh(x)",
+    "arccosh": "xp.acosh(x)",
+    "arctanh": "xp.atanh(x)",
+    "arctan2": "xp.atan2(x, y)",
+    "conjugate": "xp.conj(x)",
+    "deg2rad": "x * (math.pi / 180.0)",
+    "rad2deg": "x * (180.0 / math.pi)",
+    "copy": "xp.asarray(x, copy=True)",
+    "astype": "xp.astype(x, getattr(xp, dtype) if isinstance(dtype, str) else dtype)",
+    "reshape": "xp.reshape(x, (shape,) if isinstance(shape, int) else shape)",
+    "tile": "xp.tile(x, (reps,) if isinstance(reps, int) else reps)",
+    # the Array API's full takes a Python number: an array fill value is broadcast
+    "full": "xp.full(shape, fill_value, dtype=dtype) if isinstance(fill_value, (int, float)) "
+            "else xp.broadcast_to(xp.asarray(fill_value, dtype=dtype), "
+            "(shape,) if isinstance(shape, int) else shape)",
+    "full_like": "xp.full_like(x, fill_value, dtype=dtype) if isinstance(fill_value, (int, float)) "
+                 "else xp.broadcast_to(xp.asarray(fill_value, dtype=x.dtype if dtype is None "
+                 "else dtype), x.shape)",
+    "rint": "xp.round(x)",
+    "round": "xp.round(x) if decimals == 0 else _refuse_decimals",
+    "identity": "xp.eye(n, dtype=dtype)",
+    "arange": "xp.arange(start, stop, 1 if step is None else step, dtype=dtype)",
+    "var": "xp.var(x, axis=axis, correction=ddof, keepdims=keepdims)",
+    "std": "xp.std(x, axis=axis, correction=ddof, keepdims=keepdims)",
+    "cumsum": "xp.cumulative_sum(xp.reshape(x, (-1,)) if axis is None else x, axis=0 if axis is None "
+              "else axis)",
+    "cumprod": "xp.cumulative_prod(xp.reshape(x, (-1,)) if axis is None else x, axis=0 if axis is None "
+               "else axis)",
+    # NumPy's default and 'fro' are the 2-norm of the flattened axes; an `ord` with an int
+    # axis is a vector norm. Matrix norms of other orders: linalg.matrix_norm differs.
+    "norm": "xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims) if ord is None or ord == 'fro' "
+            "else (xp.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims) "
+            "if isinstance(axis, int) else _refuse_matrix_norm)",
+    "dot": "x * y if x.ndim == 0 or y.ndim == 0 else "
+           "xp.tensordot(x, y, axes=((x.ndim - 1,), (max(y.ndim - 2, 0),)))",
+    "inner": "xp.tensordot(x, y, axes=((x.ndim - 1,), (y.ndim - 1,)))",
+    "outer": "xp.reshape(x, (-1, 1)) * xp.reshape(y, (1, -1))",
+    "einsum": Refused("the Array API has no einsum"),
+    "einsum_bar": Refused("the Array API has no einsum"),
+    "trace": "xp.sum(xp.linalg.diagonal(xp.moveaxis(x, (axis1, axis2), (-2, -1)), offset=offset), "
+             "axis=-1)",
+    "diagonal": "xp.linalg.diagonal(xp.moveaxis(x, (axis1, axis2), (-2, -1)), offset=offset)",
+    "tril": "xp.tril(x, k=k)",
+    "triu": "xp.triu(x, k=k)",
+    "eigh": "xp.linalg.eigh(x) if UPLO == 'L' else _refuse_uplo",
+    "eigvalsh": "xp.linalg.eigvalsh(x) if UPLO == 'L' else _refuse_uplo",
+    "ravel": "xp.reshape(x, (-1,))",
+    "flatten": "xp.reshape(x, (-1,))",
+    "transpose": f"xp.permute_dims(x, {_REVERSED} if axes is None else axes)",
+    "T": f"xp.permute_dims(x, {_REVERSED})",
+    "matrix_transpose": "xp.matrix_transpose(x)",
+    "swapaxes": f"xp.permute_dims(x, {_SWAPPED})",
+    "expand_dims": "xp.expand_dims(x, axis=axis)",
+    "squeeze": "xp.squeeze(x, axis=tuple(i for i, n in enumerate(x.shape) if n == 1) "
+               "if axis is None else axis)",
+    "flip": "xp.flip(x, axis=axis)",
+    "concatenate": "xp.concat(arrays, axis=axis)",
+    "split": Refused("the Array API has no split"),
+    "pad": Refused("the Array API has no pad"),
+    "pad_bar": Refused("the Array API has no pad"),
+    "diff": "xp.diff(x, n=n, axis=axis)",
+    "take": "xp.take(x, indices, axis=axis)",
+    "take_bar": _NO_SCATTER_ADD,
+    "take_along_bar": _NO_SCATTER_ADD,
+    "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
+                           "API lacks"),
+    "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
+                          "implemented for the Array API)"),
+}
+
+# Placeholders a render names on a static branch it cannot take: the reason it gives.
+REFUSED_BRANCHES = {
+    "_refuse_decimals": "round with decimals != 0 (the Array API's round has no decimals)",
+    "_refuse_matrix_norm": "a matrix norm other than 'fro' (linalg.norm with a tuple or no axis)",
+    "_refuse_uplo": "UPLO='U' (the Array API's eigh reads one triangle of its choice)",
+}
+
+
+# Rows whose result is boolean, and the arithmetic rows that read a boolean operand as a
+# number in NumPy (a tie mask times a cotangent): emit casts it for the Array API.
+BOOLEAN_RESULTS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+                             "isnan", "isinf", "isfinite", "logical_not", "logical_and",
+                             "logical_or", "logical_xor"})
+ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide"})
+COUNTS = frozenset({"sum"})  # NumPy counts a mask with sum; the Array API sums numbers only
+
+# Rows whose Array-API functions take Python numbers where NumPy's do (a fill value, a
+# bound); every other call gets `xp.asarray(<float>)` for a float constant operand.
+SCALAR_ARGS = frozenset({"full", "full_like", "clip", "shift"})
+
+
+def spelling_of(rule_name: str, spelling: str):
+    """The render of row `rule_name` for `spelling` ("numpy": None, the rule's own),
+    or a `Refused`."""
+    if spelling == "numpy":
+        return None
+    return ARRAY_API.get(rule_name)

@@ -1,0 +1,91 @@
+"""The rule table's gradcheck suite on array_api_strict (Note [Array namespaces]).
+
+Each case of tests/rules/cases.py is written as NumPy user code (the module
+tests/rules/test_compiled_rules.py builds), its gradient compiled once, and run on
+`array_api_strict` arrays: the generated code is then spelled in the Array API's
+names and bound to array_api_strict (Note [Spellings]). The gradient is compared with
+central differences of the same function computed by NumPy, in float64.
+
+A row the Array API cannot express must be refused with a CompileError naming the op
+and the namespace; `REFUSED` lists them with the reason, and the test fails both when
+a listed row starts to work and when an unlisted one is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import CompileError
+from tests.conftest import numeric_grad
+from tests.rules.test_compiled_rules import _SYMMETRIC_INPUT, _build, _sym, compiled_cases
+
+xs = pytest.importorskip("array_api_strict")
+
+# row -> why the Array API cannot express it (a substring of the CompileError)
+REFUSED = {
+    "cbrt": "no cube root",
+    "einsum": "no einsum",
+    "einsum_bar": "no einsum",
+    "pad": "no pad",
+    "pad_bar": "no pad",
+    "split": "no split",
+    "take": "no scatter-add",
+    "take_bar": "no scatter-add",
+    "take_along_axis": "no scatter-add",
+    "take_along_bar": "no scatter-add",
+    "sort": "no scatter-add",
+    "repeat": "transpose of repeat",
+    "stacked_bar": "transpose of hstack",
+    # rows whose NumPy function the namespace lacks: refused by name
+    **{name: "it has no `xp." for name in ("atleast_1d", "atleast_2d", "atleast_3d", "hstack",
+                                            "vstack", "dstack", "column_stack")},
+    "repeat_bar": "transpose of repeat",
+}
+# Cases refused for an argument the Array API cannot take (case id -> reason): at
+# compile time for a static one, at run time (NotImplementedError) for an index array.
+_GATHER = "needs a scatter-add"
+REFUSED_CASES = {
+    "eigh-upper": "UPLO='U'",
+    "norm-ord2": "a matrix norm", "norm-ord1": "a matrix norm", "norm-inf": "a matrix norm",
+    "norm-ord0.5": "a matrix norm",
+    # an integer index array given as an argument: array_api_strict itself rejects the
+    # gather `x[idx]` of a matrix (its IndexError), before any gradient is computed
+    "getitem-duplicates": "only specifies 1 dimensions", "scatter_index-duplicates": _GATHER,
+    "setitem-repeated": "integer-array index", "setitem_bar-repeated": "integer-array index",
+}
+
+VJP_CASES = compiled_cases("vjp")
+
+
+def _strict(value):
+    return xs.asarray(value) if isinstance(value, np.ndarray) else value
+
+
+def _case_id(case) -> str:
+    return f"{case[0].name}-{case[1]}"
+
+
+@pytest.mark.parametrize("case", VJP_CASES, ids=[_case_id(c) for c in VJP_CASES])
+def test_rule_gradient_on_array_api_strict(tmp_path, case):
+    rule, case_id, args = case
+    module, wrt, values = _build(tmp_path, rule, args)
+    grad = sg.grad(module.f, wrt=tuple(wrt))
+    reason = REFUSED.get(rule.name) or REFUSED_CASES.get(_case_id(case))
+    try:
+        grads = grad(*[_strict(v) for v in values])
+    except (CompileError, NotImplementedError, IndexError) as err:
+        assert isinstance(err, IndexError) or "array_api_strict" in str(err), str(err)
+        assert reason is not None, f"refused but not listed in REFUSED: {err}"
+        assert reason in str(err), str(err)
+        return
+    assert reason is None, f"{rule.name} is listed as refused ({reason}) but compiled"
+    for i, g in zip(wrt, grads):
+        assert type(g) is type(xs.asarray(0.0)), type(g)  # computed by array_api_strict
+        got = np.asarray(g)
+        expected = numeric_grad(module.f, values, i)
+        if rule.name in _SYMMETRIC_INPUT:
+            got, expected = _sym(got), _sym(expected)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"argument {i}")
+
