@@ -39,7 +39,7 @@ __all__ = [
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
     "check_grad", "differentiable_once", "storage_written", "check_saved",
-    "setitem", "setitem_bar", "no_alias", "numpy_number",
+    "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar",
 ]
 
 
@@ -724,3 +724,22 @@ def check_saved(x, written, name, saved_at, writes):
                            "sg.autograd.graph.allow_mutation_on_saved_tensors().")
     return x
 
+
+def stacked_bar(c, arrays, how):
+    """The pieces of `c` that `numpy.<how>(arrays)` took from each array, each in its
+    array's shape (`how`: "hstack", "vstack", "dstack" or "column_stack").
+
+    An array of lower rank than `c` was promoted (atleast_1d/2d/3d, or a column) to
+    extent 1 along the joined axis; its piece is reshaped back."""
+    xp = _namespace(c)
+    ndim = len(c.shape)
+    ax = {"hstack": 0 if ndim == 1 else 1, "vstack": 0, "dstack": 2}.get(how, 1)
+    lead = (slice(None),) * ax
+    pieces, start = [], 0
+    for a in arrays:
+        shape = tuple(getattr(a, "shape", ()))
+        n = shape[ax] if len(shape) == ndim else 1
+        piece = c[lead + (slice(start, start + n), Ellipsis)]
+        pieces.append(piece if len(shape) == ndim else xp.reshape(piece, shape))
+        start += n
+    return tuple(pieces)
