@@ -17,7 +17,7 @@ import inspect
 
 import numpy
 
-from srcgrad import jacobians
+from srcgrad import backend, jacobians
 from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
 from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
@@ -273,7 +273,10 @@ def _vjp_variant(compiled, leaves) -> tuple:
     hit = compiled.variants.get(key)
     if hit is None:
         try:
-            hit = (*compiled.specialized(tuple(leaves), key[0]), True)
+            # a NumPy variant was compiled for NumPy cotangents; another library's runs
+            # the generic code bound to it (Note [Array namespaces]): its own arrays
+            numpy_variant = backend.target_of(*leaves) is backend.NUMPY
+            hit = (*compiled.specialized(tuple(leaves), key[0]), numpy_variant)
         except ProbeFailed:
             hit = (compiled.entry(0), compiled.entry(1), False)
         compiled.variants[key] = hit
@@ -335,7 +338,9 @@ def jvp(f, primals, tangents, *, has_aux=False):
                         f"got {len(primals)} primals")
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_jvp(fn, trees=trees if nested else None)
-    outs, touts = compiled.entry()(*p_leaves, *t_leaves)
+    target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
+    impl = compiled.entry() if target is backend.NUMPY else compiled.entry_for(target)
+    outs, touts = impl(*p_leaves, *t_leaves)
     tree, n_out = _split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
     if has_aux:

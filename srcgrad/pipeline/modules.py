@@ -299,6 +299,10 @@ class CompiledJvp(Compiled):
             self._entry = ns[parse_function(self.fn).name + "_jvp"]
         return self._entry
 
+    def entry_for(self, target):
+        """The generic JVP bound to a non-NumPy namespace (Note [Array namespaces])."""
+        return self.load_for(target)[parse_function(self.fn).name + "_jvp"]
+
 
 _JVP: dict = {}  # (source function, wrt) -> CompiledJvp, so repeated calls compile once
 

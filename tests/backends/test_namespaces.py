@@ -146,3 +146,19 @@ def test_emit_cupy_imports_cupy(user):
     assert done.returncode == 0, done.stderr
     assert "import cupy as xp" in done.stdout
     assert "xp.exp(" in done.stdout  # NumPy's names: CuPy has them
+
+
+def test_vjp_and_jvp_on_array_api_strict(user):
+    w, X, y = _data()
+    args = (xs.asarray(w), xs.asarray(X), xs.asarray(y))
+    out, vjp_fn = sg.vjp(user.loss, *args)
+    grads = vjp_fn(xs.asarray(1.0))
+    assert all(type(g) is type(args[0]) for g in grads)
+    for i in range(3):
+        np.testing.assert_allclose(np.asarray(grads[i]), numeric_grad(user.loss, [w, X, y], i),
+                                   rtol=1e-6, atol=1e-8)
+    v = np.random.default_rng(5).standard_normal(3)
+    value, tangent = sg.jvp(user.loss, args, (xs.asarray(v), xs.asarray(0 * X), xs.asarray(0 * y)))
+    assert type(tangent) is type(args[0])
+    np.testing.assert_allclose(float(tangent), numeric_grad(user.loss, [w, X, y], 0) @ v, rtol=1e-6)
+    np.testing.assert_allclose(float(value), user.loss(w, X, y), rtol=1e-12)
