@@ -79,6 +79,11 @@ class Compiled:
         original arguments, calling generated code on their leaves, and nesting the
         gradients back into each argument's structure (Note [Container arguments])."""
         leaves, _ = pytree.flatten_args(args)
+        target = backend.target_of(*leaves)
+        if target is not backend.NUMPY:  # the container variant is NumPy's only
+            raise NotImplementedError(f"srcgrad: tuples, lists and dicts of {target.describe()} "
+                                      "arrays as arguments: not yet; pass the arrays as separate "
+                                      "arguments")
         fs = self.parsed()
         cache = programs.cache_key(fs, self.options(key) + (records_key(trees),))
 

@@ -162,3 +162,15 @@ def test_vjp_and_jvp_on_array_api_strict(user):
     assert type(tangent) is type(args[0])
     np.testing.assert_allclose(float(tangent), numeric_grad(user.loss, [w, X, y], 0) @ v, rtol=1e-6)
     np.testing.assert_allclose(float(value), user.loss(w, X, y), rtol=1e-12)
+
+
+def test_container_arguments_of_other_libraries_say_not_yet(tmp_path):
+    path = tmp_path / "pair_user.py"
+    path.write_text("import numpy as np\n\n\ndef f(p):\n    return np.sum(p[0] * p[1])\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pair_user", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(NotImplementedError, match="array_api_strict arrays as arguments: not yet"):
+        sg.grad(mod.f)((xs.asarray([1.0, 2.0]), xs.asarray([3.0, 4.0])))
