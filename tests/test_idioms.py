@@ -221,3 +221,15 @@ def test_power_zero_at_zero_has_zero_gradient():
     _, t = sg.jvp(power_zero, (x,), (np.ones(3),))
     assert_close(t, np.sum(2 * x))
     assert not np.any(np.isnan(sg.grad(power_zero_traced_exponent)(np.array([0.0, 0.0]))))
+
+
+# ---------------------------------------------------------------- more NumPy functions
+def more_numpy_functions(x):
+    m = np.reshape(x, (2, 3))
+    y = np.roll(x, 2) * np.ravel(np.fliplr(m)) + np.ravel(np.flipud(m)) ** 2
+    return np.vdot(y, x) + np.sum(np.logaddexp2(x, y)) + np.count_nonzero(x > 0) * x[0] \
+        + np.sum(np.asanyarray(x) ** 3)
+
+
+def test_more_numpy_functions():
+    _check(more_numpy_functions, rng.standard_normal(6))

@@ -51,7 +51,7 @@ def lower_call(tracer, callee, args, kwargs, node):
     """The value of `callee(*args, **kwargs)` built from rows, or NOT_LOWERED."""
     try:
         stacking = _STACKING.get(callee)
-        array_like = callee in (numpy.array, numpy.asarray)
+        array_like = callee in (numpy.array, numpy.asarray, numpy.asanyarray)
     except TypeError:  # an unhashable callee
         return NOT_LOWERED
     if stacking is not None:
@@ -101,7 +101,7 @@ def _array(tracer, callee, args, kwargs, node):
         value = _stack_nested(tracer, obj, node)
     elif isinstance(obj, Var):
         if dtype.value is None:
-            return obj if callee is numpy.asarray else \
+            return obj if callee is not numpy.array else \
                 tracer.apply(rules.RULES["copy"], [obj], {}, node)
         value = obj
     else:

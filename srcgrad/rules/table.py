@@ -367,6 +367,11 @@ defrule("logaddexp", "x, y", "xp.logaddexp(x, y)", targets=("numpy.logaddexp",),
         vjp={"x": _ub("g * xp.exp(x - ans)", "x"), "y": _ub("g * xp.exp(y - ans)", "y")},
         jvp={"x": "x_t * xp.exp(x - ans)", "y": "y_t * xp.exp(y - ans)"})
 
+defrule("logaddexp2", "x, y", "xp.logaddexp2(x, y)", targets=("numpy.logaddexp2",),
+        elementwise=True,
+        vjp={"x": _ub("g * xp.exp2(x - ans)", "x"), "y": _ub("g * xp.exp2(y - ans)", "y")},
+        jvp={"x": "x_t * xp.exp2(x - ans)", "y": "y_t * xp.exp2(y - ans)"})
+
 # The cotangent goes inside `where` so the result keeps its dtype (float32 stays float32).
 _TIE = "xp.where({a} {op} {b}, {t}, xp.where({a} == {b}, 0.5 * {t}, 0))"
 for _name, _op in (("maximum", ">"), ("minimum", "<")):
@@ -433,6 +438,8 @@ _nondiff("argmin", "x, axis=None, keepdims=False",
          "xp.argmin(x, axis=axis, keepdims=keepdims)", method="argmin", elementwise=False)
 _nondiff("argsort", "x, axis=-1", "xp.argsort(x, axis=axis)", method="argsort",
          elementwise=False)
+_nondiff("count_nonzero", "x, axis=None, keepdims=False",
+         "xp.count_nonzero(x, axis=axis, keepdims=keepdims)", elementwise=False)
 for _name in ("all", "any"):
     _nondiff(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
              method=_name, elementwise=False)
@@ -567,6 +574,12 @@ defrule("dot", "x, y", "xp.dot(x, y)", targets=("numpy.dot",), method="dot",
         vjp={"x": 'tensordot_bar(g, y, "dot", xp.shape(x), 0)',
              "y": 'tensordot_bar(g, x, "dot", xp.shape(y), 1)'},
         jvp={"x": "xp.dot(x_t, y)", "y": "xp.dot(x, y_t)"})
+
+defrule("vdot", "x, y", "xp.vdot(x, y)", targets=("numpy.vdot",),
+        vjp={"x": "xp.reshape(g * xp.ravel(y), xp.shape(x))",
+             "y": "xp.reshape(g * xp.ravel(x), xp.shape(y))"},
+        jvp={"x": "xp.vdot(x_t, y)", "y": "xp.vdot(x, y_t)"},
+        doc="real arrays (the dot of the flattened arrays)")
 
 defrule("inner", "x, y", "xp.inner(x, y)", targets=("numpy.inner",),
         vjp={"x": 'tensordot_bar(g, y, "inner", xp.shape(x), 0)',
@@ -733,6 +746,14 @@ defrule("squeeze", "x, axis=None", "xp.squeeze(x, axis=axis)", targets=("numpy.s
 
 defrule("flip", "x, axis=None", "xp.flip(x, axis)", targets=("numpy.flip",),
         vjp={"x": "xp.flip(g, axis)"}, jvp={"x": "xp.flip(x_t, axis)"})
+
+for _name in ("fliplr", "flipud"):
+    defrule(_name, "x", f"xp.{_name}(x)", targets=(f"numpy.{_name}",),
+            vjp={"x": f"xp.{_name}(g)"}, jvp={"x": f"xp.{_name}(x_t)"})
+
+defrule("roll", "x, shift, axis=None", "xp.roll(x, shift, axis=axis)", targets=("numpy.roll",),
+        vjp={"x": "xp.roll(g, -shift, axis=axis)"}, jvp={"x": "xp.roll(x_t, shift, axis=axis)"},
+        doc="an int shift (a tuple of shifts is refused when compiling)")
 
 defrule("concatenate", "arrays, axis=0", "xp.concatenate(arrays, axis=axis)",
         targets=("numpy.concatenate",),

@@ -594,3 +594,10 @@ for _name, _spec in (("floor", {"x": 2.5}), ("ceil", {"x": -2.5}), ("trunc", {"x
     case(f"pymath_{_name}", ("int", _spec))
 case("py_float", ("int", {"x": 3}))
 case("py_int", ("float", {"x": 3.7}))
+case("fliplr", ("matrix", {"x": N(3, 4)}), ("3-d", {"x": N(2, 3, 2)}))
+case("flipud", ("vector", {"x": N(4)}), ("matrix", {"x": N(3, 4)}))
+case("roll", ("flat", {"x": N(3, 4), "shift": 5}), ("axis", {"x": N(3, 4), "shift": -1, "axis": 1}),
+     ("axes", {"x": N(2, 3, 4), "shift": 2, "axis": (0, 2)}))
+case("logaddexp2", *_binary())
+case("count_nonzero", ("all", {"x": B(3, 4)}), ("axis", {"x": B(3, 4), "axis": 1, "keepdims": True}))
+case("vdot", ("vectors", {"x": N(4), "y": N(4)}), ("matrices", {"x": N(2, 3), "y": N(3, 2)}))
