@@ -18,6 +18,7 @@ import importlib.resources
 import inspect
 import math
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -472,25 +473,55 @@ _STANDALONE = {
 
 
 def render_module(functions: list, *, version: str, origin: str, key: str, helpers=(),
-                  constants=(), standalone: bool = False, backend: str = "numpy") -> str:
+                  constants=(), standalone: bool = False, backend: str = "numpy",
+                  command: str = "") -> str:
     """A module of `functions`. `standalone`: it imports its namespace (`backend`, one
-    of "numpy", "cupy", "array-api") and carries the helpers it calls, so it runs
-    without srcgrad."""
+    of "numpy", "cupy", "array-api") and carries the helpers it calls (and only those,
+    with what they call), so it runs without srcgrad; `command` is the `srcgrad emit`
+    command line that writes it again."""
     helper_sources, imports, needs = [], [], ""
     if standalone:
         needs, imports, namespace_def = _STANDALONE[backend]
-        helper_sources = [_helper_source(h) for h in helpers]
-        if helpers:
-            helper_sources = [namespace_def] + [_helper_source(n) for n in (
-                "_normalize_axes", "_is_basic_index", "_full_index")] + helper_sources
-        if "numpy." in "\n".join(helper_sources) and "import numpy" not in imports:
+        helper_sources = [namespace_def if name == "_namespace" else _helper_source(name)
+                          for name in _helper_closure(helpers)]
+        used = "\n".join(helper_sources + list(functions))
+        imports = [line for line in imports if _import_used(line, used)]
+        if "numpy." in used and not any(line.split("#")[0].strip() == "import numpy"
+                                         for line in imports):
             imports = imports + ["import numpy  # shape bookkeeping in the helpers"]
     text = _environment().get_template("module.py.j2").render(
         functions=functions, version=version, origin=origin, key=key, helpers=list(helpers),
         constants=list(constants), standalone=standalone, helper_sources=helper_sources,
-        imports=imports, needs=needs, backend=backend)
+        imports=imports, needs=needs, backend=backend,
+        command=command or f"srcgrad emit {origin}")
     ast.parse(text)
     return text
+
+
+def _helper_closure(helpers) -> list:
+    """`helpers` and every function of srcgrad.rules.helpers they call, transitively:
+    private ones first, each in the order the helpers module defines them."""
+    from srcgrad.rules import helpers as module
+
+    defined = {name for name, value in vars(module).items()
+               if inspect.isfunction(value) and value.__module__ == module.__name__}
+    needed, stack = set(), list(helpers)
+    while stack:
+        name = stack.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        tree = ast.parse(_helper_source(name))
+        stack += [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in defined]
+    order = [name for name in vars(module) if name in needed]
+    return [n for n in order if n.startswith("_")] + [n for n in order if not n.startswith("_")]
+
+
+def _import_used(line: str, text: str) -> bool:
+    """Whether the module name an `import X [as Y]` line binds is used in `text`."""
+    words = line.split("#")[0].split()
+    bound = words[-1] if "as" in words else words[1]
+    return re.search(rf"\b{re.escape(bound)}\b", text) is not None
 
 
 def _helper_source(name: str) -> str:

@@ -417,9 +417,19 @@ def _fold_broadcast_scalars(op, producer, scalars):
         return None
     if all(isinstance(v, Const) for v in values):
         return _Rewrite((Const(evaluate_static(rules.RULES[op.prim], values)), shape), prim="broadcast_to")
-    scalar = Var(f"_{op.outs[0].name.lstrip('_')}_scalar")
+    scalar = Var(_scalar_name(op.prim, values))
     pre = Op(op.prim, tuple(values), (scalar,), op.loc, {"backward": True})
     return _Rewrite((scalar, shape), prim="broadcast_to", before=(pre,))
+
+
+def _scalar_name(prim, values) -> str:
+    """A name that says what a scalar factored out of an array op is: `1.0 / n` is the
+    reciprocal of n (a mean's 1/N), anything else is named after its operation."""
+    numerator = values[0]
+    if prim == "divide" and isinstance(numerator, Const) and numerator.value == 1 \
+            and isinstance(values[1], Var):
+        return "_inv" + "_" + values[1].name.lstrip("_")
+    return f"_{prim}"
 
 
 class _Rewrite:

@@ -344,11 +344,18 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
     if mode not in ("reverse", "forward", "both"):
         raise ValueError(f"mode={mode!r}: choose 'reverse', 'forward' or 'both'")
     target = backend.STANDALONE[namespace]  # `emit --backend`: Note [Array namespaces]
+    params = list(inspect.signature(func).parameters)
+    command = " ".join([f"srcgrad emit {short_path(fs.filename)}:{fs.name}"]
+                       + ([f"--wrt {','.join(params[i] for i in wrt)}"]
+                          if tuple(wrt) != tuple(range(len(params))) else [])
+                       + ([f"--mode {mode}"] if mode != "reverse" else [])
+                       + (["--no-optimize"] if not optimize else [])
+                       + ([f"--backend {namespace}"] if namespace != "numpy" else []))
     with emit.namespace(target.spelling, target.mutable, target.describe(), backend.reference(target)):
-        return _standalone(fs, wrt, single, mode, optimize, namespace)
+        return _standalone(fs, wrt, single, mode, optimize, namespace, command)
 
 
-def _standalone(fs, wrt, single, mode, optimize, namespace) -> str:
+def _standalone(fs, wrt, single, mode, optimize, namespace, command) -> str:
     sources, constants = [], {}
     if mode in ("reverse", "both"):
         source, pool = programs.gradient_program(fs, wrt, single=single, optimized=optimize)
@@ -363,7 +370,7 @@ def _standalone(fs, wrt, single, mode, optimize, namespace) -> str:
                          f"({', '.join(constants)}); emit cannot write them into a module")
     return emit.render_module(sources, version=VERSION, origin=f"{short_path(fs.filename)}:{fs.name}",
                               key="standalone", helpers=emit.helpers_used(sources), standalone=True,
-                              backend=namespace)
+                              backend=namespace, command=command)
 
 
 def clear() -> None:
