@@ -7,6 +7,7 @@ reshaped like JAX's: `out.shape + arg.shape`, nested like `f`'s result.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
@@ -66,7 +67,9 @@ class Jacobian:
             key = tuple(numpy.shape(a) for a in args)
             mode = self._modes.get(key)
             if mode is None:
-                out_size = sum(numpy.size(leaf) for leaf in pytree.flatten(self.f(*args))[0])
+                # on copies: f may write into its arguments, and the Jacobian is at `args`
+                out = self.f(*copy.deepcopy(args))
+                out_size = sum(numpy.size(leaf) for leaf in pytree.flatten(out)[0])
                 in_size = sum(numpy.size(args[i]) for i in self.indices)
                 mode = self._modes[key] = "forward" if in_size < out_size else "reverse"
         tree, outs, blocks = jacobian_blocks(self.f, args, self.indices, mode)

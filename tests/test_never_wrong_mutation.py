@@ -195,3 +195,41 @@ def test_read_only_argument_written_raises_as_numpy_does():
     expected = numeric_grad(lambda a: writes_its_argument(a.copy()), [y], 0)
     assert_close(sg.grad(writes_its_argument)(y), expected)
     assert_close(y, [1.0, 2.0])
+
+
+def write_through_enumerated_row(x0):
+    for i, row in enumerate(x0):
+        row[i] *= np.sum(x0)
+    return np.sum(x0)
+
+
+def write_through_index_instead(x0):
+    x0 = x0 * 1.0
+    for i in range(x0.shape[0]):
+        x0[i, i] *= np.sum(x0)
+    return np.sum(x0)
+
+
+def test_row_of_the_loop_sequence_written_is_refused_and_the_rewrite_compiles():
+    a = np.array([[0.5, -0.2], [0.3, 0.9]])
+    with pytest.raises(sg.CompileError, match="row of the array the loop iterates over"):
+        sg.grad(write_through_enumerated_row)(a.copy())
+    value, grad = sg.value_and_grad(write_through_index_instead)(a)
+    assert_close(value, write_through_enumerated_row(a.copy()))
+    assert_close(grad, numeric_grad(write_through_index_instead, [a], 0), rtol=1e-5, atol=1e-7)
+
+
+def writes_then_reads_in_loop(x1):
+    x1[[0, 1]] = np.cos(x1[:1])
+    y1 = np.zeros((3,))
+    for i in range(3):
+        y1[i] = np.sum(x1)
+    return y1[1]
+
+
+def test_jacobian_auto_does_not_run_f_on_the_callers_array():
+    x = np.array([0.3, -0.7, 1.1])
+    expected = numeric_grad(lambda a: writes_then_reads_in_loop(a.copy()), [x], 0)
+    for mode in ("auto", "reverse", "forward"):
+        assert_close(sg.jacobian(writes_then_reads_in_loop, mode=mode)(x), expected, rtol=1e-5, atol=1e-7)
+        assert_close(x, [0.3, -0.7, 1.1])

@@ -150,7 +150,9 @@ def lower_jumps(stmts, flag="_break"):
     return lower(list(stmts)), bool(found)
 
 
+SEQUENCE = "_sequence"  # hidden names of the arrays `for row in x` iterates over
 BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
+ITEM = "_item"  # the element an unrolled loop binds its target to (trace_unrolled_for)
 
 
 def _assign_flag(node, flag):
@@ -291,10 +293,7 @@ class ControlFlow:
             self.fail(node, "`for ... else`", "use a flag variable")
         plan = self.loop_plan(node, scope)
         if plan is None:  # a static sequence: one trace per element
-            items = self.static_items(node, scope)
-            for item in items:
-                self.bind(node.target, item, scope)
-                self.trace_loop_body(node, scope)
+            self.trace_unrolled_for(node, scope)
             return
         start, stop, step, per_index = plan
         body, flag = self._loop_body(node, scope)
@@ -309,13 +308,15 @@ class ControlFlow:
                 self.note_maybe_none(param, scope.env[name])
             body_ops, env_after, _, _ = self.trace_block(
                 body, scope, dict(zip(carried, params)),
-                prologue=lambda inner: self.bind(node.target, per_index(index), inner))
+                prologue=lambda inner: self.bind(node.target, per_index(index, inner), inner))
             if not (self._carry_more(carried, kinds, scope.env, env_after, _target_names(node.target))
                     or self._widen(kinds, carried, env_after)):
                 break
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
         scope.env.pop(flag, None)
+        for name in [n for n in scope.env if n.startswith(SEQUENCE)]:
+            scope.env.pop(name)
 
     def trace_while(self, node, scope):
         if node.orelse:
@@ -413,13 +414,35 @@ class ControlFlow:
                 self.maybe_none = set()
             self.maybe_none.add(id(out))
 
-    def trace_loop_body(self, node, scope):
-        for stmt in node.body:
-            self.loc = scope.locate(stmt)
-            if isinstance(stmt, (gast.Break, gast.Continue)):
-                self.fail(stmt, f"`{type(stmt).__name__.lower()}` in a loop over a tuple or list",
-                          "loop over range(len(...)) instead")
-            self.stmt(stmt, scope)
+    def trace_unrolled_for(self, node, scope):
+        """A loop over a tuple, list, dict (or zip/enumerate of them): one trace of the
+        body per element. `break`/`continue` are lowered as in other loops (lower_jumps):
+        after a break that depends on data, each later element's body runs under
+        `if not _break`, and the loop variable is bound inside that guard, so after the
+        loop it holds the element that broke, as in Python."""
+        items = self.static_items(node, scope)
+        depth = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
+        flag = f"{BREAK_FLAG}{depth}" if depth else BREAK_FLAG
+        item = f"{ITEM}{sum(1 for n in scope.env if n.startswith(ITEM))}"
+        lowered, breaks = lower_jumps(node.body, flag)
+        bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
+                                              type_comment=None), node.target)
+        body = [bind] + lowered
+        if breaks:
+            scope.env[flag] = Const(False)
+            body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=body, orelse=[]),
+                                       node)]
+        for value in items:
+            done = scope.env.get(flag)
+            if breaks and isinstance(done, Const) and done.value:
+                break  # a break on static values: the rest never runs
+            scope.env[item] = value
+            for stmt in body:
+                self.loc = scope.locate(stmt)
+                self.stmt(stmt, scope)
+        scope.env.pop(item, None)
+        if breaks:
+            scope.env.pop(flag, None)
 
     def loop_plan(self, node, scope):
         """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
@@ -438,20 +461,37 @@ class ControlFlow:
             if all(isinstance(a, Const) for a in (start, stop, step)) and _subscripts_containers(
                     node, scope):
                 return None  # `for i in range(3): layers[i]`: the index must be static
-            return start, stop, step, lambda i: i
+            return start, stop, step, lambda i, inner: i
         value = self.expr(it, scope) if not _is_builtin_call(it, ("enumerate", "zip")) else None
         if isinstance(value, Var):  # rows of an array
-            return Const(0), self._length(value), Const(1), lambda i: self._row(value, i)
+            (name,) = self._sequences(scope, [value])
+            return (Const(0), self._length(value), Const(1),
+                    lambda i, inner: self._row(inner.env[name], i))
         if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1:
             seq = self.expr(it.args[0], scope)
             if isinstance(seq, Var):
-                return Const(0), self._length(seq), Const(1), lambda i: (i, self._row(seq, i))
+                (name,) = self._sequences(scope, [seq])
+                return (Const(0), self._length(seq), Const(1),
+                        lambda i, inner: (i, self._row(inner.env[name], i)))
         if _is_builtin_call(it, ("zip",)):
             seqs = [self.expr(a, scope) for a in it.args]
             if any(isinstance(s, Var) for s in seqs) and all(isinstance(s, Var) for s in seqs):
+                names = self._sequences(scope, seqs)
                 return (Const(0), self._length(seqs[0]), Const(1),
-                        lambda i: tuple(self._row(s, i) for s in seqs))
+                        lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
         return None
+
+    @staticmethod
+    def _sequences(scope, values) -> list:
+        """Bind the arrays a loop iterates over to hidden names: a row is a view of the
+        array *as the body sees it*, so a write through a row reaches it (Note [Aliases
+        across blocks]); Python evaluates the iterable once, so it is not re-read."""
+        names = []
+        for value in values:
+            name = f"{SEQUENCE}{sum(1 for n in scope.env if n.startswith(SEQUENCE))}"
+            scope.env[name] = value
+            names.append(name)
+        return names
 
     def static_items(self, node, scope):
         value = self.expr(node.iter, scope)

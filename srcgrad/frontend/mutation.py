@@ -199,7 +199,11 @@ class Mutation:
         for v in self._chain(t):
             if id(v) in self.shared:
                 name, others = self.shared[id(v)]
-                names = ", ".join(f"`{o}`" for o in others)
+                names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence"))
+                if name.startswith("_sequence"):  # a row of `for row in x` written
+                    self.tracer.fail(node, f"{what} inside a loop into a row of the array the loop "
+                                     f"iterates over ({names})", "loop over `range(len(x))` and "
+                                     "write through `x[i, ...]`")
                 self.tracer.fail(node, f"{what} inside a loop into `{name}`, which shares memory "
                                  f"with {names} from before the loop",
                                  f"copy it before the loop (`{name} = {name}.copy()`) if the write "
