@@ -115,12 +115,12 @@ class _Dispatch:
         mode = modules.mutation_allowed()
         if any(pytree.is_node(a) for a in args):  # containers and records: no fast guard
             leaves, trees = pytree.flatten_args(args)
-            key = ("tree", trees, tuple([_guard_value(a) for a in leaves]), mode)
+            key = ("tree", trees, tuple([modules.guard_value(a) for a in leaves]), mode)
             impl = self.variants.get(key)
             if impl is None:
                 impl = self.variants[key] = self.compiled.specialized_tree(args, trees, key)
             return impl(*args)
-        key = tuple([_guard_value(a) for a in args])
+        key = tuple([modules.guard_value(a) for a in args])
         impl = self.variants.get((key, mode))
         if impl is None:
             try:
@@ -174,17 +174,6 @@ def _hooks_active() -> bool:
     return current_hooks() is not None
 
 
-def _guard_value(a):
-    """What a variant is specialised on: a NumPy array's shape, dtype and class, or
-    the class of anything else: a Python value, or another library's array, which
-    runs the shape-generic code bound to its namespace (Note [Array namespaces] in
-    srcgrad.backend). The class tells NumPy from CuPy, dask or array_api_strict in O(1)."""
-    shape = getattr(a, "shape", None)
-    if isinstance(shape, tuple) and isinstance(a, (numpy.ndarray, numpy.generic)):
-        return (shape, a.dtype, a.__class__)
-    return a.__class__
-
-
 def _transform(fn, kind: str, wrt, has_aux: bool):
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
@@ -229,7 +218,7 @@ def vjp(f, *primals, has_aux=False):
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
                                     trees=trees if nested else None)
     if hooks is None and not nested:
-        fwd, bwd, specialized = _vjp_variant(compiled, leaves)
+        fwd, bwd, specialized = compiled.vjp_variant(leaves)
     else:
         fwd, bwd, specialized = compiled.entry(0), compiled.entry(1), False
     if hooks is None:
@@ -237,7 +226,7 @@ def vjp(f, *primals, has_aux=False):
     else:
         out_leaves, saved = fwd(hooks[0], *leaves)
         bwd = functools.partial(bwd, hooks[1])
-    out_tree, n_out = _split_aux(compiled.out_tree, has_aux, "vjp")
+    out_tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "vjp")
     out = pytree.unflatten(out_tree, out_leaves[:n_out])
     aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
 
@@ -247,8 +236,8 @@ def vjp(f, *primals, has_aux=False):
                                  "contextin which the graph was originally recorded.")  # sic, torch
         cts, ct_tree = pytree.flatten(cotangent)
         if ct_tree != out_tree:
-            raise ValueError(f"vjp_fn: the cotangent's structure {_describe_tree(ct_tree)} does "
-                             f"not match the output's {_describe_tree(out_tree)}")
+            raise ValueError(f"vjp_fn: the cotangent's structure {pytree.describe(ct_tree)} does "
+                             f"not match the output's {pytree.describe(out_tree)}")
         for k, (ct, o) in enumerate(zip(cts, out_leaves)):
             if numpy.shape(ct) != numpy.shape(o):
                 where = f" {k}" if len(cts) > 1 else ""
@@ -261,52 +250,8 @@ def vjp(f, *primals, has_aux=False):
 
     vjp_fn.__srcgrad__ = compiled  # sg.source(vjp_fn)
     if has_aux:
-        return out, vjp_fn, pytree.unflatten(*_aux(compiled.out_tree, out_leaves))
+        return out, vjp_fn, pytree.unflatten(*pytree.aux_part(compiled.out_tree, out_leaves))
     return out, vjp_fn
-
-
-def _vjp_variant(compiled, leaves) -> tuple:
-    """(forward, backward, specialised) of sg.vjp for arguments of these shapes: the
-    variant compiled for them (Note [Shape specialisation]), or the shape-generic code
-    when the function's output shapes depend on its data."""
-    key = (tuple([_guard_value(a) for a in leaves]), modules.mutation_allowed())
-    hit = compiled.variants.get(key)
-    if hit is None:
-        try:
-            # a NumPy variant was compiled for NumPy cotangents; another library's runs
-            # the generic code bound to it (Note [Array namespaces]): its own arrays
-            numpy_variant = backend.target_of(*leaves) is backend.NUMPY
-            hit = (*compiled.specialized(tuple(leaves), key[0]), numpy_variant)
-        except ProbeFailed:
-            hit = (compiled.entry(0), compiled.entry(1), False)
-        compiled.variants[key] = hit
-    return hit
-
-
-def _split_aux(tree, has_aux: bool, name: str) -> tuple:
-    """(the differentiated output's tree, its number of leaves) of a result `tree`;
-    with has_aux the result must be `(out, aux)` and `out` comes first in the leaves."""
-    if not has_aux:
-        return tree, pytree.num_leaves(tree)
-    if tree[0] not in ("tuple", "list") or len(tree[1]) != 2:
-        raise TypeError(f"{name}(..., has_aux=True) needs a function returning (out, aux)")
-    return tree[1][0], pytree.num_leaves(tree[1][0])
-
-
-def _aux(tree, leaves) -> tuple:
-    """(aux's tree, aux's leaves) of an `(out, aux)` result."""
-    return tree[1][1], leaves[pytree.num_leaves(tree[1][0]):]
-
-
-def _describe_tree(t) -> str:
-    if t[0] == "leaf":
-        return "array"
-    if t[0] == "record":
-        return f"{t[1].__name__}(" + ", ".join(f"{k}={_describe_tree(c)}" for k, c in zip(t[2], t[3])) + ")"
-    if t[0] == "dict":
-        return "{" + ", ".join(f"{k!r}: {_describe_tree(c)}" for k, c in zip(t[1], t[2])) + "}"
-    inner = ", ".join(_describe_tree(c) for c in t[1])
-    return f"({inner})" if t[0] == "tuple" else f"[{inner}]"
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -325,8 +270,8 @@ def jvp(f, primals, tangents, *, has_aux=False):
     t_leaves, t_trees = pytree.flatten_args(tangents)
     for i, (p, t) in enumerate(zip(trees, t_trees)):
         if p != t:
-            raise ValueError(f"jvp: tangent {i} is {_describe_tree(t)}, but primal {i} is "
-                             f"{_describe_tree(p)}")
+            raise ValueError(f"jvp: tangent {i} is {pytree.describe(t)}, but primal {i} is "
+                             f"{pytree.describe(p)}")
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
         if numpy.shape(p) != numpy.shape(t):
             raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
@@ -341,10 +286,10 @@ def jvp(f, primals, tangents, *, has_aux=False):
     target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
     impl = compiled.entry() if target is backend.NUMPY else compiled.entry_for(target)
     outs, touts = impl(*p_leaves, *t_leaves)
-    tree, n_out = _split_aux(compiled.out_tree, has_aux, "jvp")
+    tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
     if has_aux:
-        return out, tout, pytree.unflatten(*_aux(compiled.out_tree, outs))
+        return out, tout, pytree.unflatten(*pytree.aux_part(compiled.out_tree, outs))
     return out, tout
 
 

@@ -163,3 +163,30 @@ def group_gradients(flat, trees, wrt) -> tuple:
         out.append(unflatten(trees[i], flat[k:k + n]))
         k += n
     return tuple(out)
+
+
+# ---------------------------------------------------------------------- results with aux
+def split_aux(tree, has_aux: bool, name: str) -> tuple:
+    """(the differentiated output's tree, its number of leaves) of a result `tree`;
+    with has_aux the result must be `(out, aux)` and `out` comes first in the leaves."""
+    if not has_aux:
+        return tree, num_leaves(tree)
+    if tree[0] not in ("tuple", "list") or len(tree[1]) != 2:
+        raise TypeError(f"{name}(..., has_aux=True) needs a function returning (out, aux)")
+    return tree[1][0], num_leaves(tree[1][0])
+
+
+def aux_part(tree, leaves) -> tuple:
+    """(aux's tree, aux's leaves) of an `(out, aux)` result."""
+    return tree[1][1], leaves[num_leaves(tree[1][0]):]
+
+
+def describe(t) -> str:
+    if t[0] == "leaf":
+        return "array"
+    if t[0] == "record":
+        return f"{t[1].__name__}(" + ", ".join(f"{k}={describe(c)}" for k, c in zip(t[2], t[3])) + ")"
+    if t[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {describe(c)}" for k, c in zip(t[1], t[2])) + "}"
+    inner = ", ".join(describe(c) for c in t[1])
+    return f"({inner})" if t[0] == "tuple" else f"[{inner}]"

@@ -15,6 +15,8 @@ import hashlib
 import inspect
 import os
 
+import numpy
+
 from srcgrad import backend
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
@@ -24,6 +26,7 @@ from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.parse import parse_function
 from srcgrad.frontend.resolve import fingerprint
 from srcgrad.ir import tree as pytree
+from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import programs
 from srcgrad.pipeline.programs import VERSION
 
@@ -73,6 +76,20 @@ class Compiled:
     def _entries(self, ns):
         entries = tuple(ns[name] for name in entry_names(self))
         return entries[0] if len(entries) == 1 else entries
+
+    def vjp_variant(self, leaves) -> tuple:
+        """(forward, backward, specialised) of sg.vjp for arguments of these shapes: the
+        variant compiled for them (Note [Shape specialisation]), or the shape-generic
+        code when the function's output shapes depend on its data."""
+        key = (tuple([guard_value(a) for a in leaves]), mutation_allowed())
+        hit = self.variants.get(key)
+        if hit is None:
+            try:
+                hit = (*self.specialized(tuple(leaves), key[0]), True)
+            except ProbeFailed:
+                hit = (self.entry(0), self.entry(1), False)
+            self.variants[key] = hit
+        return hit
 
     def specialized_tree(self, args: tuple, trees: tuple, key: tuple):
         """For arguments that are tuples/lists/dicts of arrays: a function taking the
@@ -179,6 +196,17 @@ class Compiled:
     def entry(self, index: int = 0):
         ns = self.load()
         return ns[entry_names(self)[index]]
+
+
+def guard_value(a):
+    """What a variant is specialised on: a NumPy array's shape, dtype and class, or
+    the class of anything else: a Python value, or another library's array, which
+    runs the shape-generic code bound to its namespace (Note [Array namespaces] in
+    srcgrad.backend). The class tells NumPy from CuPy, dask or array_api_strict in O(1)."""
+    shape = getattr(a, "shape", None)
+    if isinstance(shape, tuple) and isinstance(a, (numpy.ndarray, numpy.generic)):
+        return (shape, a.dtype, a.__class__)
+    return a.__class__
 
 
 def records_key(trees) -> tuple:
