@@ -233,3 +233,62 @@ def more_numpy_functions(x):
 
 def test_more_numpy_functions():
     _check(more_numpy_functions, rng.standard_normal(6))
+
+
+# ---------------------------------------------------------------- break/continue, unrolled loops
+def break_in_tuple_loop(x):
+    s = 0.0
+    for w in (x, 2.0 * x, 3.0 * x):
+        if np.sum(w) > 1.0:
+            break
+        s = s + np.sum(w ** 2)
+    return s
+
+
+def continue_in_zip(x):
+    s = 0.0
+    for a, b in zip([x, x * 2.0, x ** 2], [x[0], x[1], x[2]]):
+        if b > 0.0:
+            continue
+        s = s + np.sum(a * b)
+    return s
+
+
+def break_over_dict_and_list(x):
+    params = {"a": x, "b": np.sin(x), "c": x ** 3}
+    s = 0.0
+    for key in params:
+        s = s + np.sum(params[key])
+        if s > 0.5:
+            break
+    for v in [x[0], x[1], x[2]]:
+        if v < -0.5:
+            continue
+        s = s * 1.5 + v
+    return s
+
+
+def loop_variable_after_break(x):
+    for w in [x, 2.0 * x, 4.0 * x]:
+        if np.sum(w) > 0.5:
+            break
+    return np.sum(w ** 2)
+
+
+def return_inside_tuple_loop(x):
+    for w in (x, x * x):
+        if np.sum(w) > 0.25:
+            return np.sum(np.sin(w))
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [break_in_tuple_loop, continue_in_zip, break_over_dict_and_list,
+                                loop_variable_after_break, return_inside_tuple_loop],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [[0.3, -0.2, 0.1], [0.6, 0.4, -0.7], [-0.4, -0.3, 0.2]],
+                         ids=["a", "b", "c"])
+def test_break_and_continue_in_unrolled_loops(fn, x):
+    x = np.array(x)
+    assert sg.grad(fn)(x).shape == x.shape
+    _check(fn, x)
+    assert sg.value_and_grad(fn)(x)[0] == pytest.approx(fn(x))

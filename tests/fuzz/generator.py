@@ -93,6 +93,10 @@ class Generator:
     def __init__(self, seed: int, max_stmts: int = 6, max_depth: int = 3):
         self.seed = seed
         self.rng = random.Random(seed)
+        # Note [Idiom spellings]: other spellings of a construct (np.hstack for a
+        # concatenate, np.add.at for a `+=` write, ...) are drawn from their own stream,
+        # so a seed's program keeps its structure whatever spellings are added.
+        self.idioms = random.Random(seed ^ 0x1D1011)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -119,7 +123,23 @@ class Generator:
         return self.rng.choice(list(seq))
 
     def const(self) -> str:
-        return self.pick(["0.5", "2.0", "1.5", "0.25", "3.0", "0.1"])
+        return self.spell_const(self.pick(["0.5", "2.0", "1.5", "0.25", "3.0", "0.1"]))
+
+    def spell_const(self, c: str) -> str:
+        """A constant as a call on constants (folded when compiling), or through a loop
+        index (`float(i)`, `math.factorial(i)`: run with the function)."""
+        r = self.idioms.random()
+        if r < 0.12:
+            self.features.add("constant_call")
+            return {"0.5": "np.linspace(0, 1, 3)[1]", "2.0": "float(math.factorial(2))",
+                    "1.5": "(math.floor(1.7) + 0.5)", "0.25": "np.linspace(0.0, 1.0, 5)[1]",
+                    "3.0": "float(math.comb(3, 1))", "0.1": "np.array([0.1, 0.2])[0]"}[c]
+        if r < 0.2 and self.scope.ints:
+            i = self.idioms.choice(sorted(self.scope.ints))
+            self.features.add("index_call")
+            return self.idioms.choice([f"({c} + 0.0 * float({i}))",
+                                       f"({c} * math.factorial({i}) / math.factorial({i}))"])
+        return c
 
     def cut(self) -> str:
         return f"{self.rng.uniform(-1.0, 1.0):.2f}"
@@ -346,12 +366,27 @@ class Generator:
         a = self.rng.randint(1, s[axis] - 1)
         x = self.expr(s[:axis] + (a,) + s[axis + 1:], depth)
         y = self.expr(s[:axis] + (s[axis] - a,) + s[axis + 1:], depth)
+        spelled = self.spell_concat(x, y, axis, len(s))
+        if spelled is not None:
+            return spelled
         return f"np.concatenate([{x}, {y}], axis={axis})" if axis else f"np.concatenate(({x}, {y}))"
+
+    def spell_concat(self, x, y, axis, rank):
+        """np.hstack/vstack/dstack/column_stack where one means this concatenation."""
+        options = {(0, 1): ["hstack"], (1, 2): ["hstack", "column_stack"], (2, 3): ["dstack"]}
+        names = options.get((axis, rank), ["vstack"] if axis == 0 else ["hstack"] if axis == 1 else [])
+        if not names or self.idioms.random() > 0.5:
+            return None
+        self.features.add("stacking")
+        return f"np.{self.idioms.choice(names)}([{x}, {y}])"
 
     def e_stack(self, s, depth):
         if not s or s[0] > 3:
             return None
         parts = ", ".join(self.expr(s[1:], depth) for _ in range(s[0]))
+        if self.idioms.random() < 0.4:  # np.array of traced values: a stack
+            self.features.add("array_of_traced")
+            return f"np.array([{parts}])"
         return f"np.stack([{parts}])"
 
     def e_call(self, s, depth):
@@ -597,7 +632,22 @@ class Generator:
             op = self.pick(["=", "*="])
             return [f"{self.pad(indent)}{name}[{name} > {self.cut()}] {op} {self.const()}"]
         op = self.pick(["=", "=", "+=", "*=", "-="])
-        return [f"{self.pad(indent)}{name}[{index}] {op} {self.expr(self.broadcast_shape(region), 2)}"]
+        value = self.expr(self.broadcast_shape(region), 2)
+        if op in ("+=", "-=") and self.idioms.random() < 0.4:  # no repeated index: the same write
+            self.features.add("ufunc_at")
+            ufunc = "add" if op == "+=" else "subtract"
+            return [f"{self.pad(indent)}np.{ufunc}.at({name}, {self.at_index(index)}, {value})"]
+        return [f"{self.pad(indent)}{name}[{index}] {op} {value}"]
+
+    @staticmethod
+    def at_index(index: str) -> str:
+        """`x[index]`'s index text as an argument of `ufunc.at`."""
+        if index.startswith("["):
+            return index
+        parts = [p.strip() for p in index.split(",")]
+        parts = ["slice(None)" if p == ":" else f"slice({p.replace(':', ', ')})" if ":" in p else p
+                 for p in parts]
+        return parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
 
     def s_alias_write(self, indent):
         """A name for (part of) an array, then a write through it."""
@@ -779,7 +829,9 @@ class Generator:
             self.scope.lists[name] = s
             return lines
         t = self.target_shape()
-        lines = [f"{self.pad(indent)}{name} = {{'a': {self.expr(s, 1)}}}",
+        first = self.expr(s, 1)
+        made = f"dict(a={first})" if self.idioms.random() < 0.4 else f"{{'a': {first}}}"
+        lines = [f"{self.pad(indent)}{name} = {made}",
                  f"{self.pad(indent)}{name}['b'] = {self.expr(t, 1)}"]
         self.scope.dicts[name] = {"a": s, "b": t}
         return lines
@@ -788,13 +840,33 @@ class Generator:
         s, t = self.target_shape(), self.target_shape()
         a, b = self.fresh("v"), self.fresh("v")
         if self.chance(0.5):
-            line = f"{self.pad(indent)}{a}, {b} = {self.expr(s, 1)}, {self.expr(t, 1)}"
+            x, y = self.expr(s, 1), self.expr(t, 1)
+            before, right = self.spell_unpack(x, y, s, t, a, indent)
+            line = "\n".join(before + [f"{self.pad(indent)}{a}, {b} = {right}"])
         else:
             tup = self.fresh("T")
             line = (f"{self.pad(indent)}{tup} = ({self.expr(s, 1)}, {self.expr(t, 1)})\n"
                     f"{self.pad(indent)}{a}, {b} = {tup}")
         self.scope.vars[a], self.scope.vars[b] = s, t
         return [line]
+
+    def spell_unpack(self, x, y, s, t, a, indent) -> tuple:
+        """(lines before, right side) for `a, b = x, y`: also an array unpacked along axis 0
+        (`np.stack([x, y])`), and x scaled by 1 through an unpacked shape (`n, m = v.shape`)."""
+        r = self.idioms.random()
+        arrays = self.arrays(lambda u: 1 <= len(u) <= 3)
+        if r < 0.25 and arrays:
+            v = self.idioms.choice(sorted(arrays))
+            shape = self.scope.vars[v]
+            dims = [f"{a}_n{k}" for k in range(len(shape))]
+            self.features.add("unpack_shape")
+            comma = "," if len(dims) == 1 else ""
+            before = [f"{self.pad(indent)}{', '.join(dims)}{comma} = {v}.shape"]
+            return before, f"{paren(x)} * ({dims[-1]} / {shape[-1]}), {y}"
+        if r < 0.5 and s == t and s != FLOAT:
+            self.features.add("unpack_array")
+            return [], f"np.stack([{x}, {y}])"
+        return [], f"{x}, {y}"
 
     # ------------------------------------------------------------------ the program
     def result(self) -> str:
