@@ -292,3 +292,39 @@ def test_break_and_continue_in_unrolled_loops(fn, x):
     assert sg.grad(fn)(x).shape == x.shape
     _check(fn, x)
     assert sg.value_and_grad(fn)(x)[0] == pytest.approx(fn(x))
+
+
+def unpack_constant_array(x):
+    a, b = np.array([1.5, -2.0])
+    return np.sum(x * a + b * x ** 2)
+
+
+def test_unpacking_a_constant_array():
+    _check(unpack_constant_array, rng.standard_normal(3))
+
+
+class _Gather(sg.autograd.Function):
+    """x[[0, 0, 2]], whose backward (run, never differentiated) scatters with np.add.at."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x[np.array([0, 0, 2])]
+
+    @staticmethod
+    @sg.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        out = np.zeros_like(x)
+        np.add.at(out, np.array([0, 0, 2]), g)
+        return out
+
+
+def gather_with_add_at_backward(x):
+    return np.sum(np.sin(_Gather.apply(x)))
+
+
+def test_add_at_in_a_once_differentiable_backward():
+    x = rng.standard_normal(3)
+    assert_close(sg.grad(gather_with_add_at_backward)(x),
+                 numeric_grad(gather_with_add_at_backward, [x], 0), rtol=1e-5, atol=1e-7)

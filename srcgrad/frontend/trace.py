@@ -182,8 +182,9 @@ class Tracer(Expander, ControlFlow):
         elif isinstance(target, gast.Starred):
             self.fail(target, "a starred assignment target", "index the sequence instead")
         elif isinstance(target, (gast.Tuple, gast.List)):
-            if isinstance(value, Const) and isinstance(value.value, (tuple, list)):
-                value = [Const(v) for v in value.value]
+            if isinstance(value, Const) and (isinstance(value.value, (tuple, list))
+                                             or getattr(value.value, "ndim", 0) >= 1):
+                value = [Const(v) for v in value.value]  # (a constant array: its rows)
             if isinstance(value, Var) and not any(isinstance(t, gast.Starred) for t in target.elts):
                 # `r, c = x.shape`, `a, b = x`: the count is the syntax's (the `unpack` row)
                 value = self.apply(rules.RULES["unpack"], [value, Const(len(target.elts))], {},
