@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import gast
 
-from srcgrad.frontend.mutation import Undecided
+from srcgrad.frontend.aliases import Undecided
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import flatten, unflatten
 

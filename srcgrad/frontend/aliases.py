@@ -1,0 +1,102 @@
+"""Sharing between names across if/loop blocks (Note [Aliases across blocks]).
+
+Note [Aliases across blocks]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Blocks (Note [Tracing control flow] in srcgrad.frontend.control) bind new values to
+the names they change, which would cut the sharing between names:
+
+* an `if` whose branches bind a name to the *same* value (`y = x` in both, `x if c
+  else x`) binds it after the `if` without a merge, so a later write through `y`
+  still reaches `x`;
+* a merged value that is another name's storage on some path only (`y = x if c
+  else z`) is recorded (`merged`); a write through it makes every such name
+  Undecided (reading it is a CompileError), since the write reached it on one path;
+* a loop's body starts from params; a param whose first value shares memory with
+  another name (`y = x` or `row = x[0]` before the loop) is recorded (`shared`) and
+  a write through it inside the body is a CompileError: on the first iteration the
+  write reaches the other name, which the body cannot see.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from srcgrad.ir.core import Const, Var
+
+
+class Undecided:
+    """What a name reads after a write the compiler cannot resolve: reading it fails."""
+
+    def __init__(self, message, hint, loc):
+        self.message, self.hint, self.loc = message, hint, loc
+
+    def __repr__(self):
+        return "<undecided>"
+
+
+class BlockAliases:
+    """Mixed into Mutation (srcgrad.frontend.mutation): `merged`, `shared`, `tracer`,
+    `_chain`, `_scopes`, `_remap` are Mutation's."""
+
+    def note_merge(self, out, sources):
+        """`out` is one of `sources` depending on the path taken (an if/else merge)."""
+        if any(self._mutable(s) for s in sources):
+            self.merged[id(out)] = sources
+
+    def note_loop_params(self, node, carried, params, env):
+        """Params of a loop body whose first value shares memory with another name
+        (Note [Aliases across blocks])."""
+        for name, param in zip(carried, params):
+            init = env.get(name)
+            if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
+                    not isinstance(init, Const):
+                continue
+            root = self._chain(init)[-1]
+            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                             if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
+                             and self._chain(v)[-1] is root})
+            if others:
+                self.shared[id(param)] = (name, others)
+                if self.is_array(init):
+                    self.arrays[id(param)] = param
+
+    @staticmethod
+    def _mutable(v) -> bool:
+        return isinstance(v, Var) or isinstance(v, Const) and isinstance(v.value, numpy.ndarray)
+
+    def _refuse_shared(self, t, node, what):
+        """A write inside a loop through a value that, on the first iteration, shares
+        memory with names the loop does not see it write: refused."""
+        for v in self._chain(t):
+            if id(v) in self.shared:
+                name, others = self.shared[id(v)]
+                names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence"))
+                if name.startswith("_sequence"):  # a row of `for row in x` written
+                    self.tracer.fail(node, f"{what} inside a loop into a row of the array the loop "
+                                     f"iterates over ({names})", "loop over `range(len(x))` and "
+                                     "write through `x[i, ...]`")
+                self.tracer.fail(node, f"{what} inside a loop into `{name}`, which shares memory "
+                                 f"with {names} from before the loop",
+                                 f"copy it before the loop (`{name} = {name}.copy()`) if the write "
+                                 f"should not reach {names}; otherwise write into one name only")
+
+
+    def _poison_merged(self, top, loc):
+        """`top` (the written storage's root) is a branch output: on some path it is the
+        storage of another name, which the write changed there and not elsewhere
+        (Note [Aliases across blocks])."""
+        roots, todo = [], [top]
+        while todo:
+            t = self._chain(todo.pop())[-1]
+            for s in self.merged.get(id(t), ()):
+                if self._mutable(s):
+                    roots.append(self._chain(s)[-1])
+                    todo.append(s)
+        if not roots:
+            return
+        marker = Undecided(f"the in-place write at line {loc.line if loc else '?'} "
+                           f"(`{loc.text if loc else ''}`) changed this value on some paths only: "
+                           "the written name was bound to it in one branch of an if/else or "
+                           "conditional expression", "copy explicitly in the branch (`y = x.copy()`) "
+                           "or write into the original name", loc)
+        self._remap(lambda r: marker if any(self._chain(r)[-1] is root for root in roots) else None)
