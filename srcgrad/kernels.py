@@ -149,7 +149,7 @@ def _program(rule, graph, namer, active) -> _Program:
     ops, results = pipeline.optimize(ops, results)
     outputs, grad_list = results[:len(graph.outputs)], results[len(graph.outputs):]
     names.tidy_temporaries(ops, [v.name for v in graph.inputs + cts])
-    forward, backward, saved = saved_pass.split(ops, graph.inputs, cts)
+    forward, backward, saved = saved_pass.split(ops, graph.inputs, cts, outputs)
     defined_forward = set(graph.inputs) | {o for op in forward for o in op.outs}
     for g in grad_list:  # a gradient that *is* a forward value is read by the backward
         if isinstance(g, Var) and g in defined_forward and g not in saved:

@@ -155,3 +155,18 @@ def test_vjp_of_a_function_whose_output_shape_depends_on_data_runs_generic_code(
     out, vjp_fn = sg.vjp(positive, -x)  # same shapes, another output shape: still right
     (g,) = vjp_fn(np.ones(1))
     assert_close(g, [0.0, 2.0, 0.0])
+
+
+def test_a_forward_value_simplified_into_formula_ops_stays_in_the_forward():
+    # matmul_bar called by user code is simplified, in a specialised variant, into ops
+    # marked as derivative work; the forward must still compute (and return) the value.
+    from srcgrad.rules.helpers import matmul_bar
+
+    def f(c, other, w):
+        return np.sum(w * matmul_bar(c, other, (3, 4), 0))
+
+    c, other, w = RNG.standard_normal((3, 5)), RNG.standard_normal((4, 5)), RNG.standard_normal((3, 4))
+    out, vjp_fn = sg.vjp(f, c, other, w)
+    assert_close(out, f(c, other, w))
+    gc, _, _ = vjp_fn(1.0)
+    assert_close(gc, numeric_grad(lambda a: f(a, other, w), (c,), 0), rtol=1e-5)

@@ -229,7 +229,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
     hook_params = list(hook_vars) if hooks else []
     names.tidy_temporaries(ops, [v.name for v in graph.inputs + cotangent_params + hook_params])
     forward, backward, saved = saved_pass.split(ops, graph.inputs + hook_params[:1],
-                                                cotangent_params + hook_params[1:])
+                                                cotangent_params + hook_params[1:], outputs)
     # A gradient that *is* a forward value (d(x*y)/dx = y) is read by the backward too.
     defined_forward = set(graph.inputs) | {o for op in forward for o in op.outs}
     for g in grad_list:
