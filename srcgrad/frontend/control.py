@@ -427,20 +427,23 @@ class ControlFlow:
         lowered, breaks = lower_jumps(node.body, flag)
         bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
                                               type_comment=None), node.target)
-        body = [bind] + lowered
         if breaks:
             scope.env[flag] = Const(False)
-            body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=body, orelse=[]),
-                                       node)]
         for value in items:
             done = scope.env.get(flag)
-            if breaks and isinstance(done, Const) and done.value:
+            if not breaks or (isinstance(done, Const) and not done.value):
+                self.bind(node.target, value, scope)  # no break taken so far: plain
+                body = lowered
+            elif isinstance(done, Const):
                 break  # a break on static values: the rest never runs
-            scope.env[item] = value
+            else:  # the element's body, the loop variable included, runs under the guard
+                scope.env[item] = value
+                body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
+                                                   orelse=[]), node)]
             for stmt in body:
                 self.loc = scope.locate(stmt)
                 self.stmt(stmt, scope)
-        scope.env.pop(item, None)
+            scope.env.pop(item, None)
         if breaks:
             scope.env.pop(flag, None)
 
