@@ -29,18 +29,16 @@ import warnings
 
 import numpy
 
+from srcgrad.autograd import accumulate as _acc
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import (
     SECOND_TIME,
     AccumulateGrad,
     Node,
-    hook_name,
-    legacy_type,
     task_stack,
     torch_dtype,
     torch_size,
 )
-from srcgrad.autograd.ops import apply
 from srcgrad.autograd.saved import saved_value
 from srcgrad.autograd.tensor import Tensor
 
@@ -402,7 +400,7 @@ def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accum
     if plain and var._hooks is None and var._post_hooks is None and node._pre is None and \
             node._post is None:
         if accumulate and buf[0] is not None:
-            _accumulate(var, buf[0], create_graph)
+            _acc.accumulate(var, buf[0], create_graph)
         return
     runs = needed is None or node in needed
     if runs or node in capture_nodes:
@@ -414,17 +412,17 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tu
     if type(node) is AccumulateGrad:
         var = node.variable
         if var._hooks and buf[0] is not None:
-            buf[0] = _tensor_hooks(var._hooks, buf[0], create_graph)
+            buf[0] = _acc.tensor_hooks(var._hooks, buf[0], create_graph)
     else:
         if node._tpre:
             for nr, hooks in node._tpre.items():
                 if hooks and buf[nr] is not None:
-                    buf[nr] = _tensor_hooks(hooks, buf[nr], create_graph)
+                    buf[nr] = _acc.tensor_hooks(hooks, buf[nr], create_graph)
         if node._retain:
             for nr, ref in node._retain.items():
                 t = ref()
                 if t is not None and buf[nr] is not None:
-                    _retain(t, buf[nr], create_graph)
+                    _acc.retain(t, buf[nr], create_graph)
     if captures:
         for nr in range(len(buf)):
             slots = captures.get((node, nr))
@@ -434,13 +432,13 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tu
     if not runs:
         return ()
     if node._pre:
-        buf = _node_prehooks(node, buf, create_graph)
+        buf = _acc.node_prehooks(node, buf, create_graph)
     if type(node) is AccumulateGrad:
         out = ()
         if accumulate and buf[0] is not None:
             var = node.variable
             fresh = var._grad is None
-            _accumulate(var, buf[0], create_graph)
+            _acc.accumulate(var, buf[0], create_graph)
             if fresh and var._grad is not None:  # torch hands the new .grad to post-hooks
                 buf = [var._grad]
     elif all(g is None for g in buf):
@@ -448,7 +446,7 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tu
     else:
         out = node_backward(node, buf, create_graph)
     if node._post:
-        out = _node_posthooks(node, out, buf, create_graph)
+        out = _acc.node_posthooks(node, out, buf, create_graph)
     return out
 
 
@@ -495,121 +493,6 @@ def call_node(node, grads) -> tuple:
     cts = [None if g is None else g if cg else _arr(g) for g in grads]
     out = node_backward(node, cts, cg)
     return tuple(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g)) for g in out)
-
-
-# ---------------------------------------------------------------- hooks and accumulation
-def _wrap(g, create_graph):
-    if create_graph or isinstance(g, Tensor):
-        return g
-    return Tensor._make(g if type(g) is numpy.ndarray else numpy.asarray(g))
-
-
-def _unwrap(t, create_graph):
-    return t if create_graph else t._data
-
-
-def _tensor_hooks(hooks, g, create_graph):
-    for fn in list(hooks.values()):
-        before = _wrap(g, create_graph)
-        r = fn(before)
-        if r is None:
-            continue
-        if not isinstance(r, Tensor):
-            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
-        if r.shape != before.shape:
-            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the size of value")
-        if r.dtype != before.dtype:
-            raise RuntimeError(f"hook '{hook_name(fn)}' has changed the type of value (was "
-                               f"{legacy_type(before._data)} got {legacy_type(r._data)})")
-        g = _unwrap(r, create_graph)
-    return g
-
-
-def _node_prehooks(node, buf, create_graph):
-    for fn in list(node._pre.values()):
-        args = tuple(None if g is None else _wrap(g, create_graph) for g in buf)
-        r = fn(args)
-        if r is None:
-            continue
-        r = tuple(r)
-        if len(r) != len(buf):
-            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
-                               f"values (got {len(r)}, but expected {len(buf)})")
-        buf = [None if g is None else _unwrap(g, create_graph) if isinstance(g, Tensor) else g
-               for g in r]
-    return buf
-
-
-def _node_posthooks(node, out, buf, create_graph):
-    grad_outputs = tuple(None if g is None else _wrap(g, create_graph) for g in buf)
-    for fn in list(node._post.values()):
-        grad_inputs = tuple(None if g is None else _wrap(g, create_graph) for g in out)
-        r = fn(grad_inputs, grad_outputs)
-        if r is None:
-            continue
-        r = tuple(r)
-        if len(r) != len(out):
-            raise RuntimeError(f"hook '{hook_name(fn)}' has returned an incorrect number of "
-                               f"values (got {len(r)}, but expected {len(out)})")
-        for old, new in zip(out, r):
-            if old is None and new is not None:
-                raise RuntimeError("can't replace a None gradient with a non-None value")
-        out = tuple(None if g is None else _unwrap(g, create_graph) if isinstance(g, Tensor)
-                    else g for g in r)
-    return out
-
-
-def _retain(t, g, create_graph):
-    old = t._grad
-    if create_graph:
-        t._grad = g.clone() if old is None else old + g
-    else:
-        t._grad = Tensor._make(numpy.array(g, copy=True)) if old is None else \
-            Tensor._make(old._data + g)
-
-
-def _accumulate(var, g, create_graph):
-    """`.grad += g` with torch's layout rules (spec §10)."""
-    old = var._grad
-    if create_graph:
-        if not isinstance(g, Tensor):
-            g = Tensor._make(_arr(g))
-        if g.dtype != var.dtype:
-            g = g.astype(var.dtype)
-        if old is None:
-            if g._rg:
-                var._grad = apply("copy", {}, (), (g,), "torch::autograd::CopyBackwards")
-            else:
-                var._grad = Tensor._make(_layout_copy(var._data, g._data))
-        else:
-            var._grad = old + g
-    elif old is None:
-        var._grad = Tensor._make(_layout_copy(var._data, g))
-    else:
-        data = old._data
-        if data.strides != var._data.strides and data.strides != _layout_strides(var._data):
-            warnings.warn(
-                "grad and param do not obey the gradient layout contract. This is not an error, "
-                "but may impair performance.\n"
-                f"grad.sizes() = {list(data.shape)}, strides() = {list(old.stride())}\n"
-                f"param.sizes() = {list(var.shape)}, strides() = {list(var.stride())}",
-                UserWarning, stacklevel=2)
-        data += g
-    if var._post_hooks:
-        for fn in list(var._post_hooks.values()):
-            if fn(var) is not None:
-                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
-
-
-def _layout_copy(param, g):
-    """A new gradient array laid out like the parameter (torch's layout contract)."""
-    out = numpy.empty_like(param)
-    out[...] = g
-    return out
-
-
-def _layout_strides(param):
-    return numpy.empty_like(param).strides
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
