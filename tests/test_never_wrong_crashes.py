@@ -76,3 +76,22 @@ def test_reverse_and_forward(name, fn):
         assert_close(t_out, np.sum(expected), rtol=1e-5, atol=1e-7)
         _, vjp_fn = sg.vjp(fn, x)
         assert_close(vjp_fn(1.0)[0], expected, rtol=1e-5, atol=1e-7)
+
+
+def list_of_scalars(a):
+    return np.sum([1.0, a * a, 2.0]) * a
+
+
+def list_of_rows(x):
+    return np.sum(np.array([x, x * x]) * 2.0) + np.sum([x, np.sin(x)])
+
+
+def test_list_operand_holding_differentiated_values():
+    for a in (0.7, -1.3):  # Python floats
+        expected = numeric_grad(list_of_scalars, [a], 0)
+        assert_close(sg.grad(list_of_scalars)(a), expected, rtol=1e-6)
+        assert_close(sg.vjp(list_of_scalars, a)[1](1.0)[0], expected, rtol=1e-6)
+        assert_close(sg.jvp(list_of_scalars, (a,), (1.0,))[1], expected, rtol=1e-6)
+    expected = numeric_grad(list_of_rows, [X1], 0)
+    assert_close(sg.grad(list_of_rows)(X1), expected, rtol=1e-6)
+    assert_close(sg.jvp(list_of_rows, (X1,), (np.ones(3),))[1], np.sum(expected), rtol=1e-6)

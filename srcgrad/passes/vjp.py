@@ -117,6 +117,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
                 zero = Const(0.0)
                 ct = tracer.apply(rules.RULES["where"], [cond, ct, zero] if when_true
                                   else [cond, zero, ct], {})
+            if isinstance(arg, Pack) and isinstance(ct, Var):
+                ct = _split_sequence(tracer, arg, ct)  # NumPy made the list an array
             _distribute(arg, ct, active, contributions, mask)
     grads = {w: total(w) for w in wrt}
     for new in tracer.ops:
@@ -156,6 +158,16 @@ def _distribute(arg, ct, active, contributions, mask=None):
             raise AssertionError(f"VJP of a sequence operand returned {ct!r}")
         for a, c in zip(arg.items, items):
             _distribute(a, c, active, contributions)
+
+
+def _split_sequence(tracer, pack, ct):
+    """The cotangent of each item of a list operand (`np.sum([1.0, a * a])`) that NumPy
+    converted to one array: its rows, nested like the list."""
+    items = []
+    for i, item in enumerate(pack.items):
+        row = tracer.apply(rules.RULES["getitem"], [ct, Const(i)], {})
+        items.append(_split_sequence(tracer, item, row) if isinstance(item, Pack) else row)
+    return tuple(items)
 
 
 def _zeros_like(tracer, v):
