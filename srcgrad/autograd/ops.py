@@ -40,7 +40,8 @@ VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose"
 class _Entry:
     """A kernel and the facts the per-op path reads from its saved_from."""
 
-    __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view")
+    __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view",
+                 "track")
 
     def __init__(self, kernel, view):
         self.kernel = kernel
@@ -51,6 +52,8 @@ class _Entry:
         self.saved_out = tuple((j, k) for j, (kind, k) in enumerate(sf) if kind == "output")
         self.keep_operands = any(kind in ("input", "computed") for kind, _ in sf)
         self.view = view
+        # whether a saved entry can be a tensor (a shape never is): versions, pack hooks
+        self.track = any(kind != "shape" for kind, _ in sf)
 
 
 def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
@@ -129,7 +132,18 @@ def _edge(a):
 
 def _record(e: _Entry, name: str, ans, saved, operands):
     cls = _CLASSES.get(name) or node_class(name)
-    edges = tuple([_edge(a) for a in operands])
+    edges = []
+    for a in operands:
+        if (type(a) is Tensor or isinstance(a, Tensor)) and a._rg:
+            fn = a._grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
+            else:
+                acc = a._acc() if a._acc is not None else None
+                edges.append((acc if acc is not None else a.accumulator(), 0))
+        else:
+            edges.append(None)
+    edges = tuple(edges)
     if type(ans) is not tuple:  # one output: the common case, no loops
         if type(ans) is not _ndarray:
             ans = _asarray(ans)
@@ -139,7 +153,7 @@ def _record(e: _Entry, name: str, ans, saved, operands):
         out = Tensor._make(ans, diff, node if diff else None, 0)
         if e.view and ans.base is not None and isinstance(operands[0], Tensor):
             _share_version(out, operands[0])
-        if e.nsaved:
+        if e.track:
             _track_saved(node, e, saved, operands, (out,))
         return out
     outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
@@ -151,7 +165,7 @@ def _record(e: _Entry, name: str, ans, saved, operands):
         outs.append(Tensor._make(a, diff, node if diff else None, k))
     if e.view and outs_data[0].base is not None and isinstance(operands[0], Tensor):
         _share_version(outs[0], operands[0])
-    if e.nsaved:
+    if e.track:
         _track_saved(node, e, saved, operands, outs)
     return tuple(outs)
 
