@@ -4,6 +4,8 @@ reverse mode (grad, called twice: the variant is reused) and forward mode (jvp).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,18 @@ def test_list_operand_holding_differentiated_values():
     expected = numeric_grad(list_of_rows, [X1], 0)
     assert_close(sg.grad(list_of_rows)(X1), expected, rtol=1e-6)
     assert_close(sg.jvp(list_of_rows, (X1,), (np.ones(3),))[1], np.sum(expected), rtol=1e-6)
+
+
+def mean_of_empty(x):
+    return np.mean(x[:0]) + np.sum(x * x)
+
+
+def test_mean_of_an_empty_slice_is_nan_as_in_numpy():
+    # folding 1 / size at compile time divided by zero (ZeroDivisionError while compiling)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
+        value, grad = sg.value_and_grad(mean_of_empty)(X1)
+        assert np.isnan(value) and np.isnan(mean_of_empty(X1))
+        assert_close(grad, 2.0 * X1)  # the empty slice reads no element of x
+        out, _ = sg.jvp(mean_of_empty, (X1,), (np.ones(3),))
+        assert np.isnan(out)

@@ -22,6 +22,7 @@ import builtins
 import operator
 
 import gast
+import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
@@ -431,7 +432,14 @@ def evaluate_static(rule, operands):
     env = dict(rules.FORMULA_GLOBALS)
     for name, operand in zip(rule.params, operands):
         env[name] = _static_value(operand)
-    return eval(rule.render, env)  # noqa: S307 (a rule's own render text: trusted)
+    try:
+        return eval(rule.render, env)  # noqa: S307 (a rule's own render text: trusted)
+    except (ZeroDivisionError, OverflowError):  # Python raises where NumPy gives inf or nan
+        numbers = {k: numpy.float64(v) for k, v in env.items() if k in rule.params
+                   and type(v) in (int, float)}
+        with numpy.errstate(all="ignore"):
+            value = eval(rule.render, {**env, **numbers})  # noqa: S307
+        return float(value) if isinstance(value, numpy.floating) else value
 
 
 def _static_value(operand):
