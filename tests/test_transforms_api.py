@@ -170,3 +170,13 @@ def test_a_forward_value_simplified_into_formula_ops_stays_in_the_forward():
     assert_close(out, f(c, other, w))
     gc, _, _ = vjp_fn(1.0)
     assert_close(gc, numeric_grad(lambda a: f(a, other, w), (c,), 0), rtol=1e-5)
+
+
+def test_vjp_of_a_function_returning_a_constant_array():
+    def f(x):
+        return np.sum(x), np.ones(3)
+
+    out, vjp_fn = sg.vjp(f, np.arange(3.0))
+    assert_close(out[1], np.ones(3))
+    (g,) = vjp_fn((1.0, np.ones(3)))
+    assert_close(g, np.ones(3))

@@ -259,10 +259,11 @@ def _example_cotangents(graph, args) -> tuple:
     facts = probe(graph.ops, graph.inputs, args)
     examples = []
     for out in graph.outputs:
-        shape = facts.shapes.get(out) if isinstance(out, Var) else ()
+        shape = facts.shapes.get(out) if isinstance(out, Var) else numpy.shape(out.value)
         if shape is None:
             raise ProbeFailed("an output's shape depends on the data")
-        dtype = facts.dtypes.get(out, numpy.dtype(numpy.float64))
+        dtype = facts.dtypes.get(out, numpy.dtype(numpy.float64)) if isinstance(out, Var) \
+            else numpy.result_type(out.value)
         examples.append(numpy.zeros(shape, dtype if dtype.kind in "fc" else numpy.float64))
     return tuple(examples)
 
