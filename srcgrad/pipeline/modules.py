@@ -85,7 +85,10 @@ class Compiled:
         hit = self.variants.get(key)
         if hit is None:
             try:
-                hit = (*self.specialized(tuple(leaves), key[0]), True)
+                # a NumPy variant was compiled for NumPy cotangents; another library's runs
+                # the generic code bound to it (Note [Array namespaces]): its own arrays
+                numpy_variant = backend.target_of(*leaves) is backend.NUMPY
+                hit = (*self.specialized(tuple(leaves), key[0]), numpy_variant)
             except ProbeFailed:
                 hit = (self.entry(0), self.entry(1), False)
             self.variants[key] = hit
