@@ -54,14 +54,19 @@ class Namer:
 
     def __init__(self, taken=()):
         self.taken = set(taken)
+        self.next_suffix: dict = {}  # base -> the first suffix not tried yet (linear, not quadratic)
 
     def fresh(self, hint: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
         if base[0].isdigit():
             base = "_" + base
-        name, i = base, 1
-        while name in self.taken:
-            name, i = f"{base}_{i}", i + 1
+        name, i = base, self.next_suffix.get(base, 1)
+        if name in self.taken:
+            name = f"{base}_{i}"
+            while name in self.taken:
+                i += 1
+                name = f"{base}_{i}"
+            self.next_suffix[base] = i + 1
         self.taken.add(name)
         return name
 
