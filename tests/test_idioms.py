@@ -328,3 +328,12 @@ def test_add_at_in_a_once_differentiable_backward():
     x = rng.standard_normal(3)
     assert_close(sg.grad(gather_with_add_at_backward)(x),
                  numeric_grad(gather_with_add_at_backward, [x], 0), rtol=1e-5, atol=1e-7)
+
+
+def diag_both_ways(x):
+    m = np.diag(x[:3]) + np.diag(x[3:5], 1)
+    return np.sum(np.sin(m @ m)) + np.sum(np.diag(np.reshape(x, (2, 3)), -1) ** 2)
+
+
+def test_diag():
+    _check(diag_both_ways, rng.standard_normal(6))

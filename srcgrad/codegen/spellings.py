@@ -113,6 +113,7 @@ ARRAY_API: dict = {
     "take_along_bar": _NO_SCATTER_ADD,
     "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
                            "API lacks"),
+    "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
     "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
                           "implemented for the Array API)"),
 }

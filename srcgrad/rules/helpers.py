@@ -39,7 +39,7 @@ __all__ = [
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
     "check_grad", "differentiable_once", "storage_written", "check_saved",
-    "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar",
+    "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
 ]
 
 
@@ -743,3 +743,17 @@ def stacked_bar(c, arrays, how):
         pieces.append(piece if len(shape) == ndim else xp.reshape(piece, shape))
         start += n
     return tuple(pieces)
+
+
+def diag_bar(c, shape, k):
+    """The cotangent of `numpy.diag(v, k)` for v of `shape`: the k-th diagonal of c
+    when v is 1-D; c placed on the k-th diagonal of zeros of `shape` when v is 2-D."""
+    xp = _namespace(c)
+    if len(shape) == 1:
+        return xp.diag(c, k)
+    rows, cols = shape
+    lo = max(-k, 0)  # the first row the k-th diagonal crosses
+    n = c.shape[0]
+    column = xp.concat([xp.zeros((lo,), dtype=c.dtype), c,
+                        xp.zeros((rows - lo - n,), dtype=c.dtype)])
+    return xp.eye(rows, cols, k=k, dtype=c.dtype) * column[:, None]

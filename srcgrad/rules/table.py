@@ -614,6 +614,15 @@ defrule("trace", "x, offset=0, axis1=0, axis2=1",
         vjp={"x": "diagonal_bar(xp.expand_dims(g, -1), xp.shape(x), offset, axis1, axis2)"},
         jvp={"x": "xp.trace(x_t, offset=offset, axis1=axis1, axis2=axis2)"})
 
+defrule("diag", "v, k=0", "xp.diag(v, k)", targets=("numpy.diag",),
+        vjp={"v": "diag_bar(g, xp.shape(v), k)"}, jvp={"v": "xp.diag(v_t, k)"},
+        doc="v 1-D (a matrix with v on its k-th diagonal) or 2-D (its k-th diagonal)")
+
+# Its transpose is diag again: placing on a diagonal and reading it are adjoint.
+defrule("diag_bar", "c, shape, k", "diag_bar(c, shape, k)",
+        targets=("srcgrad.rules.helpers.diag_bar",),
+        vjp={"c": "xp.diag(g, k)"}, jvp={"c": "diag_bar(c_t, shape, k)"})
+
 defrule("diagonal", "x, offset=0, axis1=0, axis2=1",
         "xp.diagonal(x, offset=offset, axis1=axis1, axis2=axis2)", targets=("numpy.diagonal",),
         method="diagonal",

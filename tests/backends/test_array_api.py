@@ -38,9 +38,10 @@ REFUSED = {
     "sort": "no scatter-add",
     "repeat": "transpose of repeat",
     "stacked_bar": "transpose of hstack",
+    "diag_bar": "transpose of diag",
     # rows whose NumPy function the namespace lacks: refused by name
     **{name: "it has no `xp." for name in ("atleast_1d", "atleast_2d", "atleast_3d", "hstack",
-                                            "vstack", "dstack", "column_stack")},
+                                            "vstack", "dstack", "column_stack", "diag")},
     "repeat_bar": "transpose of repeat",
 }
 # Cases refused for an argument the Array API cannot take (case id -> reason): at

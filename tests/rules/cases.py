@@ -601,3 +601,9 @@ case("roll", ("flat", {"x": N(3, 4), "shift": 5}), ("axis", {"x": N(3, 4), "shif
 case("logaddexp2", *_binary())
 case("count_nonzero", ("all", {"x": B(3, 4)}), ("axis", {"x": B(3, 4), "axis": 1, "keepdims": True}))
 case("vdot", ("vectors", {"x": N(4), "y": N(4)}), ("matrices", {"x": N(2, 3), "y": N(3, 2)}))
+case("diag", ("vector", {"v": N(3)}), ("vector-k", {"v": N(2), "k": -1}),
+     ("square", {"v": N(3, 3)}), ("wide-k", {"v": N(2, 4), "k": 1}),
+     ("tall-k", {"v": N(4, 3), "k": -2}))
+case("diag_bar", ("of-vector", {"c": N(4, 4), "shape": (3,), "k": 1}),
+     ("of-matrix", {"c": N(2), "shape": (4, 3), "k": -2}),
+     ("of-wide", {"c": N(2), "shape": (2, 4), "k": 1}))
