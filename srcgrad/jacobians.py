@@ -105,7 +105,6 @@ def _forward_blocks(f, args, indices):
         for col in range(arg.size):
             basis[col] = 1.0
             outs, touts = impl(*args, tangent)
-            basis[col] = 0.0
             if blocks is None:
                 tree = compiled.out_tree
                 blocks = [[None] * len(indices) for _ in outs]
@@ -114,6 +113,7 @@ def _forward_blocks(f, args, indices):
                     blocks[k][j] = numpy.zeros((numpy.size(outs[k]), arg.size),
                                                dtype=numpy.result_type(t, basis))
                 blocks[k][j][:, col] = numpy.reshape(t, -1)
+            basis[col] = 0.0  # after the copy: a tangent out may be a view of the seed
         if arg.size == 0:  # no column to learn the output from: evaluate once
             outs, _ = impl(*args, tangent)
             tree = compiled.out_tree
@@ -137,9 +137,9 @@ def _reverse_blocks(f, args, indices):
         for row in range(flat.size):
             flat[row] = 1.0
             grads = bwd(saved, *cts)
-            flat[row] = 0.0
             for j, i in enumerate(indices):
                 rows[j][row] = numpy.reshape(grads[i], -1)
+            flat[row] = 0.0  # after the copy: a gradient may be a view of the cotangent
         blocks.append(rows)
     return compiled.out_tree, outs, blocks
 

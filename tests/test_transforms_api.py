@@ -180,3 +180,20 @@ def test_vjp_of_a_function_returning_a_constant_array():
     assert_close(out[1], np.ones(3))
     (g,) = vjp_fn((1.0, np.ones(3)))
     assert_close(g, np.ones(3))
+
+
+def _total(x):
+    return np.sum(x)
+
+
+def _same(x):
+    return x
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_jacobian_when_the_derivative_is_a_view_of_the_seed(mode):
+    # np.sum's gradient is a broadcast of the cotangent and the identity's tangent is the
+    # tangent itself: the Jacobian must copy each column before the seed is reset.
+    x = np.arange(3.0)
+    assert_close(sg.jacobian(_total, mode=mode)(x), np.ones(3))
+    assert_close(sg.jacobian(_same, mode=mode)(x), np.eye(3))
