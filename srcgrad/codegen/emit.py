@@ -22,7 +22,6 @@ import re
 import warnings
 from pathlib import Path
 
-import jinja2
 import numpy
 
 from srcgrad import rules
@@ -419,7 +418,9 @@ def _template_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def _environment():
+    import jinja2  # only when a module is rendered: a disk-cache hit never needs it
+
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined, autoescape=False)
