@@ -70,6 +70,8 @@ class _Dispatch:
         self.params = list(self.signature.parameters) if plain else None
         self.globals = {"_miss": self.miss, "_impl": None}
         self.function = self._function(guards=())
+        self.unbound_code = self.function.__code__
+        self.codes: dict = {}  # guard text -> compiled dispatcher code (hooks rebind it often)
         from srcgrad.autograd.graph import on_mutation_mode_change
 
         on_mutation_mode_change(self.unbind)
@@ -77,7 +79,7 @@ class _Dispatch:
     def unbind(self):
         """Forget the variant the guards pick: the next call looks it up again."""
         if self.params is not None:
-            self.function.__code__ = self._function(guards=()).__code__
+            self.function.__code__ = self.unbound_code
 
     def _function(self, guards):
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
@@ -165,7 +167,11 @@ class _Dispatch:
                 self.globals[f"_g{i}"] = value
                 guards.append(f"{name}.__class__ is _g{i}")
         self.globals["_impl"] = impl
-        self.function.__code__ = self._function(guards).__code__
+        text = " and ".join(guards)
+        code = self.codes.get(text)
+        if code is None:
+            code = self.codes[text] = self._function(guards).__code__
+        self.function.__code__ = code
 
 
 def _hooks_active() -> bool:
