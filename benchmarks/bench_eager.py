@@ -28,7 +28,8 @@ def make_data(batch, n_in, hidden, n_out, seed=0):
              for s in ((n_in, hidden), (hidden,), (hidden, n_out), (n_out,))])
 
 
-def step_srcgrad(params, X, Y):
+def step_tape(params, X, Y):
+    """One step on sg.Tensor or torch.Tensor: the same code runs on both."""
     W1, b1, W2, b2 = params
     h = (X @ W1 + b1).tanh()
     loss = ((h @ W2 + b2 - Y) ** 2).mean()
@@ -51,16 +52,6 @@ def step_numpy(params, X, Y):
     gW1 = X.T @ gz
     gb1 = gz.sum(axis=0)
     return loss, (gW1, gb1, gW2, gb2)
-
-
-def step_torch(torch, params, X, Y):
-    W1, b1, W2, b2 = params
-    h = (X @ W1 + b1).tanh()
-    loss = ((h @ W2 + b2 - Y) ** 2).mean()
-    loss.backward()
-    for p in params:
-        p.grad = None
-    return loss
 
 
 def timeit(fns: dict, repeat, rounds) -> dict:
@@ -92,7 +83,7 @@ def main(argv=None):
 
     params = [sg.tensor(v, requires_grad=True) for v in values]
     Xt, Yt = sg.tensor(X), sg.tensor(Y)
-    fns = {"srcgrad eager": lambda: step_srcgrad(params, Xt, Yt),
+    fns = {"srcgrad eager": lambda: step_tape(params, Xt, Yt),
            "NumPy by hand": lambda: step_numpy(values, X, Y)}
     try:
         import torch
@@ -102,7 +93,7 @@ def main(argv=None):
         torch.set_num_threads(1)
         tparams = [torch.tensor(v, requires_grad=True) for v in values]
         tX, tY = torch.tensor(X), torch.tensor(Y)
-        fns["torch eager"] = lambda: step_torch(torch, tparams, tX, tY)
+        fns["torch eager"] = lambda: step_tape(tparams, tX, tY)
     results = timeit(fns, args.repeat, args.rounds)
     print(f"MLP step, batch {args.batch}, {args.inputs}-{args.hidden}-{args.outputs}, float32 "
           f"({n_ops // 2} forward ops + their backward)")

@@ -35,3 +35,18 @@ def numeric_grad(f, args, index, eps=1e-6):
 def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
     np.testing.assert_allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
                                rtol=rtol, atol=atol)
+
+
+def import_source(tmp_path_factory, name: str, source: str):
+    """Yield a module `name` written from `source` into a temp dir and imported (srcgrad
+    reads the functions' source files); for module-scoped fixtures."""
+    import importlib
+    import sys
+
+    path = tmp_path_factory.mktemp(name) / f"{name}.py"
+    path.write_text(source)
+    sys.path.insert(0, str(path.parent))
+    try:
+        yield importlib.import_module(name)
+    finally:
+        sys.path.remove(str(path.parent))

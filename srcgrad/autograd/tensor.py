@@ -436,11 +436,19 @@ def _factory(fill):
     return make
 
 
+def _uniform(shape, dtype):
+    return _RNG[0].random(shape).astype(dtype)
+
+
+def _normal(shape, dtype):
+    return _RNG[0].standard_normal(shape).astype(dtype)
+
+
 zeros = _factory(numpy.zeros)
 ones = _factory(numpy.ones)
 empty = _factory(numpy.empty)
-rand = _factory(lambda shape, dtype: _RNG[0].random(shape).astype(dtype))
-randn = _factory(lambda shape, dtype: _RNG[0].standard_normal(shape).astype(dtype))
+rand = _factory(_uniform)
+randn = _factory(_normal)
 zeros.__name__, ones.__name__, empty.__name__, rand.__name__, randn.__name__ = (
     "zeros", "ones", "empty", "rand", "randn")
 
@@ -482,8 +490,8 @@ def _like(fill):
 zeros_like = _like(numpy.zeros)
 ones_like = _like(numpy.ones)
 empty_like = _like(numpy.empty)
-rand_like = _like(lambda shape, dtype: _RNG[0].random(shape).astype(dtype))
-randn_like = _like(lambda shape, dtype: _RNG[0].standard_normal(shape).astype(dtype))
+rand_like = _like(_uniform)
+randn_like = _like(_normal)
 
 
 def full_like(other, fill_value, *, dtype=None, requires_grad=False, device="cpu") -> Tensor:

@@ -9,14 +9,13 @@ the matmul and the loop cross chunk boundaries.
 
 from __future__ import annotations
 
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import srcgrad as sg
-from tests.conftest import numeric_grad
+from tests.conftest import import_source, numeric_grad
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -51,14 +50,7 @@ SOURCE = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def user(tmp_path_factory):
-    path = tmp_path_factory.mktemp("dask_user") / "user_dask.py"
-    path.write_text(SOURCE)
-    sys.path.insert(0, str(path.parent))
-    try:
-        import user_dask
-        yield user_dask
-    finally:
-        sys.path.remove(str(path.parent))
+    yield from import_source(tmp_path_factory, "user_dask", SOURCE)
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import pytest
 import srcgrad as sg
 from srcgrad import backend
 from srcgrad.errors import CompileError
-from tests.conftest import numeric_grad
+from tests.conftest import import_source, numeric_grad
 
 xs = pytest.importorskip("array_api_strict")
 
@@ -40,14 +40,7 @@ SOURCE = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def user(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ns") / "user_ns.py"
-    path.write_text(SOURCE)
-    sys.path.insert(0, str(path.parent))
-    try:
-        import user_ns
-        yield user_ns
-    finally:
-        sys.path.remove(str(path.parent))
+    yield from import_source(tmp_path_factory, "user_ns", SOURCE)
 
 
 def _data():
