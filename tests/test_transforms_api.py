@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.autograd import Function
 from tests.conftest import assert_close, numeric_grad
+from tests.corpus.functions import Exp
 
 
 def layer(p, x):
@@ -25,19 +25,6 @@ def loss(p, x):
 def with_aux(x):
     y = np.sin(x) * x
     return y, {"mean": np.mean(y), "n": 3}
-
-
-class Exp(Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = np.exp(x)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
 
 
 RNG = np.random.default_rng(3)
