@@ -4,6 +4,7 @@ reverse mode (grad, called twice: the variant is reused) and forward mode (jvp).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -112,3 +113,27 @@ def test_mean_of_an_empty_slice_is_nan_as_in_numpy():
         assert_close(grad, 2.0 * X1)  # the empty slice reads no element of x
         out, _ = sg.jvp(mean_of_empty, (X1,), (np.ones(3),))
         assert np.isnan(out)
+
+
+# `x += ...` on a Python-float argument rebinds it (fuzz seed 5078): the run-time check
+# for an argument written in place took a NumPy scalar for a read-only array.
+
+def augments_float_argument(x, k):
+    k += math.sqrt(k * k + 1.0)
+    return np.sum(x * k)
+
+
+def test_augmented_assignment_to_a_float_argument():
+    x = np.array([1.0, 2.0])
+    for k in (0.5, np.float64(-0.5), np.array(0.25)):
+        value, grads = sg.value_and_grad(augments_float_argument, wrt=(0, 1))(x, k)
+        assert_close(value, augments_float_argument(x, np.array(k, dtype=float)))
+        for i, g in enumerate(grads):
+            assert_close(g, numeric_grad(lambda a, b: augments_float_argument(a, b.copy()),
+                                         [x, np.array(k, dtype=float)], i))
+        out, t = sg.jvp(augments_float_argument, (x, k), (np.zeros(2), 1.0))
+        assert_close(t, grads[1])
+    read_only = np.array(0.5)
+    read_only.flags.writeable = False  # NumPy raises writing into it: so does compiled code
+    with pytest.raises(ValueError, match="read-only"):
+        sg.grad(augments_float_argument, wrt=(0, 1))(x, read_only)

@@ -48,3 +48,38 @@ def test_identity_hooks_and_has_aux():
         g, aux = grad(X, W)
     assert aux == 3
     assert_close(g, numeric_grad(lambda x, w: loss_with_aux(x, w)[0], [X, W], 0))
+
+
+class Cube(sg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x ** 3
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, _ = ctx.saved_tensors
+        return g * 3.0 * x * x
+
+
+def two_reshapes(x0):  # a Function's saved `reshape` and a formula's saved `reshape`
+    return np.tile(x0, 3).reshape((3, 3)) * x0, Cube.apply(np.tile(x0, 2).reshape((2, 3)))
+
+
+def test_function_pack_and_formula_pack_get_distinct_names():
+    """Fuzz seed 7223: the formula's pack took the name of the Function's pack (names
+    renumbered after tracing), so the backward read the wrong saved array."""
+    x = np.array([-1.4, 1.3, 0.2])
+    ct = (np.linspace(0.5, 1.5, 9).reshape(3, 3), np.linspace(-1.0, 1.0, 6).reshape(2, 3))
+
+    def scalar(a):
+        outs = two_reshapes(a)
+        return np.sum(outs[0] * ct[0]) + np.sum(outs[1] * ct[1])
+
+    exact = numeric_grad(scalar, [x], 0)
+    with saved_tensors_hooks(lambda a: ("packed", np.array(a, copy=True)), lambda b: b[1]):
+        out, vjp_fn = sg.vjp(two_reshapes, x)
+        (g,) = vjp_fn(ct)
+    assert_close(g, exact)
+    assert_close(out[1], two_reshapes(x)[1])

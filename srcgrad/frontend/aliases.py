@@ -81,6 +81,10 @@ class BlockAliases:
                                  f"should not reach {names}; otherwise write into one name only")
 
 
+    def _merged_paths(self, t) -> bool:
+        """`t`'s storage is, on some path, a branch output's other source."""
+        return any(self._mutable(s) for s in self.merged.get(id(self._chain(t)[-1]), ()))
+
     def _poison_merged(self, top, loc):
         """`top` (the written storage's root) is a branch output: on some path it is the
         storage of another name, which the write changed there and not elsewhere

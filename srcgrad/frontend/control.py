@@ -266,24 +266,28 @@ class ControlFlow:
 
     def merge_branches(self, node, test, then_ops, else_ops, then_values, else_values, names):
         """Emit `cond`; returns the merged value per name (containers merged leafwise)."""
-        then_leaves, else_leaves, trees, outs = [], [], [], []
+        then_leaves, else_leaves, trees, outs, leaves = [], [], [], [], []
         for name, a, b in zip(names, then_values, else_values):
             la, ta = _leaves(a)
             lb, tb = _leaves(b)
             if ta != tb:
                 self.fail(node, f"`{name}` holding differently shaped containers in the two branches")
             trees.append((ta, len(la)))
-            then_leaves += la
-            else_leaves += lb
             for x, y in zip(la, lb):
+                if isinstance(x, Undecided) or isinstance(y, Undecided):
+                    leaves.append(x if isinstance(x, Undecided) else y)  # reading it is the error
+                    continue
+                then_leaves.append(x)
+                else_leaves.append(y)
                 outs.append(Var(self.namer.fresh(name), _kind(x, y)))
+                leaves.append(outs[-1])
                 self.mutation.note_merge(outs[-1], (x, y))
                 self.note_maybe_none(outs[-1], x, y)
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
                            blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
         merged, i = [], 0
         for tree, n in trees:
-            merged.append(unflatten(tree, outs[i:i + n]))
+            merged.append(unflatten(tree, leaves[i:i + n]))
             i += n
         return merged
 

@@ -167,7 +167,13 @@ class Mutation(BlockAliases):
                 return
             self._refuse_shared(old, node, f"`{target.id} {_OPS.get(optype, 'op')}= ...`")
             refs = self._family_refs(old) + self.saved.references(old)
-            if refs <= 1:  # only this name sees the storage: in place == rebinding
+            if refs <= 1 and self._merged_paths(old):
+                # a branch output that is another name's storage on some path (`y = x if c
+                # else z; y += 1`): that name changes on that path only (Note [Aliases
+                # across blocks]); `y` itself reads the same either way
+                self._poison_merged(self._chain(old)[-1], tr.loc)
+                tr.bind(target, new, scope)
+            elif refs <= 1:  # only this name sees the storage: in place == rebinding
                 bound = self._guard_input(old, new)
                 self.history[id(bound)] = old
                 tr.bind(target, bound, scope)
@@ -181,6 +187,7 @@ class Mutation(BlockAliases):
                                     "only rebinds it if it is a scalar, and the compiler cannot "
                                     "tell which", f"write `{target.id} = {target.id} {op} ...` to "
                                     "leave the other names unchanged")
+                self._poison_merged(self._chain(old)[-1], tr.loc)
                 tr.bind(target, new, scope)
         elif isinstance(target, gast.Subscript):
             base = tr.expr(target.value, scope)

@@ -58,6 +58,10 @@ def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list
     from srcgrad.ir.core import Op, Var
 
     pack_fn, unpack_fn = hooks
+    # Temporaries were renumbered after tracing (names.tidy_temporaries) without the
+    # namer seeing their new names: a fresh `_packed_reshape` could be a Function's
+    # pack already (fuzz seed 7223: the second pack overwrote the first).
+    namer.taken.update(_defined_names(forward + backward))
     hooked = {o for op in forward if op.prim == "saved_pack" for o in op.outs}
     unpacks, out = [], []
     for v in saved:
@@ -69,4 +73,16 @@ def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list
         unpacks.append(Op("saved_unpack", (unpack_fn, packed), (v,), None, {}))
         out.append(packed)
     backward[:0] = unpacks
+    return out
+
+
+def _defined_names(ops) -> set:
+    """Names of every value `ops` (and their nested blocks) define or read."""
+    out: set = set()
+    for op in ops:
+        out.update(v.name for v in op.outs)
+        out.update(v.name for v in op.operand_vars())
+        for block in op.blocks:
+            out.update(v.name for v in block.params)
+            out |= _defined_names(block.ops)
     return out

@@ -636,6 +636,8 @@ def no_alias(x, base, *others):
     """`x` itself, once argument `base`, written in place by the compiled function, is
     checked to share no memory with the other arguments (whose values NumPy would
     have changed too), and to be writable (NumPy raises writing into a read-only array)."""
+    if isinstance(base, numpy.generic):  # a NumPy scalar (a float argument): `+=` rebinds it
+        return x
     flags = getattr(base, "flags", None)
     if flags is not None and not getattr(flags, "writeable", True):
         raise ValueError("assignment destination is read-only (compiled code writes into this "
