@@ -220,6 +220,7 @@ def vjp(f, *primals, has_aux=False):
     hooks = current_hooks()
     recorded_in = mutation_allowed()
     leaves, trees = pytree.flatten_args(primals)
+    leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
                                     trees=trees if nested else None)
@@ -282,6 +283,9 @@ def jvp(f, primals, tangents, *, has_aux=False):
         if numpy.shape(p) != numpy.shape(t):
             raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
                              f"has shape {numpy.shape(p)}")
+    # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
+    p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
+                          for ls in (p_leaves, t_leaves))
     fn = modules.source_function(f)
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:

@@ -79,3 +79,37 @@ def test_singular_operators_keep_their_value_elsewhere(x):
         value, grad = sg.value_and_grad(fn)(x)
         assert_close(value, fn(x))
         assert_close(grad, numeric_grad(fn, [x], 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,fn,args", SINGULAR, ids=[c[0] for c in SINGULAR])
+def test_vjp_and_jvp_on_python_floats_as_on_numpy_scalars(name, fn, args):
+    """sg.vjp / sg.jvp treat Python-float primals as np.float64: NumPy's inf and nan at a
+    singular point, never ZeroDivisionError from Python's float operators."""
+    wrt = tuple(range(len(args)))
+    tangents = tuple(0.5 + i for i in wrt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out, vjp_fn = sg.vjp(fn, *args)
+        grads = vjp_fn(1.0)
+        j_out, tangent = sg.jvp(fn, args, tangents)
+        a_out, a_vjp_fn = sg.vjp(fn, *[np.array(a) for a in args])
+        a_grads = a_vjp_fn(np.array(1.0))
+        _, a_tangent = sg.jvp(fn, tuple(np.array(a) for a in args), tuple(map(np.array, tangents)))
+        expected = fn(*[np.float64(a) for a in args])
+    for got in (out, j_out):
+        np.testing.assert_array_equal(np.asarray(got, dtype=float), np.asarray(expected, dtype=float))
+    np.testing.assert_array_equal(np.asarray(grads, dtype=float), np.asarray(a_grads, dtype=float))
+    np.testing.assert_array_equal(np.asarray(tangent, dtype=float), np.asarray(a_tangent, dtype=float))
+    singular = not np.all(np.isfinite(np.asarray((out, *grads), dtype=float)))
+    assert singular or name == "zeroth-power-at-0"  # where Python's float operators raise
+
+
+def test_vjp_and_jvp_on_python_floats_at_regular_points():
+    for args in ((0.7, 1.2), (2.0, -0.3)):
+        out, vjp_fn = sg.vjp(pendulum, *args)
+        assert_close(out, pendulum(*args))
+        expected = [numeric_grad(pendulum, list(args), i) for i in range(2)]
+        for got, e in zip(vjp_fn(1.0), expected):
+            assert_close(got, e, rtol=1e-6)
+        _, tangent = sg.jvp(pendulum, args, (1.0, -2.0))
+        assert_close(tangent, expected[0] - 2.0 * expected[1], rtol=1e-6)
