@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy
 
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd.ops import apply, node_name
+from srcgrad.autograd.ops import DUAL, apply, node_name
 from srcgrad.autograd.tensor import Tensor
 
 _STATE = grad_mode.STATE
@@ -62,6 +62,8 @@ def write(target: Tensor, result) -> Tensor:
     target._vc.v += 1
     if recorded:
         _rebase(target, result, node)
+    if DUAL.written is not None:  # a forward-AD level is open: the target takes the tangent
+        DUAL.written(target, result)
     return target
 
 

@@ -1,0 +1,334 @@
+"""Forward-mode AD on `sg.Tensor` (`sg.autograd.forward_ad`), mirroring `torch.autograd.forward_ad`
+(spec/torch_semantics.md §8).
+
+Note [Dual tensors]
+~~~~~~~~~~~~~~~~~~~
+Inside `dual_level()`, a tensor may carry a tangent (`make_dual`). Every op on Tensors ends
+in `ops.apply` (Note [One node per op]); while a level is open, `ops.DUAL.hook` points at
+`_propagate`, which runs after the op's own forward: if an operand carries a tangent, the
+row's one-op kernel's `jvp` (generated from the same table's JVP formulas as `sg.jvp`, never
+a second list) gives the outputs' tangents. The op itself is recorded for reverse mode as
+usual, so forward and reverse compose:
+
+* the tangent computation runs on the Tensors themselves when grad mode is on and an
+  operand or a tangent requires grad (reverse-over-forward: a tangent is differentiable,
+  as functional.jvp(create_graph=True) needs); otherwise on the plain arrays (fast path);
+* a backward computed with create_graph=True runs its kernels on Tensors (the saved
+  inputs are the dual operands themselves), so tangents flow through it
+  (forward-over-reverse). A saved *output* is rebuilt by the engine as a new Tensor whose
+  grad_fn is the node: its tangent is found on the node (`_fw` per output), which is
+  why `tangent_of` looks there when the tensor has none of its own.
+
+A tangent is stored as `(level, tangent)` in the tensor's (and its node's) `_fw`; it is
+valid only while that level is the open one. Exiting the level drops every tangent set
+in it (torch: "tangents are deleted when the level is exited"). Internally a tangent
+may be a `batching.Batched` (a batch of tangents, functional.jacobian(vectorize=True)):
+it flows through the same kernels and is never shown to users.
+
+In-place ops: `inplace.write` calls `ops.DUAL.written(target, result)`, which moves the
+out-of-place result's tangent to the target. Custom Functions: `function_jvp` is what
+a Function's apply path calls to run the user's `jvp` with `ctx.save_for_forward`.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections import namedtuple
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.autograd import grad_mode, ops
+from srcgrad.autograd.node import Node, torch_dtype
+from srcgrad.autograd.tensor import Tensor
+
+__all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
+           "UnpackedDualTensor", "tangent_of"]
+
+_STATE = grad_mode.STATE
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = "What `unpack_dual` returns: `(primal, tangent)`."
+
+Tensor._fw = None  # (level, tangent) while a tensor carries a tangent (Note [Dual tensors])
+Node._fw = None  # (level, {output_nr: tangent}) on the node of an op whose outputs got tangents
+
+
+class _Level:
+    """An open dual level: what was given tangents in it, to drop them on exit."""
+
+    __slots__ = ("index", "holders")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.holders: list = []  # weak references to tensors and nodes holding tangents
+
+
+class _Current:
+    level: _Level | None = None
+    busy = False  # computing a tangent: ops inside must not propagate again
+
+
+_CURRENT = _Current()
+
+
+# ---------------------------------------------------------------- levels
+def enter_dual_level() -> int:
+    """Open the (only) dual level and return its index, 0."""
+    if _CURRENT.level is not None:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _CURRENT.level = _Level(0)
+    ops.DUAL.hook = _propagate
+    ops.DUAL.written = _written
+    return 0
+
+
+def exit_dual_level(*, level=None) -> None:
+    """Close the dual level (`level`, default the current one); its tangents are dropped."""
+    current = _CURRENT.level
+    if current is None or (level is not None and level != current.index):
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
+                           "was created. This is not supported.")
+    _CURRENT.level = None
+    ops.DUAL.hook = None
+    ops.DUAL.written = None
+    for ref in current.holders:
+        holder = ref()
+        if holder is not None and holder._fw is not None and holder._fw[0] is current:
+            holder._fw = None
+
+
+class dual_level:
+    """`with dual_level() as level:` forward AD inside the block (also a decorator)."""
+
+    def __enter__(self) -> int:
+        return enter_dual_level()
+
+    def __exit__(self, *exc) -> None:
+        exit_dual_level()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with dual_level():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def _level(level) -> _Level | None:
+    current = _CURRENT.level
+    if current is None or level is None or level == current.index:
+        return current
+    return None
+
+
+# ---------------------------------------------------------------- tangents
+def tangent_of(t, level: _Level | None = None):
+    """The tangent `t` carries at the open level (or None). A Tensor the engine rebuilt
+    for a saved output has none of its own: its node holds it (Note [Dual tensors])."""
+    level = level or _CURRENT.level
+    if level is None:
+        return None
+    fw = t._fw
+    if fw is not None and fw[0] is level:
+        return fw[1]
+    fn = t._grad_fn
+    if fn is not None:
+        fw = fn._fw
+        if fw is not None and fw[0] is level:
+            return fw[1].get(t._output_nr)
+    return None
+
+
+def set_tangent(t: Tensor, tangent, level: _Level | None = None) -> None:
+    level = level or _CURRENT.level
+    if tangent is None:
+        if t._fw is not None:
+            t._fw = None
+        return
+    if t._fw is None or t._fw[0] is not level:
+        level.holders.append(weakref.ref(t))
+    t._fw = (level, tangent)
+
+
+def _set_node_tangent(node, nr: int, tangent, level: _Level) -> None:
+    fw = node._fw
+    if fw is None or fw[0] is not level:
+        level.holders.append(weakref.ref(node))
+        node._fw = fw = (level, {})
+    fw[1][nr] = tangent
+
+
+# ---------------------------------------------------------------- make_dual / unpack_dual
+def make_dual(tensor, tangent, *, level=None) -> Tensor:
+    """A view of `tensor` (same storage and version counter) carrying `tangent`."""
+    current = _level(level)
+    if current is None:
+        raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
+                           "make sure to enter_dual_level() first.")
+    if tensor.dtype.kind not in "fc":
+        raise ValueError("Expected primal to be floating point or complex, but got: "
+                         f"{torch_dtype(tensor.dtype)}")
+    if tangent.dtype.kind not in "fc":
+        raise ValueError("Expected tangent to be floating point or complex, but got: "
+                         f"{torch_dtype(tangent.dtype)}")
+    if isinstance(tangent, Tensor) and tangent_of(tangent, current) is not None:
+        raise RuntimeError("Setting a forward grad that itself has a forward gradient at the "
+                           f"same level{current.index} is not supported.")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
+            f"while the given forward gradient is of size {list(tangent.shape)}.")
+    if not isinstance(tangent, Tensor):
+        tangent = Tensor._make(numpy.asarray(tangent))
+    dual = _alias(tensor, "ViewBackward0")
+    set_tangent(dual, tangent, current)
+    return dual
+
+
+def unpack_dual(tensor, *, level=None) -> UnpackedDualTensor:
+    """`(primal, tangent)`: outside a level `(tensor, None)`; inside, a new view of the
+    primal without tangent and the tangent (None for a tensor that carries none)."""
+    current = _level(level)
+    if current is None:
+        return UnpackedDualTensor(tensor, None)
+    tangent = tangent_of(tensor, current)
+    return UnpackedDualTensor(_alias(tensor, "AliasBackward0"), tangent)
+
+
+def _alias(t: Tensor, name: str) -> Tensor:
+    """A view of `t` (differentiable if `t` requires grad) that carries no tangent."""
+    was, _CURRENT.busy = _CURRENT.busy, True
+    try:
+        if t._rg and _STATE.grad_enabled:
+            shape = tuple(t.shape)
+            return ops.apply("reshape", {"shape": shape}, shape, (t,), name)
+        return Tensor._make(t._data, vc=t._vc, base=t._base if t._base is not None else t)
+    finally:
+        _CURRENT.busy = was
+
+
+# ---------------------------------------------------------------- propagation (ops.DUAL.hook)
+def _propagate(rule: str, static: dict, skey, operands: tuple, out) -> None:
+    """Give the outputs `out` of row `rule` their tangents (Note [Dual tensors])."""
+    if _CURRENT.busy or _STATE.inference:
+        return
+    level = _CURRENT.level
+    tangents = [tangent_of(a, level) if isinstance(a, Tensor) else None for a in operands]
+    if all(t is None for t in tangents):
+        return
+    row = rules.RULES[rule]
+    outs = out if type(out) is tuple else (out,)
+    if row.static_out:
+        return
+    if row.nondiff:
+        touts = (None,) * len(outs)
+    else:
+        touts = _jvp(rule, static, skey, operands, tangents)
+        if type(out) is not tuple:
+            touts = (touts,)
+    for o, t in zip(outs, touts):
+        if not isinstance(o, Tensor) or o._data.dtype.kind not in "fc":
+            continue
+        t = _full_tangent(o, t, tangents)
+        set_tangent(o, t, level)
+        if o._grad_fn is not None and o._fw is not None:
+            _set_node_tangent(o._grad_fn, o._output_nr, t, level)
+
+
+def _jvp(rule, static, skey, operands, tangents):
+    active = tuple(t is not None for t in tangents)
+    e = ops.entry_for(rule, static, skey, active)
+    given = [t for t in tangents if t is not None]
+    differentiable = _STATE.grad_enabled and (
+        any(isinstance(a, Tensor) and a._rg for a in operands)
+        or any(isinstance(t, Tensor) and t._rg for t in given))
+    if differentiable:  # recorded: the tangent is itself differentiable (reverse-over-forward)
+        args = list(operands) + given
+    else:
+        args = [a._data if isinstance(a, Tensor) else a for a in operands]
+        args += [t._data if isinstance(t, Tensor) else t for t in given]
+    _CURRENT.busy = True
+    try:
+        _, tout = e.kernel.jvp(*args)
+    finally:
+        _CURRENT.busy = False
+    return tout
+
+
+def _full_tangent(o: Tensor, t, tangents):
+    """The tangent as a Tensor of o's shape (a formula may give a broadcastable one, or
+    None where the output does not depend on the tangents: zeros, as torch gives)."""
+    from srcgrad.autograd import batching
+
+    batch = next((b for b in tangents if isinstance(b, batching.Batched)), None)
+    if isinstance(t, batching.Batched):
+        return t.broadcast_to(o.shape) if t.shape != o.shape else t
+    if batch is not None:  # a batched computation whose output got a plain (constant) tangent
+        return batching.Batched.constant(t, o._data, batch.size)
+    if t is None:
+        return Tensor._make(numpy.zeros_like(o._data))
+    if isinstance(t, Tensor):
+        if t.shape != o.shape:
+            was, _CURRENT.busy = _CURRENT.busy, True
+            try:
+                t = numpy.broadcast_to(t, o.shape)
+            finally:
+                _CURRENT.busy = was
+        return t
+    t = numpy.asarray(t)
+    if t.shape != o._data.shape or t.dtype != o._data.dtype:
+        t = numpy.array(numpy.broadcast_to(t, o._data.shape), dtype=o._data.dtype)
+    return Tensor._make(t)
+
+
+def _written(target: Tensor, result) -> None:
+    """An in-place op wrote `result` into `target`: the target's tangent is the result's."""
+    level = _CURRENT.level
+    t = tangent_of(result, level) if isinstance(result, Tensor) else None
+    if t is None and tangent_of(target, level) is None:
+        return
+    set_tangent(target, t, level)
+    if t is not None and target._grad_fn is not None:
+        _set_node_tangent(target._grad_fn, target._output_nr, t, level)
+
+
+# ---------------------------------------------------------------- custom Functions
+def function_jvp(cls, ctx, inputs: tuple, outputs: tuple) -> None:
+    """After `cls.forward` ran on `inputs` inside a dual level: give `outputs` the tangents
+    of the user's `jvp(ctx, *input tangents)` (ctx.saved_tensors are what
+    `save_for_forward` saved). Tangents of non-tensor inputs are None."""
+    level = _CURRENT.level
+    if level is None or _CURRENT.busy or _STATE.inference:
+        return
+    tangents = [tangent_of(a, level) if isinstance(a, Tensor) else None for a in inputs]
+    if all(t is None for t in tangents):
+        return
+    from srcgrad.autograd.function import Function
+
+    if cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+    if ctx.materialize_grads:
+        tangents = [Tensor._make(numpy.zeros_like(a._data)) if t is None and isinstance(a, Tensor)
+                    and a._data.dtype.kind in "fc" else t for a, t in zip(inputs, tangents)]
+    saved_before = ctx.to_save
+    ctx.to_save = ctx.saved_for_forward
+    _CURRENT.busy = True
+    try:
+        result = cls.jvp(ctx, *tangents)
+    finally:
+        _CURRENT.busy = False
+        ctx.to_save = saved_before
+    results = result if isinstance(result, tuple) else (result,)
+    if len(results) != len(outputs):
+        raise RuntimeError(f"Function {cls.__name__} returned an invalid number of tangents (expected "
+                           f"{len(outputs)}, got {len(results)})")
+    for o, t in zip(outputs, results):
+        if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
+            t = t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t))
+            set_tangent(o, _full_tangent(o, t, ()), level)
+            if o._grad_fn is not None:
+                _set_node_tangent(o._grad_fn, o._output_nr, tangent_of(o, level), level)
