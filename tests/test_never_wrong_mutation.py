@@ -326,3 +326,37 @@ def test_a_container_leaf_undecided_in_one_branch():
                      rtol=1e-5, atol=1e-7)
         with pytest.raises(sg.CompileError, match="rebinds it if it is a scalar"):
             sg.grad(undecided_inside_a_tuple_read)(x.copy())
+
+
+# A nested loop inside `for i, row in enumerate(x)` dropped its enclosing loop's hidden
+# sequence name when it ended (fuzz seed 109), so a write through `row` before it was
+# neither carried nor refused: NumPy's write into x was lost (value and gradient wrong).
+
+def row_written_then_nested_loop(x0):
+    for i, row in enumerate(x0):
+        row[i] *= np.sum(x0)
+        for _ in range(2):
+            pass
+    return np.sum(x0)
+
+
+def row_written_then_nested_loop_rewritten(x0):
+    x0 = x0 * 1.0
+    for i in range(len(x0)):
+        x0[i, i] *= np.sum(x0)
+        for _ in range(2):
+            pass
+    return np.sum(x0)
+
+
+def test_row_write_before_a_nested_loop_is_refused_and_the_rewrite_compiles():
+    a = np.array([[0.5, -0.2], [0.3, 0.9]])
+    for transform in (lambda: sg.grad(row_written_then_nested_loop)(a.copy()),
+                      lambda: sg.jvp(row_written_then_nested_loop, (a.copy(),), (np.ones((2, 2)),))):
+        with pytest.raises(sg.CompileError, match="row of the array the loop iterates over"):
+            transform()
+    value, grad = sg.value_and_grad(row_written_then_nested_loop_rewritten)(a)
+    assert_close(value, row_written_then_nested_loop(a.copy()))
+    assert_close(grad, numeric_grad(row_written_then_nested_loop_rewritten, [a], 0), rtol=1e-5, atol=1e-7)
+    _, tangent = sg.jvp(row_written_then_nested_loop_rewritten, (a,), (np.ones((2, 2)),))
+    assert_close(tangent, np.sum(grad), rtol=1e-5, atol=1e-7)

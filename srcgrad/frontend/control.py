@@ -295,6 +295,7 @@ class ControlFlow:
     def trace_for(self, node, scope):
         if node.orelse:
             self.fail(node, "`for ... else`", "use a flag variable")
+        outer_sequences = {n for n in scope.env if n.startswith(SEQUENCE)}  # enclosing loops'
         plan = self.loop_plan(node, scope)
         if plan is None:  # a static sequence: one trace per element
             self.trace_unrolled_for(node, scope)
@@ -319,8 +320,8 @@ class ControlFlow:
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
         scope.env.pop(flag, None)
-        for name in [n for n in scope.env if n.startswith(SEQUENCE)]:
-            scope.env.pop(name)
+        for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
+            scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
 
     def trace_while(self, node, scope):
         if node.orelse:
