@@ -360,3 +360,45 @@ def test_row_write_before_a_nested_loop_is_refused_and_the_rewrite_compiles():
     assert_close(grad, numeric_grad(row_written_then_nested_loop_rewritten, [a], 0), rtol=1e-5, atol=1e-7)
     _, tangent = sg.jvp(row_written_then_nested_loop_rewritten, (a,), (np.ones((2, 2)),))
     assert_close(tangent, np.sum(grad), rtol=1e-5, atol=1e-7)
+
+
+# `x op= rhs` where rhs writes into x's storage (an inlined helper writing through a view;
+# fuzz seed 316). Python reads the target (and for `x[i] op= rhs` the item) before rhs
+# runs, and the in-place op then works on the array as rhs left it; the compiler stored
+# into the value from before rhs, so rhs's write, or the op's, was lost.
+
+def scale_first(a0):
+    a0[0] *= 3.0
+    a0 -= a0 / (a0 * a0 + 1.0)
+    return np.sum(a0) * 1.5
+
+
+def item_op_helper_writes_the_item(x0):
+    v1 = x0 * np.array([1.0, 2.0, 3.0])
+    v1[[0]] *= scale_first(v1[:1])
+    return np.sum(v1 * v1)
+
+
+def name_op_helper_writes_a_view(x0):
+    v1 = x0 * np.array([1.0, 2.0, 3.0])
+    v1 += scale_first(v1[:1])
+    return np.sum(v1 * v1)
+
+
+def item_op_helper_writes_other_items(x0):
+    v1 = x0 * np.array([1.0, 2.0, 3.0])
+    v1[0] += scale_first(v1[1:])
+    return np.sum(v1 * v1)
+
+
+@pytest.mark.parametrize("fn", [item_op_helper_writes_the_item, name_op_helper_writes_a_view,
+                                item_op_helper_writes_other_items])
+def test_augmented_assignment_whose_right_side_writes_the_target(fn):
+    vg = sg.value_and_grad(fn)
+    for x in (np.array([0.3, -0.2, 0.5]), np.array([-0.7, 0.4, 1.1])):
+        value, grad = vg(x)
+        assert_close(value, fn(x))
+        expected = numeric_grad(fn, [x], 0)
+        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
+        _, tangent = sg.jvp(fn, (x,), (np.ones(3),))
+        assert_close(tangent, np.sum(expected), rtol=1e-5, atol=1e-7)

@@ -147,8 +147,11 @@ class Mutation(BlockAliases):
         tr = self.tracer
         target, optype = node.target, type(node.op)
         if isinstance(target, gast.Name):
-            old = tr.expr(gast.Name(target.id, gast.Load(), None, None), scope)
+            load = gast.Name(target.id, gast.Load(), None, None)
+            old = tr.expr(load, scope)
+            mark = len(self.write_log)
             rhs = tr.expr(node.value, scope)
+            old = self._reread(load, old, scope, mark)
             if isinstance(old, list) and optype in (gast.Add, gast.Mult):
                 from srcgrad.frontend.containers import _iterate
 
@@ -190,9 +193,10 @@ class Mutation(BlockAliases):
                 self._poison_merged(self._chain(old)[-1], tr.loc)
                 tr.bind(target, new, scope)
         elif isinstance(target, gast.Subscript):
+            # Python's order: the target and its index, the item read, then the right side
+            # (which may write into the same array: the store goes into what it holds then)
             base = tr.expr(target.value, scope)
             index = tr.index(target.slice, scope)
-            rhs = tr.expr(node.value, scope)
             if isinstance(base, (tuple, list, dict)):
                 from srcgrad.frontend.containers import set_item
 
@@ -203,14 +207,28 @@ class Mutation(BlockAliases):
                     current = base[key]
                 except (IndexError, KeyError, TypeError) as err:
                     tr.error(node, f"cannot evaluate this item: {err}")
+                rhs = tr.expr(node.value, scope)
                 set_item(tr, base, index, tr.binop(optype, current, rhs, node), node)
                 return
             self._check_local(target, scope)
             current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
+            mark = len(self.write_log)
+            rhs = tr.expr(node.value, scope)
+            base = self._reread(target.value, base, scope, mark)
             self.store(base, index, tr.binop(optype, current, rhs, node), node)
         else:
             tr.fail(node, f"augmented assignment to `{type(target).__name__}`",
                     "assign to a name or an array item")
+
+    def _reread(self, node, old, scope, mark):
+        """What the storage `old` was read from holds after the right side of `x op= ...`
+        ran: `old` itself unless that right side wrote into arrays (an inlined helper
+        writing through a view of x: NumPy's in-place op sees its write; fuzz seed 316)."""
+        if len(self.write_log) == mark or not isinstance(old, (Var, Const)):
+            return old
+        now = self.tracer.expr(node, scope)
+        same = isinstance(now, (Var, Const)) and self.origin(now) is self.origin(old)
+        return now if same else old
 
     def inplace_method(self, call, scope) -> bool:
         """`x.sort()` / `x.fill(v)` as a statement on an array: a write into x. True when
