@@ -455,6 +455,8 @@ def node_backward(node, cts, create_graph) -> tuple:
     saved = node._saved
     if saved is None:
         raise RuntimeError(SECOND_TIME)
+    if node._kernel is None:  # a custom Function's node (srcgrad.autograd.custom)
+        return node.run_backward(cts, create_graph)
     if node._nout > 1 and any(c is None for c in cts):  # kernels read every cotangent
         cts = [numpy.zeros(s, d) if c is None else c for c, (s, d) in zip(cts, node._meta_out)]
     if create_graph:

@@ -7,9 +7,13 @@ output)` style (forward without `ctx`). It is used through `MyFn.apply(...)`:
 * inside compiled code (`sg.grad`, `sg.vjp`, `sg.jvp` of a function calling it) the
   compiler parses the methods' sources and inlines them into the generated code,
   see Note [Custom Functions] in srcgrad.frontend.function;
-* outside compiled code, on plain arrays, `apply` runs `forward` eagerly with a
-  `FunctionCtx` and returns its outputs (no graph is recorded for plain arrays;
-  the Tensor runtime builds on `FunctionCtx` and `run_forward`).
+* applied to `sg.Tensor`s, `apply` runs `forward` under no_grad and records a
+  `<Class>Backward` node whose backward calls the user's `backward` (the ctx *is* that
+  node, as in torch): srcgrad.autograd.custom, which registers itself in `RUNTIME`
+  when the Tensor runtime is imported, so this module (which the compiler imports)
+  never imports the runtime;
+* outside both, on plain arrays, `apply` runs `forward` eagerly with a `FunctionCtx`
+  and returns its outputs (no graph is recorded for plain arrays).
 
 Error conditions and texts follow torch (spec/torch_semantics.md §5).
 """
@@ -22,7 +26,18 @@ import warnings
 
 import numpy
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable", "is_array"]
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "is_array", "RUNTIME"]
+
+
+class _Runtime:
+    """What the Tensor runtime (srcgrad.autograd.custom) registers when it is imported."""
+
+    apply = None  # (cls, args, kwargs) -> outputs, or NotImplemented when no Tensor is an input
+    once_differentiable = None  # (backward, ctx, args) -> the backward's result, torch's wrapping
+    backward_class = None  # cls -> its `<Class>Backward` node class
+
+
+RUNTIME = _Runtime()
 
 
 def is_array(value) -> bool:
@@ -39,12 +54,16 @@ def once_differentiable(fn):
 
     In compiled code, differentiating the generated backward a second time is a
     CompileError ("trying to differentiate twice a function that was marked with
-    @once_differentiable") where that second derivative would reach it.
+    @once_differentiable") where that second derivative would reach it. On Tensors
+    the backward runs under no_grad and, when a gradient it was given requires grad,
+    its results carry torch's `Error` node, which raises that text if reached.
     """
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        return fn(ctx, *args)
+        if RUNTIME.once_differentiable is None:  # no Tensor runtime: plain arrays
+            return fn(ctx, *args)
+        return RUNTIME.once_differentiable(fn, ctx, args)
 
     wrapper._srcgrad_once_differentiable = True
     return wrapper
@@ -95,6 +114,11 @@ class FunctionCtx:
 
 
 class _FunctionMeta(type):
+    @property
+    def _backward_cls(cls):
+        """The class of this Function's backward nodes (`<Class>Backward`), as in torch."""
+        return RUNTIME.backward_class(cls)
+
     def __call__(cls, *args, **kwargs):
         warnings.warn(f"{cls} should not be instantiated. Methods on autograd functions are all "
                       "static, so you should invoke them on the class itself. Instantiating an "
@@ -144,7 +168,12 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run `forward` eagerly (outside compiled code) and return its outputs."""
+        """Run `forward` eagerly (outside compiled code) and return its outputs; on Tensors,
+        record the backward node (srcgrad.autograd.custom)."""
+        if RUNTIME.apply is not None:
+            output = RUNTIME.apply(cls, args, kwargs)
+            if output is not NotImplemented:
+                return output
         output, _ = run_forward(cls, args, kwargs)
         return output
 
@@ -164,7 +193,11 @@ def bind_inputs(cls, args, kwargs) -> tuple:
     if not uses_setup_context(cls):
         params = params[1:]  # ctx
     sig = inspect.Signature(params)
-    bound = sig.bind(*args, **kwargs)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        _raise_call_error(cls, args, kwargs)
+        raise
     bound.apply_defaults()
     inputs = []
     for p in params:
@@ -178,17 +211,41 @@ def bind_inputs(cls, args, kwargs) -> tuple:
     return tuple(inputs)
 
 
+def _raise_call_error(cls, args, kwargs) -> None:
+    """Python's own TypeError for calling a ctx-style forward with these arguments, as
+    torch gives it (`F.forward() takes 1 positional argument but 2 were given`): an
+    argument-count error is raised before the body runs. (A setup_context-style
+    forward keeps the binding's error, torch's `missing a required argument: 'x'`.)"""
+    if uses_setup_context(cls):
+        return
+    forward = inspect.unwrap(cls.forward)
+    try:
+        inspect.signature(forward).bind(None, *args, **kwargs)
+    except TypeError:
+        forward(None, *args, **kwargs)
+
+
 def run_forward(cls, args, kwargs, ctx=None) -> tuple:
     """(output, ctx): `cls.forward` run on `args` with a FunctionCtx (either style).
 
     Checks what torch checks at the end of forward: dirty tensors are inputs that
     are returned; non-differentiable tensors are outputs.
     """
+    check_forward(cls)
+    inputs = bind_inputs(cls, args, kwargs)
+    ctx = ctx if ctx is not None else FunctionCtx(needs_input_grad=[False] * len(inputs))
+    return forward_with(cls, inputs, ctx), ctx
+
+
+def check_forward(cls) -> None:
     if not _overrides(cls, "forward"):
         raise NotImplementedError("You must implement the forward function for custom "
                                   "autograd.Function.")
-    inputs = bind_inputs(cls, args, kwargs)
-    ctx = ctx if ctx is not None else FunctionCtx(needs_input_grad=[False] * len(inputs))
+
+
+def forward_with(cls, inputs: tuple, ctx):
+    """`cls.forward` on the bound `inputs` with `ctx` (either style), and torch's checks
+    at the end of forward; the output as forward returned it."""
     if uses_setup_context(cls):
         output = cls.forward(*inputs)
         cls.setup_context(ctx, inputs, output)
@@ -200,16 +257,20 @@ def run_forward(cls, args, kwargs, ctx=None) -> tuple:
     for t in ctx.non_differentiable:
         if not any(t is o for o in outputs):
             raise RuntimeError("mark_non_differentiable only accepts outputs of the forward")
-    return output, ctx
+    return output
 
 
 def _check_dirty(ctx, inputs, outputs):
     for t in ctx.dirty_tensors:
         if not any(t is i for i in inputs):
-            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
-                          "Tensors that have been mutated should be passed to ctx.mark_dirty().",
-                          UserWarning, stacklevel=4)
+            if getattr(t, "_base", None) is not None:  # a view of an intermediate: torch raises
+                raise RuntimeError(_NOT_INPUT)
+            warnings.warn(_NOT_INPUT, UserWarning, stacklevel=5)
         if not any(t is o for o in outputs):
             raise RuntimeError("Some elements marked as dirty during the forward method were not "
                                "returned as output. The inputs that are modified inplace must all "
                                "be outputs of the Function.")
+
+
+_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that "
+              "have been mutated should be passed to ctx.mark_dirty().")

@@ -14,7 +14,6 @@ from tests.autograd.spec_util import (
     exact,
     leaf,
     needs_allow_mutation,
-    needs_function,
     val,
 )
 
@@ -328,7 +327,6 @@ def test_raw_saved_tensor_data_and_unpack_hook():  # probe 7.SavedTensor.data_an
     check(a.grad, [2.0, 4.0])
 
 
-@needs_function
 def test_raw_saved_register_hooks_on_none():
     class SavesNone(sg.autograd.Function):
         @staticmethod
