@@ -26,8 +26,8 @@ may be a `batching.Batched` (a batch of tangents, functional.jacobian(vectorize=
 it flows through the same kernels and is never shown to users.
 
 In-place ops: `inplace.write` calls `ops.DUAL.written(target, result)`, which moves the
-out-of-place result's tangent to the target. Custom Functions: `function_jvp` is what
-a Function's apply path calls to run the user's `jvp` with `ctx.save_for_forward`.
+out-of-place result's tangent to the target. Custom Functions: srcgrad.autograd.custom's
+`FORWARD_AD.hook` runs the user's `jvp` with what `ctx.save_for_forward` saved.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode, ops
+from srcgrad.autograd.batching import Batched
 from srcgrad.autograd.node import Node, torch_dtype
 from srcgrad.autograd.tensor import Tensor
 
@@ -81,6 +82,9 @@ def enter_dual_level() -> int:
     _CURRENT.level = _Level(0)
     ops.DUAL.hook = _propagate
     ops.DUAL.written = _written
+    plug = _custom_functions()
+    if plug is not None:
+        plug.hook = _function_hook
     return 0
 
 
@@ -93,6 +97,9 @@ def exit_dual_level(*, level=None) -> None:
     _CURRENT.level = None
     ops.DUAL.hook = None
     ops.DUAL.written = None
+    plug = _custom_functions()
+    if plug is not None:
+        plug.hook = None
     for ref in current.holders:
         holder = ref()
         if holder is not None and holder._fw is not None and holder._fw[0] is current:
@@ -181,7 +188,7 @@ def make_dual(tensor, tangent, *, level=None) -> Tensor:
             "Trying to set a forward gradient that has a different size than that of the "
             f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
             f"while the given forward gradient is of size {list(tangent.shape)}.")
-    if not isinstance(tangent, Tensor):
+    if not isinstance(tangent, Tensor) and not isinstance(tangent, Batched):
         tangent = Tensor._make(numpy.asarray(tangent))
     dual = _alias(tensor, "ViewBackward0")
     set_tangent(dual, tangent, current)
@@ -242,7 +249,8 @@ def _jvp(rule, static, skey, operands, tangents):
     active = tuple(t is not None for t in tangents)
     e = ops.entry_for(rule, static, skey, active)
     given = [t for t in tangents if t is not None]
-    differentiable = _STATE.grad_enabled and (
+    # a batch of tangents (functional's vectorize) is never differentiated: arrays only
+    differentiable = _STATE.grad_enabled and not any(isinstance(t, Batched) for t in given) and (
         any(isinstance(a, Tensor) and a._rg for a in operands)
         or any(isinstance(t, Tensor) and t._rg for t in given))
     if differentiable:  # recorded: the tangent is itself differentiable (reverse-over-forward)
@@ -261,13 +269,11 @@ def _jvp(rule, static, skey, operands, tangents):
 def _full_tangent(o: Tensor, t, tangents):
     """The tangent as a Tensor of o's shape (a formula may give a broadcastable one, or
     None where the output does not depend on the tangents: zeros, as torch gives)."""
-    from srcgrad.autograd import batching
-
-    batch = next((b for b in tangents if isinstance(b, batching.Batched)), None)
-    if isinstance(t, batching.Batched):
-        return t.broadcast_to(o.shape) if t.shape != o.shape else t
+    batch = next((b for b in tangents if isinstance(b, Batched)), None)
+    if isinstance(t, Batched):
+        return numpy.broadcast_to(t, o.shape) if t.shape != o.shape else t
     if batch is not None:  # a batched computation whose output got a plain (constant) tangent
-        return batching.Batched.constant(t, o._data, batch.size)
+        return Batched.constant(t, o._data, batch.size)
     if t is None:
         return Tensor._make(numpy.zeros_like(o._data))
     if isinstance(t, Tensor):
@@ -296,39 +302,49 @@ def _written(target: Tensor, result) -> None:
 
 
 # ---------------------------------------------------------------- custom Functions
-def function_jvp(cls, ctx, inputs: tuple, outputs: tuple) -> None:
-    """After `cls.forward` ran on `inputs` inside a dual level: give `outputs` the tangents
-    of the user's `jvp(ctx, *input tangents)` (ctx.saved_tensors are what
-    `save_for_forward` saved). Tangents of non-tensor inputs are None."""
+def _function_hook(node, inputs: tuple, outs: list) -> list:
+    """`custom.FORWARD_AD.hook`: after a custom Function's forward ran on Tensors inside a
+    dual level, its outputs' tangents are what the user's `jvp(ctx, *input tangents)`
+    returns (`ctx.saved_tensors` there reads what `save_for_forward` saved). A non-tensor
+    input's tangent is None; a tensor input without one is zeros unless the Function set
+    `ctx.set_materialize_grads(False)`."""
     level = _CURRENT.level
     if level is None or _CURRENT.busy or _STATE.inference:
-        return
+        return outs
     tangents = [tangent_of(a, level) if isinstance(a, Tensor) else None for a in inputs]
     if all(t is None for t in tangents):
-        return
+        return outs
     from srcgrad.autograd.function import Function
 
+    cls = node._forward_cls
     if cls.jvp is Function.jvp:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
-    if ctx.materialize_grads:
+    if node.materialize_grads:
         tangents = [Tensor._make(numpy.zeros_like(a._data)) if t is None and isinstance(a, Tensor)
                     and a._data.dtype.kind in "fc" else t for a, t in zip(inputs, tangents)]
-    saved_before = ctx.to_save
-    ctx.to_save = ctx.saved_for_forward
     _CURRENT.busy = True
     try:
-        result = cls.jvp(ctx, *tangents)
+        result = node.apply_jvp(*tangents)
     finally:
         _CURRENT.busy = False
-        ctx.to_save = saved_before
     results = result if isinstance(result, tuple) else (result,)
-    if len(results) != len(outputs):
-        raise RuntimeError(f"Function {cls.__name__} returned an invalid number of tangents (expected "
-                           f"{len(outputs)}, got {len(results)})")
-    for o, t in zip(outputs, results):
+    if len(results) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.jvp returned {len(results)} tangents, but forward "
+                           f"returned {len(outs)} outputs")
+    for o, t in zip(outs, results):
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
-            t = t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t))
-            set_tangent(o, _full_tangent(o, t, ()), level)
+            t = _full_tangent(o, t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t)), ())
+            set_tangent(o, t, level)
             if o._grad_fn is not None:
-                _set_node_tangent(o._grad_fn, o._output_nr, tangent_of(o, level), level)
+                _set_node_tangent(o._grad_fn, o._output_nr, t, level)
+    return outs
+
+
+def _custom_functions():
+    """srcgrad.autograd.custom's plug (None where that module is absent)."""
+    try:
+        from srcgrad.autograd import custom
+    except ImportError:
+        return None
+    return getattr(custom, "FORWARD_AD", None)
