@@ -393,8 +393,11 @@ def _unpack(node, entry, check=True):
                                "i.e. with .detach_().This is not supported, please use "
                                "out-of-place `.detach()` instead")
         if counter.v != version:
-            data = value[0] if kind == "output" else value._data
-            raise version_error(data, counter.v, version, label)
+            if kind == "output":
+                raise version_error(value[0], counter.v, version, label)
+            fn = value._grad_fn  # torch names a saved input's producer as it is now
+            raise version_error(value._data, counter.v, version,
+                                None if fn is None else (fn, value._output_nr))
     if kind == "output":
         data, k = value
         return Tensor._make(data, rg=True, grad_fn=node, output_nr=k, vc=counter)

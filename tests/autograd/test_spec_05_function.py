@@ -443,9 +443,9 @@ def test_function_that_saved_nothing_runs_twice():  # probe 5.second_backward_cu
 
 def test_saved_input_and_output_modified_in_place():  # probes 5.saved_input_modified_inplace / output
     a = leaf([1.0, 2.0])
-    x = a + 1
+    x = a * 2
     y = F.Sq.apply(x)
-    x.mul_(2)
+    x.add_(1)  # torch names the saved input's producer at backward: now the in-place add
     with pytest.raises(RuntimeError, match=r"^one of the variables needed for gradient computation "
                        r"has been modified by an inplace operation: \[torch.DoubleTensor \[2\]\], "
                        r"which is output 0 of Add, is at version 1; expected version 0 instead\. "
