@@ -11,6 +11,11 @@ the names they change, which would cut the sharing between names:
 * a merged value that is another name's storage on some path only (`y = x if c
   else z`) is recorded (`merged`); a write through it makes every such name
   Undecided (reading it is a CompileError), since the write reached it on one path;
+* a loop's output is what its last iteration left, or its first value when the loop
+  may run no iteration; a param is the first value or the previous iteration's: both
+  are recorded as merges (`note_loop_outputs`), so a write after the loop through a
+  name the body bound to another name's array (`for ...: y = x`; `y += 1`) makes that
+  name Undecided, as a branch would;
 * a loop's body starts from params; a param whose first value shares memory with
   another name (`y = x` or `row = x[0]` before the loop) is recorded (`shared`) and
   a write through it inside the body is a CompileError: on the first iteration the
@@ -42,6 +47,19 @@ class BlockAliases:
         """`out` is one of `sources` depending on the path taken (an if/else merge)."""
         if any(self._mutable(s) for s in sources):
             self.merged[id(out)] = sources
+
+    def note_loop_outputs(self, prim, args, inits, params, results, outs):
+        """A loop's carried values (Note [Aliases across blocks]): inside the body a
+        param is the first value or what the previous iteration left; after the loop
+        the output is what the last iteration left, or the first value when the loop
+        may run no iteration (a `while`, a `range` whose bounds are not constants)."""
+        bounds = [a.value for a in args] if prim == "for_range" and all(
+            isinstance(a, Const) for a in args) else None
+        runs = bounds is not None and all(isinstance(b, int) for b in bounds) and bounds[2] != 0 \
+            and len(range(*bounds)) > 0
+        for init, param, result, out in zip(inits, params, results, outs):
+            self.note_merge(param, (init, result))
+            self.note_merge(out, (result,) if runs else (init, result))
 
     def note_loop_params(self, node, carried, params, env):
         """Params of a loop body whose first value shares memory with another name
@@ -89,9 +107,12 @@ class BlockAliases:
         """`top` (the written storage's root) is a branch output: on some path it is the
         storage of another name, which the write changed there and not elsewhere
         (Note [Aliases across blocks])."""
-        roots, todo = [], [top]
+        roots, todo, seen = [], [top], set()
         while todo:
             t = self._chain(todo.pop())[-1]
+            if id(t) in seen:  # a loop param is its init or the body's result, which may be it
+                continue
+            seen.add(id(t))
             for s in self.merged.get(id(t), ()):
                 if self._mutable(s):
                     roots.append(self._chain(s)[-1])
@@ -100,7 +121,8 @@ class BlockAliases:
             return
         marker = Undecided(f"the in-place write at line {loc.line if loc else '?'} "
                            f"(`{loc.text if loc else ''}`) changed this value on some paths only: "
-                           "the written name was bound to it in one branch of an if/else or "
-                           "conditional expression", "copy explicitly in the branch (`y = x.copy()`) "
-                           "or write into the original name", loc)
+                           "the written name was bound to it on some paths only (in one branch "
+                           "of an if/else or conditional expression, or by a loop's iterations)",
+                           "copy explicitly where it is bound (`y = x.copy()`) or write into the "
+                           "original name", loc)
         self._remap(lambda r: marker if any(self._chain(r)[-1] is root for root in roots) else None)
