@@ -332,7 +332,12 @@ def _function_hook(node, inputs: tuple, outs: list) -> list:
     if len(results) != len(outs):
         raise RuntimeError(f"{cls.__name__}.jvp returned {len(results)} tangents, but forward "
                            f"returned {len(outs)} outputs")
-    for o, t in zip(outs, results):
+    for k, (o, t) in enumerate(zip(outs, results)):
+        if t is not None and not (isinstance(o, Tensor) and o._data.dtype.kind in "fc" and
+                                  not any(o is n for n in node.non_differentiable)):
+            raise RuntimeError(f"Function's jvp returned a gradient at position {k}, but  the "
+                               "corresponding forward output is not a differentiable Tensor."
+                               "You should return None at that position instead.")
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
             t = _full_tangent(o, t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t)), ())
             set_tangent(o, t, level)

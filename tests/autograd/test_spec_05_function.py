@@ -842,3 +842,28 @@ def test_error_forward_without_ctx_and_no_setup_context():
     with pytest.raises(TypeError, match=exact(
             f"{NoCtx.forward.__qualname__}() takes 1 positional argument but 2 were given")):
         NoCtx.apply(leaf([1.0]))
+
+
+def test_error_jvp_returns_a_tangent_for_a_non_differentiable_output():
+    from srcgrad.autograd import forward_ad as fwAD  # noqa: N812 (torch's spelling)
+
+    class SortJvp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = np.argsort(x)
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_forward(idx)
+            return np.take_along_axis(x, idx, axis=-1), idx
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            (idx,) = ctx.saved_tensors
+            return np.take_along_axis(x_t, idx, axis=-1), x_t
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(const([3.0, 1.0, 2.0]), const([1.0, 2.0, 3.0]))
+        with pytest.raises(RuntimeError, match=exact(
+                "Function's jvp returned a gradient at position 1, but  the corresponding forward "
+                "output is not a differentiable Tensor.You should return None at that position "
+                "instead.")):
+            SortJvp.apply(x)
