@@ -1,48 +1,44 @@
 """srcgrad: a source-transformation autograd compiler for NumPy and CuPy.
 
 Public names only (the contract: the transforms, the CLI and the sg.Tensor runtime).
+
+Every name is imported on first use (PEP 562): `import srcgrad` costs almost nothing,
+a transform does not import the eager runtime, and a program using `sg.Tensor` does not
+import the compiler until it compiles something.
 """
 
-from srcgrad import autograd
-from srcgrad._version import __version__
-from srcgrad.api import cache_clear, grad, hessian, jacobian, jvp, source, value_and_grad, vjp
-from srcgrad.autograd.compiled import CompiledFunction, compile  # noqa: A004
-from srcgrad.autograd.grad_mode import (
-    enable_grad,
-    inference_mode,
-    is_grad_enabled,
-    is_inference_mode_enabled,
-    no_grad,
-    set_grad_enabled,
-)
-from srcgrad.autograd.tensor import (
-    Tensor,
-    arange,
-    empty,
-    empty_like,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    is_tensor,
-    linspace,
-    manual_seed,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randn,
-    randn_like,
-    tensor,
-    zeros,
-    zeros_like,
-)
-from srcgrad.errors import CompileError
+import importlib
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source", "cache_clear",
-           "CompileError", "autograd", "__version__", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
-           # the eager runtime (API.md §3)
-           "Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange",
-           "linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-           "randn_like", "manual_seed", "is_tensor", "from_numpy", "compile", "CompiledFunction"]
+from srcgrad._version import __version__
+
+# public name -> the module that defines it
+_HOMES = {
+    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source",
+                     "cache_clear"], "srcgrad.api"),
+    "CompileError": "srcgrad.errors",
+    **dict.fromkeys(["compile", "CompiledFunction"], "srcgrad.autograd.compiled"),
+    **dict.fromkeys(["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+                     "is_grad_enabled", "is_inference_mode_enabled"], "srcgrad.autograd.grad_mode"),
+    # the eager runtime (API.md §3)
+    **dict.fromkeys(["Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn",
+                     "arange", "linspace", "eye", "zeros_like", "ones_like", "empty_like",
+                     "full_like", "rand_like", "randn_like", "manual_seed", "is_tensor",
+                     "from_numpy"], "srcgrad.autograd.tensor"),
+}
+
+__all__ = [*_HOMES, "autograd", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "autograd":
+        value = importlib.import_module("srcgrad.autograd")
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module 'srcgrad' has no attribute {name!r}")
+    globals()[name] = value  # later reads skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

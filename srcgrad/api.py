@@ -17,7 +17,7 @@ import inspect
 
 import numpy
 
-from srcgrad import backend, jacobians
+from srcgrad import backend, contexts, jacobians
 from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
 from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
@@ -72,9 +72,7 @@ class _Dispatch:
         self.function = self._function(guards=())
         self.unbound_code = self.function.__code__
         self.codes: dict = {}  # guard text -> compiled dispatcher code (hooks rebind it often)
-        from srcgrad.autograd.graph import on_mutation_mode_change
-
-        on_mutation_mode_change(self.unbind)
+        contexts.on_mutation_mode_change(self.unbind)
 
     def unbind(self):
         """Forget the variant the guards pick: the next call looks it up again."""
@@ -175,9 +173,7 @@ class _Dispatch:
 
 
 def _hooks_active() -> bool:
-    from srcgrad.autograd.graph import current_hooks
-
-    return current_hooks() is not None
+    return contexts.current_hooks() is not None
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):
@@ -215,10 +211,8 @@ def vjp(f, *primals, has_aux=False):
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
-    from srcgrad.autograd.graph import current_hooks, mutation_allowed
-
-    hooks = current_hooks()
-    recorded_in = mutation_allowed()
+    hooks = contexts.current_hooks()
+    recorded_in = contexts.mutation_allowed()
     leaves, trees = pytree.flatten_args(primals)
     leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
@@ -238,7 +232,7 @@ def vjp(f, *primals, has_aux=False):
     aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
 
     def vjp_fn(cotangent):
-        if recorded_in is not None and mutation_allowed() is not recorded_in:
+        if recorded_in is not None and contexts.mutation_allowed() is not recorded_in:
             raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
                                  "contextin which the graph was originally recorded.")  # sic, torch
         cts, ct_tree = pytree.flatten(cotangent)

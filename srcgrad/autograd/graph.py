@@ -14,32 +14,16 @@ outside the context pay nothing for it.
 
 from __future__ import annotations
 
-import threading
+from srcgrad import contexts
+from srcgrad.contexts import current_hooks
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "current_hooks",
            "allow_mutation_on_saved_tensors"]
 
-_state = threading.local()
-
-
-def _stack() -> list:
-    stack = getattr(_state, "hooks", None)
-    if stack is None:
-        stack = _state.hooks = []
-    return stack
-
-
-def _disabled() -> list:
-    messages = getattr(_state, "disabled", None)
-    if messages is None:
-        messages = _state.disabled = []
-    return messages
-
-
-def current_hooks():
-    """The innermost active `(pack_hook, unpack_hook)`, or None."""
-    stack = _stack()
-    return stack[-1] if stack else None
+# The state lives in srcgrad.contexts, which the compiler reads without importing the runtime.
+_stack = contexts.hooks_stack
+_disabled = contexts.disabled_messages
+_mode_changed = contexts.notify_mode_change
 
 
 class saved_tensors_hooks:  # noqa: N801 (torch's name)
@@ -118,41 +102,6 @@ class disable_saved_tensors_hooks:  # noqa: N801
         return False
 
 
-# The active allow-mutation context (torch keeps one per process, not per thread) and
-# the callbacks run when it changes: each transform's dispatcher forgets the variant it
-# was bound to (srcgrad.api._Dispatch.unbind).
-_allow_mutation: list = [None]
-_mode_listeners = None
-
-
-def mutation_allowed():
-    """The active `allow_mutation_on_saved_tensors` context, or None."""
-    return _allow_mutation[0]
-
-
-def on_mutation_mode_change(callback) -> None:
-    """Call `callback()` whenever an `allow_mutation_on_saved_tensors` context is entered
-    or left (held weakly: a bound method of an object that dies is dropped)."""
-    global _mode_listeners
-    import weakref
-
-    if _mode_listeners is None:
-        _mode_listeners = []
-    _mode_listeners.append(weakref.WeakMethod(callback))
-
-
-def _mode_changed() -> None:
-    if _mode_listeners is None:
-        return
-    alive = []
-    for ref in _mode_listeners:
-        callback = ref()
-        if callback is not None:
-            callback()
-            alive.append(ref)
-    _mode_listeners[:] = alive
-
-
 class allow_mutation_on_saved_tensors:  # noqa: N801 (torch's name)
     """Within this context, compiled code may write in place into a value a custom
     Function saved for backward; the backward uses the value as it was when saved.
@@ -164,15 +113,13 @@ class allow_mutation_on_saved_tensors:  # noqa: N801 (torch's name)
     """
 
     def __enter__(self):
-        if _allow_mutation[0] is not None:
+        if contexts.mutation_allowed() is not None:
             raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
-        _allow_mutation[0] = self
-        _mode_changed()
+        contexts.set_mutation_allowed(self)
         return self
 
     def __exit__(self, *exc):
-        _allow_mutation[0] = None
-        _mode_changed()
+        contexts.set_mutation_allowed(None)
         return False
 
 

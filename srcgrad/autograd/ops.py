@@ -20,9 +20,9 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd import graph as _graph
 from srcgrad.autograd.node import _CLASSES, _RAW, node_class
 from srcgrad.autograd.tensor import Tensor
+from srcgrad.contexts import current_hooks, hooks_active
 
 _STATE = grad_mode.STATE
 _ndarray = numpy.ndarray
@@ -94,35 +94,16 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str):
                         for a in operands])
         e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
         ans, saved = e.forward(*datas)
-        out = _record(e, name, ans, saved, operands)
-    else:
-        active = _INACTIVE[len(operands)]
-        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-        ans, _ = e.forward(*datas)
-        if type(ans) is tuple:
-            out = tuple(_plain(a, operands, e) for a in ans)
-        else:
-            out = _plain(ans, operands, e)
-    if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
-        DUAL.hook(rule, static, skey, operands, out)
-    return out
+        return _record(e, name, ans, saved, operands)
+    active = _INACTIVE[len(operands)]
+    e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
+    ans, _ = e.forward(*datas)
+    if type(ans) is tuple:
+        return tuple(_plain(a, operands, e) for a in ans)
+    return _plain(ans, operands, e)
 
 
 _INACTIVE = [(False,) * n for n in range(64)]
-
-
-class _Dual:
-    """Forward-mode AD's hooks (Note [Dual tensors] in srcgrad.autograd.forward_ad), None
-    unless a dual level is open: `hook(rule, static, skey, operands, out)` gives an op's
-    outputs their tangents, `written(target, result)` moves an in-place op's tangent."""
-
-    __slots__ = ("hook", "written")
-
-    def __init__(self):
-        self.hook = self.written = None
-
-
-DUAL = _Dual()
 
 
 def _plain(ans, operands, e):
@@ -212,8 +193,8 @@ def _track_saved(node, e, saved, operands, outs):
         t = outs[k]
         versions[j] = (t._vc, t._vc.v, (node, k), None)
     node._versions = versions
-    if getattr(_graph._state, "hooks", None):  # saved-tensor hooks are active
-        _pack_all(node, e, saved, operands, outs, _graph.current_hooks())
+    if hooks_active():
+        _pack_all(node, e, saved, operands, outs, current_hooks())
 
 
 def _pack_all(node, e, saved, operands, outs, hooks):

@@ -17,7 +17,7 @@ import os
 
 import numpy
 
-from srcgrad import backend
+from srcgrad import backend, contexts
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
@@ -231,9 +231,7 @@ def records_key(trees) -> tuple:
 def mutation_allowed() -> bool:
     """Whether an `allow_mutation_on_saved_tensors` context is active: part of every
     variant's options (Note [Saved values written in place])."""
-    from srcgrad.autograd import graph  # the context's state; the runtime is not imported
-
-    return graph.mutation_allowed() is not None
+    return contexts.mutation_allowed() is not None
 
 
 def _module(fs, key: str, program) -> tuple:
