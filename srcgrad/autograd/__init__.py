@@ -4,7 +4,7 @@
 # srcgrad.autograd.function lazily, and that import must not pull the runtime in half-built.
 # Each module below installs its part of Tensor (operators, methods, NumPy protocols,
 # backward) when imported.
-from srcgrad.autograd import dispatch, engine, function, graph, inplace, methods, ops, saved, tensor  # noqa: E402,I001
+from srcgrad.autograd import custom, dispatch, engine, function, graph, inplace, methods, ops, saved, tensor  # noqa: E402,I001,E501,F401
 from srcgrad.autograd.engine import backward, grad  # noqa: E402
 from srcgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from srcgrad.autograd.grad_mode import (

@@ -94,16 +94,35 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str):
                         for a in operands])
         e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
         ans, saved = e.forward(*datas)
-        return _record(e, name, ans, saved, operands)
-    active = _INACTIVE[len(operands)]
-    e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-    ans, _ = e.forward(*datas)
-    if type(ans) is tuple:
-        return tuple(_plain(a, operands, e) for a in ans)
-    return _plain(ans, operands, e)
+        out = _record(e, name, ans, saved, operands)
+    else:
+        active = _INACTIVE[len(operands)]
+        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
+        ans, _ = e.forward(*datas)
+        if type(ans) is tuple:
+            out = tuple(_plain(a, operands, e) for a in ans)
+        else:
+            out = _plain(ans, operands, e)
+    if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
+        DUAL.hook(rule, static, skey, operands, out)
+    return out
 
 
 _INACTIVE = [(False,) * n for n in range(64)]
+
+
+class _Dual:
+    """Forward-mode AD's hooks (Note [Dual tensors] in srcgrad.autograd.forward_ad), None
+    unless a dual level is open: `hook(rule, static, skey, operands, out)` gives an op's
+    outputs their tangents, `written(target, result)` moves an in-place op's tangent."""
+
+    __slots__ = ("hook", "written")
+
+    def __init__(self):
+        self.hook = self.written = None
+
+
+DUAL = _Dual()
 
 
 def _plain(ans, operands, e):
