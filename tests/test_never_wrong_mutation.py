@@ -464,3 +464,18 @@ def test_write_after_a_loop_that_always_rebinds_to_a_fresh_array_compiles():
     value, grad = sg.value_and_grad(fn)(A)
     assert_close(value, fn(A.copy()))
     assert_close(grad, numeric_grad(lambda a: fn(a.copy()), [A], 0), rtol=1e-5, atol=1e-7)
+
+
+def residual_net(x, W):
+    h = x
+    for i in range(W.shape[0]):  # run-time bounds: taken to run (Note [Aliases across blocks])
+        h = np.tanh(h @ W[i])
+    h += 1.0
+    return np.sum(h + x)
+
+
+def test_write_after_a_range_loop_over_a_shape_compiles():
+    x, W = np.array([0.1, -0.2]), np.linspace(-0.5, 0.5, 12).reshape(3, 2, 2)
+    for i in range(2):
+        assert_close(sg.grad(residual_net, wrt=(0, 1))(x, W)[i], numeric_grad(residual_net, [x, W], i),
+                     rtol=1e-5, atol=1e-7)

@@ -52,11 +52,13 @@ class BlockAliases:
         """A loop's carried values (Note [Aliases across blocks]): inside the body a
         param is the first value or what the previous iteration left; after the loop
         the output is what the last iteration left, or the first value when the loop
-        may run no iteration (a `while`, a `range` whose bounds are not constants)."""
+        may run no iteration: a `while`, or a `range` that is empty. A `range` whose
+        bounds are run-time values (`range(len(x))`) is taken to run (known gap: an
+        empty one, where the write after the loop would reach the first value's names)."""
         bounds = [a.value for a in args] if prim == "for_range" and all(
             isinstance(a, Const) for a in args) else None
-        runs = bounds is not None and all(isinstance(b, int) for b in bounds) and bounds[2] != 0 \
-            and len(range(*bounds)) > 0
+        runs = prim == "for_range" and (bounds is None or not all(
+            isinstance(b, int) for b in bounds) or bounds[2] == 0 or len(range(*bounds)) > 0)
         for init, param, result, out in zip(inits, params, results, outs):
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
