@@ -184,3 +184,115 @@ def test_save_on_cpu_is_the_identity_for_numpy():
         pack, unpack = current_hooks()
         assert unpack(pack(x)) is x
     assert hooks.pin_memory is False
+
+
+# ---------------------------------------------------------------- on sg.Tensor (srcgrad.autograd.custom)
+def _leaf(values):
+    return sg.tensor(np.asarray(values, dtype=np.float64), requires_grad=True)
+
+
+def test_hooks_bound_at_save_time_and_applied_to_what_save_for_backward_saved():
+    log = []
+    x = _leaf([1.0, 2.0])
+    with saved_tensors_hooks(lambda t: log.append("pack") or ("p", t),
+                             lambda p: log.append("unpack") or p[1]):
+        y = F.Sq.apply(x)
+    assert log == ["pack"]
+    with saved_tensors_hooks(lambda t: 1 / 0, lambda p: 1 / 0):  # active now: not used
+        y.sum().backward()
+    assert log == ["pack", "unpack"]
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_hook_errors():
+    x = _leaf([1.0, 2.0])
+    with saved_tensors_hooks(lambda t: t, lambda p: 3):
+        y = F.Sq.apply(x)
+    with pytest.raises(TypeError, match="^Output of saved tensor unpack_hook expected to be a "
+                                        "Tensor but got result of type int$"):
+        y.sum().backward()
+
+    def mutating(t):
+        t.add_(1)
+        return t
+
+    with pytest.raises(RuntimeError, match="^A saved tensor pack hook is modifying its input in "
+                                           "place"):
+        with saved_tensors_hooks(mutating, lambda p: p):
+            F.Sq.apply(x * 1)
+
+    def failing(t):
+        raise KeyError("pack failed")
+
+    with pytest.raises(KeyError, match="pack failed"):
+        with saved_tensors_hooks(failing, lambda p: p):
+            F.Sq.apply(x)
+
+
+def test_raw_saved_tensor_register_hooks():
+    x = _leaf([1.0, 2.0])
+    y = F.Sq.apply(x)
+    raw = y.grad_fn._raw_saved_tensors[0]
+    assert raw.data is x and raw.unpack_hook is None
+    raw.register_hooks(lambda t: ("kept", t * 2), lambda p: p[1])
+    assert raw.data[0] == "kept" and raw.unpack_hook is not None
+    with pytest.raises(RuntimeError, match="whose hooks have already been set"):
+        raw.register_hooks(lambda t: t, lambda p: p)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, 8.0])  # the backward read 2x
+    with pytest.raises(RuntimeError, match="after it has been freed"):
+        raw.register_hooks(lambda t: t, lambda p: p)
+
+
+def test_saved_non_leaf_input_detached_in_place():
+    x = _leaf([1.0, 2.0]) * 1
+    y = F.Sq.apply(x)
+    x.detach_()
+    with pytest.raises(RuntimeError, match=r"^Trying to use a saved tensor that has been detached "
+                                           r"in-place, i.e. with .detach_\(\).This is not supported"):
+        y.sum().backward()
+
+
+def test_retain_graph_and_node_and_tensor_hooks():
+    x = _leaf([1.0, 2.0])
+    y = F.Cube.apply(x)
+    seen = []
+    y.register_hook(lambda g: seen.append(("tensor", g.numpy().tolist())))
+    y.grad_fn.register_prehook(lambda gs: seen.append(("pre", len(gs))))
+    y.grad_fn.register_hook(lambda gi, go: seen.append(("post", len(gi), len(go))))
+    y.retain_grad()
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert seen == [("tensor", [1.0, 1.0]), ("pre", 1), ("post", 1, 1)] * 2
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 3 * np.array([1.0, 4.0]))
+    np.testing.assert_allclose(y.grad.numpy(), [2.0, 2.0])
+
+
+def test_float32_gradients_and_inference_mode():
+    x = sg.tensor([1.0, 2.0], requires_grad=True)  # float32
+    F.Exp.apply(x).sum().backward()
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
+    with sg.inference_mode():
+        y = F.Exp.apply(x)
+    assert y.grad_fn is None and not y.requires_grad
+
+
+def test_a_function_inside_a_create_graph_backward():
+    """A custom Function applied while a create_graph backward runs is recorded too."""
+
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return F.Sq.apply(g)  # differentiable: g ** 2 recorded on g
+
+    x = _leaf([1.0, 3.0])
+    (g,) = sg.autograd.grad(Twice.apply(x).sum(), x, sg.tensor(1.0, dtype=np.float64,
+                                                               requires_grad=True),
+                            create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [1.0, 1.0])
+    assert g.grad_fn is not None
