@@ -224,8 +224,9 @@ class Mutation(BlockAliases):
         """What the storage `old` was read from holds after the right side of `x op= ...`
         ran: `old` itself unless that right side wrote into arrays (an inlined helper
         writing through a view of x: NumPy's in-place op sees its write; fuzz seed 316)."""
-        if len(self.write_log) == mark or not isinstance(old, (Var, Const)):
-            return old
+        if len(self.write_log) == mark or not isinstance(old, (Var, Const)) or not all(
+                isinstance(n, _PURE_NODES) for n in gast.walk(node)):
+            return old  # nothing written, or re-reading would run a call again
         now = self.tracer.expr(node, scope)
         same = isinstance(now, (Var, Const)) and self.origin(now) is self.origin(old)
         return now if same else old
@@ -521,6 +522,10 @@ class Mutation(BlockAliases):
             walk(value)
         return value
 
+
+# Expressions that read names, attributes, items and constants only (re-read after a write).
+_PURE_NODES = (gast.Name, gast.Attribute, gast.Subscript, gast.Constant, gast.Slice, gast.Tuple,
+               gast.Load, gast.UnaryOp, gast.USub, gast.BinOp, gast.operator)
 
 _INPLACE_METHODS = frozenset({"sort", "fill", "put", "partition", "resize", "itemset", "setfield",
                               "byteswap"})
