@@ -17,7 +17,7 @@ import inspect
 
 import numpy
 
-from srcgrad import backend, contexts, jacobians
+from srcgrad import arguments, backend, contexts
 from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
 from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
@@ -109,7 +109,7 @@ class _Dispatch:
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
-        jacobians.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
+        arguments.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
         if self.compiled.kind in ("grad", "value_and_grad") and _hooks_active():
             return self._under_hooks(args)  # never bound to the guards: every call comes here
         mode = modules.mutation_allowed()
@@ -305,6 +305,8 @@ def jacobian(f, wrt=0, *, mode="auto"):
     `mode="reverse"` runs one backward pass per output element, `"forward"` one
     forward-mode pass per input element; `"auto"` picks the one with fewer passes.
     """
+    from srcgrad import jacobians  # the batching pass: imported when a Jacobian is asked for
+
     return jacobians.Jacobian(f, *_normalize_wrt(f, wrt), mode)
 
 
@@ -312,6 +314,8 @@ def hessian(f, wrt=0):
     """A function returning the Hessian of scalar `f`, by forward-over-reverse:
     forward-mode Jacobian of the generated gradient code. For a tuple `wrt`,
     `H[i][j]` is the block for arguments `wrt[i]` and `wrt[j]`."""
+    from srcgrad import jacobians
+
     return jacobians.Jacobian(grad(f, wrt), *_normalize_wrt(f, wrt), "forward")
 
 

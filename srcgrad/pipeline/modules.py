@@ -27,8 +27,8 @@ from srcgrad.frontend.parse import parse_function
 from srcgrad.frontend.resolve import fingerprint
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
-from srcgrad.pipeline import programs
-from srcgrad.pipeline.programs import VERSION
+from srcgrad.pipeline import keys
+from srcgrad.pipeline.keys import VERSION
 
 _MEMORY: dict = {}  # cache key -> loaded module namespace (this process)
 
@@ -69,7 +69,7 @@ class Compiled:
         full = inspect.signature(self.fn).bind(*args)
         full.apply_defaults()
         fs = self.parsed()
-        key = programs.cache_key(fs, self.options(shapes))
+        key = keys.cache_key(fs, self.options(shapes))
         ns = self._load(fs, key, lambda: self._generate(fs, key or "uncached", tuple(full.args)))
         return self._entries(ns)
 
@@ -105,13 +105,13 @@ class Compiled:
                                       "arrays as arguments: not yet; pass the arrays as separate "
                                       "arguments")
         fs = self.parsed()
-        cache = programs.cache_key(fs, self.options(key) + (records_key(trees),))
+        cache = keys.cache_key(fs, self.options(key) + (records_key(trees),))
 
         def generate():
-            source, pool, _ = programs.container_gradient_program(
+            source, pool, _ = _programs().container_gradient_program(
                 fs, self.wrt, trees, has_aux=self.has_aux, with_value=self.kind == "value_and_grad",
                 args=tuple(leaves), allow_mutation=mutation_allowed())
-            return _module(fs, cache or "uncached", programs.Functions([source], (), dict(pool.values)))
+            return _module(fs, cache or "uncached", _programs().Functions([source], (), dict(pool.values)))
 
         impl = self._load(fs, cache, generate)[entry_names(self)[0]]
         wrt, single, with_value, has_aux = self.wrt, self.single, self.kind == "value_and_grad", self.has_aux
@@ -140,7 +140,7 @@ class Compiled:
         mode = mutation_allowed()
         if mode not in self.namespaces:
             fs = self.parsed()
-            key = programs.cache_key(fs, self.options())
+            key = keys.cache_key(fs, self.options())
             self.namespaces[mode] = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
         return self.namespaces[mode]
 
@@ -150,7 +150,7 @@ class Compiled:
         mode = mutation_allowed()
         if (mode, target.key) not in self.namespaces:
             fs = self.parsed()
-            key = programs.cache_key(fs, self.options() + target.key)
+            key = keys.cache_key(fs, self.options() + target.key)
 
             def generate():
                 with emit.namespace(target.spelling, target.mutable, target.describe(), target.xp):
@@ -184,17 +184,17 @@ class Compiled:
     def _out_tree_from_source(self, fs):
         if self.kind != "vjp":
             return None
-        graph, _ = programs.trace(fs)  # the vjp output structure is not in the module text
+        graph, _ = _programs().trace(fs)  # the vjp output structure is not in the module text
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
         if self.kind == "vjp":
-            return _module(fs, key, programs.vjp_program(fs, allow_mutation=mutation_allowed(),
+            return _module(fs, key, _programs().vjp_program(fs, allow_mutation=mutation_allowed(),
                                                          args=args))
-        source, pool = programs.gradient_program(
+        source, pool = _programs().gradient_program(
             fs, self.wrt, single=self.single, has_aux=self.has_aux,
             with_value=self.kind == "value_and_grad", args=args, allow_mutation=mutation_allowed())
-        return _module(fs, key, programs.Functions([source], (), dict(pool.values)))
+        return _module(fs, key, _programs().Functions([source], (), dict(pool.values)))
 
     def entry(self, index: int = 0):
         ns = self.load()
@@ -276,7 +276,7 @@ class CompiledVjpHooks(Compiled):
         return super().options() + ("saved_tensors_hooks",)
 
     def _generate(self, fs, key: str) -> tuple:
-        return _module(fs, key, programs.vjp_program(fs, hooks=True, allow_mutation=mutation_allowed()))
+        return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed()))
 
 
 
@@ -314,18 +314,18 @@ def _apply_function(cls):
 
 
 class CompiledJvp(Compiled):
-    """`<f>_jvp(<params>, <param>_t for param in wrt)`: see programs.jvp_program."""
+    """`<f>_jvp(<params>, <param>_t for param in wrt)`: see srcgrad.pipeline.programs.jvp_program."""
 
     def __init__(self, fn, wrt=None, arg_trees=None):
         super().__init__(fn, "jvp", wrt, arg_trees=arg_trees)
         self._entry = None
 
     def _out_tree_from_source(self, fs):
-        graph, _ = programs.trace(fs)
+        graph, _ = _programs().trace(fs)
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
-        return _module(fs, key, programs.jvp_program(fs, wrt=self.wrt))
+        return _module(fs, key, _programs().jvp_program(fs, wrt=self.wrt))
 
     def entry(self, index: int = 0):
         if self._entry is None:
@@ -387,11 +387,11 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
 def _standalone(fs, wrt, single, mode, optimize, namespace, command) -> str:
     sources, constants = [], {}
     if mode in ("reverse", "both"):
-        source, pool = programs.gradient_program(fs, wrt, single=single, optimized=optimize)
+        source, pool = _programs().gradient_program(fs, wrt, single=single, optimized=optimize)
         sources.append(source)
         constants.update(pool.values)
     if mode in ("forward", "both"):
-        program = programs.jvp_program(fs, optimized=optimize, wrt=wrt)
+        program = _programs().jvp_program(fs, optimized=optimize, wrt=wrt)
         sources.extend(program.sources)
         constants.update(program.constants)
     if constants:
@@ -408,3 +408,11 @@ def clear() -> None:
     _VJP.clear()
     _VJP_HOOKS.clear()
     _JVP.clear()
+
+
+def _programs():
+    """The compiler (srcgrad.pipeline.programs), imported on the first miss: a process
+    whose modules all come from the cache never imports the passes."""
+    from srcgrad.pipeline import programs
+
+    return programs

@@ -6,20 +6,15 @@ sources (srcgrad.pipeline.modules assembles, caches and loads them).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy
 
 from srcgrad import rules
-from srcgrad._version import __version__ as VERSION
 from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError
 from srcgrad.frontend.fence import fence
 from srcgrad.frontend.parse import FunctionSource
-from srcgrad.frontend.resolve import fingerprint
 from srcgrad.frontend.trace import Tracer
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.expand import Expander, Namer
@@ -35,6 +30,7 @@ from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.passes.vjp_control import reusable_tapes
+from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -334,38 +330,6 @@ def _tree_src(tree, leaves, pool) -> str:
         return "{" + ", ".join(f"{k!r}: {build(c)}" for k, c in zip(t[1], t[2])) + "}"
 
     return build(tree)
-
-
-@functools.lru_cache(maxsize=1)
-def compiler_fingerprint() -> str:
-    """What every generated module depends on besides its own function: srcgrad's sources
-    (passes, rules, codegen) and templates, not only the version number.
-
-    The sources are identified by path, size and modification time, not by their bytes:
-    hashing some 80 files cost 6-8 ms at the start of every process (issue 15), while an
-    edit always changes a file's mtime and an installed version's files never change. A
-    false miss (a file touched but unchanged) recompiles; a stale hit would need an edit
-    that keeps both size and nanosecond mtime.
-    """
-    h = hashlib.sha256(VERSION.encode())
-    package = Path(__file__).parent.parent
-    for path in sorted(package.rglob("*.py")):
-        stat = path.stat()
-        h.update(f"\0{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    h.update(emit.templates_fingerprint().encode())
-    return h.hexdigest()[:16]
-
-
-def cache_key(fs: FunctionSource, options: tuple) -> str | None:
-    """Hash of everything the generated module depends on; None when not cacheable."""
-    fp = fingerprint(fs)
-    if fp is None:
-        return None
-    h = hashlib.sha256()
-    for part in (fp, repr(options), VERSION, compiler_fingerprint(), numpy.__version__):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------- forward mode

@@ -1,0 +1,36 @@
+"""Checks of the arguments a transform is called with, before anything is compiled."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy
+
+from srcgrad.ir import tree as pytree
+
+
+def check_float_arguments(transform: str, fn, args, indices) -> None:
+    """A TypeError naming the argument when a differentiated argument (or a leaf of it)
+    is an integer, a bool or complex: the derivative of a function of integers is not
+    defined, and silently differentiating them as floats hides a bug (JAX and torch refuse
+    too). Complex arguments would need the conjugate convention, which srcgrad does not
+    implement yet."""
+    names = list(inspect.signature(fn).parameters)
+    for i in indices:
+        for leaf in pytree.flatten(args[i])[0]:
+            kind = numpy.result_type(leaf).kind if _numeric(leaf) else None
+            if kind in ("i", "u", "b"):
+                what = (f"an integer array ({numpy.result_type(leaf)})" if hasattr(leaf, "dtype")
+                        else f"the {type(leaf).__name__} {leaf!r}")
+                raise TypeError(f"{transform}: argument `{names[i]}` is {what}; srcgrad "
+                                "differentiates floating-point arguments only (pass a float, "
+                                "or x.astype(float), or leave it out of wrt)")
+            if kind == "c":
+                raise TypeError(f"{transform}: argument `{names[i]}` is complex; complex "
+                                "differentiation is not supported yet")
+
+
+def _numeric(value) -> bool:
+    return isinstance(value, (int, float, complex, numpy.ndarray, numpy.generic))
+
+
