@@ -15,6 +15,12 @@ from srcgrad.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from srcgrad.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from srcgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from srcgrad.autograd.tensor import Tensor  # noqa: E402
 
@@ -22,6 +28,8 @@ __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "Function", "Function
            "once_differentiable", "function", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "backward", "grad",
            "Tensor", "engine", "tensor", "ops", "methods", "inplace", "dispatch", "saved"]
+__all__ += ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+            "is_anomaly_check_nan_enabled"]
 
 
 def __getattr__(name: str):

@@ -45,6 +45,7 @@ from srcgrad.autograd.tensor import Tensor
 __all__ = ["backward", "grad"]
 
 _STATE = grad_mode.STATE
+INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
 
 CREATE_GRAPH_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the "
@@ -298,7 +299,7 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
     task.needed = None if targets is None else _needed(root_nodes, deps, targets, captures)
     needed = task.needed
     capture_nodes = {n for n, _ in captures}
-    plain = needed is None and not captures
+    plain = needed is None and not captures and INSTRUMENT is None
     order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
     stack = task_stack()
     stack.append(task)
@@ -407,8 +408,10 @@ def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accum
         _process(node, buf, runs, create_graph, accumulate, captures, results)
 
 
-def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tuple:
+def _process(node, buf, runs, create_graph, accumulate, captures, results, hooked=False) -> tuple:
     """Hooks, captures and the node itself, in torch's order (Note [Engine order])."""
+    if INSTRUMENT is not None and not hooked:
+        return INSTRUMENT.evaluate(node, buf, runs, create_graph, accumulate, captures, results)
     if type(node) is AccumulateGrad:
         var = node.variable
         if var._hooks and buf[0] is not None:
@@ -444,7 +447,8 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results) -> tu
     elif all(g is None for g in buf):
         out = (None,) * len(node._next)
     else:
-        out = node_backward(node, buf, create_graph)
+        out = (node_backward if INSTRUMENT is None else INSTRUMENT.node_backward)(
+            node, buf, create_graph)
     if node._post:
         out = _acc.node_posthooks(node, out, buf, create_graph)
     return out

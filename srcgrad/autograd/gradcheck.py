@@ -1,4 +1,6 @@
-"""`gradcheck` / `gradgradcheck` for plain functions of NumPy arrays (torch_semantics.md §11).
+"""`gradcheck` / `gradgradcheck` (torch_semantics.md §11): for plain functions of NumPy
+arrays here, for functions of `sg.Tensor`s (and `Function.apply`) in
+srcgrad.autograd.gradcheck_eager, chosen by the inputs.
 
 The analytical Jacobians come from srcgrad's generated code: one backward pass
 per output element (reverse mode, `check_backward_ad`) and one forward-mode pass
@@ -18,6 +20,8 @@ import warnings
 
 import numpy
 
+from srcgrad.autograd import gradcheck_eager
+from srcgrad.autograd.gradcheck_eager import GradcheckError
 from srcgrad.ir import tree as pytree
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -28,8 +32,12 @@ _FAST_MODE_NOTE = ("\n\nThe above quantities relating the numerical and analytic
                    "jacobians in slow mode:\n\n")
 
 
-class GradcheckError(RuntimeError):
-    """A gradient check failed (a RuntimeError, as in PyTorch)."""
+
+
+def _eager_module(inputs):
+    """srcgrad.autograd.gradcheck_eager when `inputs` holds an sg.Tensor, else None."""
+    items = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    return gradcheck_eager if gradcheck_eager.has_tensor(items) else None
 
 
 def _requires_grad(x) -> bool:
@@ -139,6 +147,12 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     """
     if not (check_forward_ad or check_backward_ad):
         raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    eager = _eager_module(inputs)
+    if eager is not None:  # a function of sg.Tensors (Function.apply included): the engine
+        return eager.gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol,
+                               raise_exception=raise_exception, nondet_tol=nondet_tol,
+                               check_forward_ad=check_forward_ad,
+                               check_backward_ad=check_backward_ad, fast_mode=fast_mode)
     inputs, diff = _prepare(inputs)
     out_leaves = _leaves(func(*inputs))  # an error in func propagates
     outputs = _differentiable_outputs(out_leaves)
@@ -240,7 +254,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                   masked=False) -> bool:
     """gradcheck of `(inputs, grad_outputs) -> J(inputs)^T grad_outputs`, the generated
     backward, whose derivatives are srcgrad's second-order code. Random grad_outputs
-    (float64, fixed seed) are used unless given."""
+    (float64, fixed seed) are used unless given. With sg.Tensor inputs the backward is
+    the eager engine's create_graph pass (srcgrad.autograd.gradcheck_eager)."""
+    eager = _eager_module(inputs)
+    if eager is not None:
+        return eager.gradgradcheck(func, inputs, grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                                   raise_exception=raise_exception, nondet_tol=nondet_tol,
+                                   check_fwd_over_rev=check_fwd_over_rev,
+                                   check_rev_over_rev=check_rev_over_rev, fast_mode=fast_mode)
     inputs, diff = _prepare(inputs)
     out = func(*inputs)
     leaves = _leaves(out)

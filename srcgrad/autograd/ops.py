@@ -78,8 +78,13 @@ def static_key(static: dict):
     return key
 
 
-def apply(rule: str, static: dict, skey, operands: tuple, name: str):
+INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
+
+
+def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: bool = False):
     """Run row `rule` on `operands` (its dynamic operands in signature order)."""
+    if INSTRUMENT is not None and not hooked:
+        return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []
     record = False
     for a in operands:
