@@ -219,7 +219,10 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
         return fn(*copy.deepcopy(unflatten(ls, spec)))
 
     try:
-        value = run(leaves)
+        with np.errstate(over="raise"):
+            value = run(leaves)
+    except FloatingPointError:  # an inf inside: its derivative is 0 * inf in any program
+        raise Discard("NumPy overflowed (an intermediate value is inf)") from None
     except Exception as e:  # a generator bug: the program is not valid NumPy
         raise Discard(f"NumPy raised {type(e).__name__}") from None
     if not _finite(value) or (output == "scalar" and np.ndim(value) != 0):

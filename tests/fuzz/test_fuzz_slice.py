@@ -182,6 +182,19 @@ def test_references_discard_a_point_next_to_a_kink():
                           np.random.default_rng(0))
 
 
+def test_references_discard_a_program_whose_intermediate_overflows():
+    """Fuzz seed 832: `x ** 3` iterated overflows to inf, arctan of it is pi / 2 and the
+    differences say 0; any derivative through the inf is 0 * inf (nan), in NumPy too."""
+    def f(x0):
+        for _ in range(8):
+            x0 = x0 ** 3
+        return np.sum(np.arctan(x0))
+
+    with pytest.raises(oracle.Discard, match="overflowed"):
+        oracle.references(f, [("array", (2,))], "scalar", [np.array([1.6, 2.0])],
+                          np.random.default_rng(0))
+
+
 def test_references_discard_when_autograd_disagrees():
     def f(x0):
         return np.sum(x0 * x0)
