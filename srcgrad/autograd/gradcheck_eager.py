@@ -170,37 +170,51 @@ def _reverse(out, diff_inputs, nondet_tol) -> list:
     return blocks
 
 
-def _forward_blocks(func, inputs, diff, shapes) -> list | None:
-    """blocks[k][j] from dual tensors (one pass per input element), or None (no forward AD)."""
+def _forward_ad():
+    """srcgrad.autograd.forward_ad, or None (then check_forward_ad says it checks nothing)."""
     if importlib.util.find_spec("srcgrad.autograd.forward_ad") is None:
         warnings.warn("gradcheck: srcgrad.autograd.forward_ad is not available, so "
-                      "check_forward_ad=True checks nothing", UserWarning, stacklevel=4)
+                      "check_forward_ad=True checks nothing", UserWarning, stacklevel=5)
         return None
-    from srcgrad.autograd import forward_ad as fwad
+    from srcgrad.autograd import forward_ad
 
+    return forward_ad
+
+
+def _jvp(fwad, func, inputs, diff, j, tangent, n_out) -> list:
+    """The output tangents (flat arrays) of `func` with input diff[j] carrying `tangent`."""
+    with fwad.dual_level():
+        args = list(inputs)
+        for m, i in enumerate(diff):
+            t = tangent if m == j else numpy.zeros_like(inputs[i]._data)
+            args[i] = fwad.make_dual(inputs[i].detach(), Tensor._make(t))
+        outs = _tensor_outputs(func(*args))[:n_out]
+        result = []
+        for o in outs:
+            t = fwad.unpack_dual(o).tangent
+            result.append(numpy.zeros(o._data.size) if t is None
+                          else numpy.array(t._data, dtype=float).reshape(-1))
+    return result
+
+
+def _forward_blocks(fwad, func, inputs, diff, shapes) -> list:
+    """blocks[k][j] from dual tensors: one forward pass per input element."""
     blocks = [[numpy.zeros((int(numpy.prod(s)), inputs[i]._data.size)) for i in diff]
               for s in shapes]
     for j, i in enumerate(diff):
-        x = inputs[i]
-        for col in range(x._data.size):
-            tangent = numpy.zeros_like(x._data)
+        data = inputs[i]._data
+        for col in range(data.size):
+            tangent = numpy.zeros_like(data)
             tangent.reshape(-1)[col] = 1
-            with fwad.dual_level():
-                args = list(inputs)
-                for m in diff:
-                    t = tangent if m == i else numpy.zeros_like(inputs[m]._data)
-                    args[m] = fwad.make_dual(inputs[m].detach(), Tensor._make(t))
-                outs = _tensor_outputs(func(*args))
-                for k, o in enumerate(outs[:len(shapes)]):
-                    t = fwad.unpack_dual(o).tangent
-                    if t is not None:
-                        blocks[k][j][:, col] = numpy.asarray(t._data, dtype=float).reshape(-1)
+            for k, t in enumerate(_jvp(fwad, func, inputs, diff, j, tangent, len(shapes))):
+                blocks[k][j][:, col] = t
     return blocks
 
 
 # ---------------------------------------------------------------- the checks
-def _mismatch(i, j, n, a) -> str:
-    return (f"Jacobian mismatch for output {i} with respect to input {j},\n"
+def _mismatch(i, j, n, a, forward=False) -> str:
+    mode = "computed with forward mode " if forward else ""
+    return (f"Jacobian {mode}mismatch for output {i} with respect to input {j},\n"
             f"numerical:{_fmt(n.T)}\nanalytical:{_fmt(a.T)}\n")
 
 
@@ -248,48 +262,62 @@ def _slow(func, inputs, diff, outs, diff_out, shapes, eps, atol, rtol, nondet_to
             for j in range(len(diff)):
                 if not _close(analytical[j], numerical[k][j], atol, rtol):
                     raise _error(_mismatch(n_k, j, numerical[k][j], analytical[j]))
-    if fwd:
-        blocks = _forward_blocks(func, inputs, diff, shapes)
-        for n_k, k in enumerate(diff_out if blocks is not None else ()):
+    fwad = _forward_ad() if fwd else None
+    if fwad is not None:
+        blocks = _forward_blocks(fwad, func, inputs, diff, shapes)
+        for n_k, k in enumerate(diff_out):
             for j in range(len(diff)):
                 if not _close(blocks[k][j], numerical[k][j], atol, rtol):
-                    raise _error(_mismatch(n_k, j, numerical[k][j], blocks[k][j]))
+                    raise _error(_mismatch(n_k, j, numerical[k][j], blocks[k][j], True))
+
+
+def _unit(rng, shape):
+    """A random direction as torch's fast mode draws it: uniform [0, 1), norm 1."""
+    v = rng.random(shape)
+    return v / (numpy.linalg.norm(v) or 1.0)
 
 
 def _fast(func, inputs, diff, outs, diff_out, shapes, eps, atol, rtol, nondet_tol, fwd, bwd):
-    """v^T J u against central differences along u; a failure is re-checked slowly for the
-    message (torch's fast mode)."""
+    """v^T J u against central differences along u (atol scaled by sum(u) sum(v), as
+    torch's _adjusted_atol); a failure is recomputed in slow mode for the message."""
     rng = numpy.random.default_rng(0)
-    us = [rng.standard_normal(inputs[i]._data.shape) for i in diff]
-    vs = [rng.standard_normal(s) for s in shapes]
+    us = [_unit(rng, inputs[i]._data.shape) for i in diff]
+    vs = [_unit(rng, s) for s in shapes]
     directional = [_directional(func, inputs, i, u, shapes, eps) for i, u in zip(diff, us)]
     if not diff_out:
         if any(numpy.any(d != 0) for per_input in directional for d in per_input):
             raise _error("Numerical gradient for function expected to be zero")
         return
     diff_inputs = [inputs[i] for i in diff]
+    fwad = _forward_ad() if fwd else None
+    tangents = None if fwad is None else [
+        _jvp(fwad, func, inputs, diff, j, u.astype(inputs[i]._data.dtype), len(shapes))
+        for j, (i, u) in enumerate(zip(diff, us))]
     for n_k, k in enumerate(diff_out):
         n = [float(numpy.sum(vs[k] * d[k])) for d in directional]
         analytical = []
         if bwd:
             grads = _vjp(outs[k], diff_inputs, vs[k].astype(outs[k]._data.dtype))
-            analytical.append([float(g @ u.reshape(-1)) for g, u in zip(grads, us)])
-        if fwd:
-            blocks = _forward_blocks(func, inputs, diff, shapes)
-            if blocks is not None:
-                analytical.append([float(vs[k].reshape(-1) @ blocks[k][j] @ us[j].reshape(-1))
-                                   for j in range(len(diff))])
-        for a_row in analytical:
+            analytical.append((False, [float(g @ u.reshape(-1)) for g, u in zip(grads, us)]))
+        if tangents is not None:
+            analytical.append((True, [float(vs[k].reshape(-1) @ t[k]) for t in tangents]))
+        for forward, a_row in analytical:
             for j, (a, nj) in enumerate(zip(a_row, n)):
-                if abs(a - nj) > atol + rtol * abs(nj):
+                tol = atol * float(us[j].sum()) * float(vs[k].sum())
+                if abs(a - nj) > tol + rtol * abs(nj):
                     raise _error(_fast_message(func, inputs, diff, shapes, eps, k, n_k, j, nj, a,
-                                               outs, nondet_tol))
+                                               outs, nondet_tol, fwad if forward else None))
 
 
-def _fast_message(func, inputs, diff, shapes, eps, k, n_k, j, n, a, outs, nondet_tol) -> str:
+def _fast_message(func, inputs, diff, shapes, eps, k, n_k, j, n, a, outs, nondet_tol,
+                  fwad) -> str:
     slow_n = _numerical(func, inputs, diff, shapes, eps)[k][j]
-    slow_a = _reverse(outs[k], [inputs[i] for i in diff], nondet_tol)[j]
-    return (f"Jacobian mismatch for output {n_k} with respect to input {j},\n"
+    if fwad is None:
+        slow_a = _reverse(outs[k], [inputs[i] for i in diff], nondet_tol)[j]
+    else:
+        slow_a = _forward_blocks(fwad, func, inputs, diff, shapes)[k][j]
+    mode = "computed with forward mode " if fwad is not None else ""
+    return (f"Jacobian {mode}mismatch for output {n_k} with respect to input {j},\n"
             f"numerical:{_fmt(numpy.float64(n))}\nanalytical:{_fmt(numpy.float64(a))}\n"
             + _FAST_MODE_NOTE + f"Numerical:\n {_fmt(slow_n.T)}\nAnalytical:\n{_fmt(slow_a.T)}\n\n"
             f"The max per-element difference (slow mode) is: "

@@ -299,3 +299,64 @@ def test_no_warnings_on_a_passing_double_check():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert gradcheck(lambda x: x.exp(), (xd(),)) is True
+
+
+# ---------------------------------------------------------------- check_forward_ad
+class BadJvp(Function):  # backward right, jvp wrong
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * 3
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_check_forward_ad_passes(fast_mode):
+    a, b = xd(), leaf([[1.0, 2.0, 3.0], [0.5, 0.2, 0.1]])
+
+    def fn(x, y):
+        return (x ** 2).sin() * y, y.sum(0)
+
+    assert gradcheck(fn, (a, b), check_forward_ad=True, fast_mode=fast_mode) is True
+    assert gradcheck(fn, (a, b), check_forward_ad=True, check_backward_ad=False,
+                     fast_mode=fast_mode) is True
+
+
+def test_check_forward_ad_catches_a_wrong_jvp():
+    assert gradcheck(BadJvp.apply, (xd(),)) is True  # reverse mode alone: right
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(BadJvp.apply, (xd(),), check_forward_ad=True)
+    assert str(info.value) == (
+        "Jacobian computed with forward mode mismatch for output 0 with respect to input 0,\n"
+        "numerical:tensor([[2.0000, 0.0000, 0.0000],\n"
+        "        [0.0000, 2.0000, 0.0000],\n"
+        "        [0.0000, 0.0000, 2.0000]], dtype=torch.float64)\n"
+        "analytical:tensor([[3., 0., 0.],\n"
+        "        [0., 3., 0.],\n"
+        "        [0., 0., 3.]], dtype=torch.float64)\n")
+    assert gradcheck(BadJvp.apply, (xd(),), check_forward_ad=True, raise_exception=False) is False
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(BadJvp.apply, (xd(),), check_forward_ad=True, fast_mode=True)
+    text = str(info.value)
+    assert text.startswith("Jacobian computed with forward mode mismatch for output 0 with "
+                           "respect to input 0,\nnumerical:tensor(")
+    assert "Analytical:\ntensor([[3., 0., 0.]," in text  # the slow recomputation is forward's
+
+
+def test_fast_mode_tolerance_scales_with_the_projection():
+    # an error of 0.5 * atol in every Jacobian entry passes in slow mode; v^T E u sums it
+    # over all 400 entries (about 15x atol here), and torch's adjusted atol
+    # (atol * sum(u) * sum(v)) scales the tolerance the same way
+    x = leaf(np.linspace(1.0, 2.0, 20))
+
+    def fn(t):
+        return t * 2 + sg.tensor(np.full(20, t.detach().numpy().sum() * 0.5e-5))
+
+    assert gradcheck(fn, (x,), rtol=0.0) is True
+    assert gradcheck(fn, (x,), rtol=0.0, fast_mode=True) is True
