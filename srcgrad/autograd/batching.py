@@ -16,9 +16,16 @@ the generated kernels run unchanged on a Batched: NumPy hands every call on it t
 * axis-taking functions (sum, mean, reshape, broadcast_to, expand_dims, swapaxes,
   transpose, moveaxis, concatenate, stack, diagonal, trace, cumsum, flip, take_along_axis,
   ...): the axes shifted by one; matmul/tensordot/einsum with one batched operand;
+  (their rules live in srcgrad.autograd.batching_rules, imported by whoever makes a
+  Batched: functional);
 * anything else: the call is made once per seed and the results stacked (correct, not
   batched; the table-driven test in tests/autograd/test_spec_09_functional.py checks every
-  row's VJP and JVP on a Batched against per-seed calls).
+  row's VJP and JVP on a Batched against per-seed calls);
+* the helpers of srcgrad.rules.helpers get a namespace (`__array_namespace__`) whose
+  `zeros`/`full` make batches, so a scatter (`add.at`, `out[index] = g`) writes into a
+  batch. What cannot be batched raises `BatchingError` (today: writing a batch into a
+  plain array, as the JVP of `t[i] = v` with only v carrying tangents does); the caller
+  (functional) then takes the per-seed loop for the whole Jacobian, never a wrong value.
 
 So one pass through the user's function and one backward (or one forward-mode pass)
 serve all B seeds; the kernels' NumPy calls are each made once, on the whole batch.
@@ -28,7 +35,11 @@ from __future__ import annotations
 
 import numpy
 
-__all__ = ["Batched"]
+__all__ = ["Batched", "BatchingError"]
+
+
+class BatchingError(TypeError):
+    """A batch of seeds met code that cannot run on a batch (Note [Batched seeds])."""
 
 _FUNCS: dict = {}
 
@@ -91,10 +102,10 @@ class Batched:
         return Batched(numpy.imag(self.data))
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError("srcgrad internal: a batch of seeds cannot become one array")
+        raise BatchingError("srcgrad internal: a batch of seeds cannot become one array")
 
     def __array_namespace__(self, api_version=None):
-        return numpy
+        return _Namespace(self.size)
 
     def __len__(self):
         return self.shape[0]
@@ -111,6 +122,14 @@ class Batched:
         if simple or (len(arrays) == 1 and len(parts) == 1):
             return Batched(self.data[(slice(None),) + parts])
         return _per_seed(lambda x: x[index], (self,), {})
+
+    def __setitem__(self, index, value):
+        parts = index if isinstance(index, tuple) else (index,)
+        target = self.data[(slice(None),) + parts]  # a view, or a copy for an integer index
+        value = numpy.broadcast_to(_aligned(value, target.ndim - 1), target.shape)
+        self.data[(slice(None),) + parts] = value
+
+    __hash__ = None
 
     # ------------------------------------------------------------ methods the formulas call
     def sum(self, axis=None, dtype=None, keepdims=False):
@@ -139,10 +158,10 @@ class Batched:
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        return _transpose(self, axes or None)
+        return numpy.transpose(self, axes or None)
 
     def swapaxes(self, a, b):
-        return _swapaxes(self, a, b)
+        return numpy.swapaxes(self, a, b)
 
     # ------------------------------------------------------------ operators
     def _binary(ufunc, reflected=False):
@@ -156,6 +175,10 @@ class Batched:
     __truediv__, __rtruediv__ = _binary(numpy.true_divide), _binary(numpy.true_divide, True)
     __pow__, __rpow__ = _binary(numpy.power), _binary(numpy.power, True)
     __matmul__, __rmatmul__ = _binary(numpy.matmul), _binary(numpy.matmul, True)
+
+    __eq__, __ne__ = _binary(numpy.equal), _binary(numpy.not_equal)
+    __lt__, __le__ = _binary(numpy.less), _binary(numpy.less_equal)
+    __gt__, __ge__ = _binary(numpy.greater), _binary(numpy.greater_equal)
     del _binary
 
     def __neg__(self):
@@ -175,6 +198,8 @@ class Batched:
             if ufunc is numpy.matmul:
                 return _matmul(*inputs)
             return _elementwise(ufunc, inputs, kwargs)
+        if method == "at":
+            return _at(ufunc, *inputs)
         return _per_seed(getattr(ufunc, method), inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -182,6 +207,55 @@ class Batched:
         if impl is not None:
             return impl(*args, **kwargs)
         return _per_seed(func, args, kwargs)
+
+
+class _Namespace:
+    """What `_namespace(batched)` gives the helpers of srcgrad.rules.helpers: NumPy, but
+    arrays it creates (the zeros a scatter writes into) are batches of this size."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __getattr__(self, name):
+        return getattr(numpy, name)
+
+    def zeros(self, shape, dtype=None):
+        return Batched(numpy.zeros((self.size,) + _shape_tuple(shape), dtype=dtype))
+
+    def ones(self, shape, dtype=None):
+        return Batched(numpy.ones((self.size,) + _shape_tuple(shape), dtype=dtype))
+
+    def empty(self, shape, dtype=None):
+        return self.zeros(shape, dtype)
+
+    def full(self, shape, fill_value, dtype=None):
+        return Batched(numpy.full((self.size,) + _shape_tuple(shape), fill_value, dtype=dtype))
+
+    @staticmethod
+    def asarray(x, dtype=None, copy=None):
+        if isinstance(x, Batched):
+            x = x.astype(dtype) if dtype is not None and x.dtype != dtype else x
+            return x.copy() if copy else x
+        return numpy.asarray(x, dtype=dtype)
+
+
+def _shape_tuple(shape) -> tuple:
+    return (shape,) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
+
+
+def _at(ufunc, target, index, values=None):
+    """`ufunc.at(target, index, values)` into a batch (a scatter-add of the seeds)."""
+    if not isinstance(target, Batched):
+        raise BatchingError("srcgrad internal: a batch of seeds cannot be scattered into one "
+                            "array")
+    parts = index if isinstance(index, tuple) else (index,)
+    full = (slice(None),) + parts
+    if values is None:
+        ufunc.at(target.data, full)
+        return None
+    shape = target.data[full].shape
+    ufunc.at(target.data, full, numpy.broadcast_to(_aligned(values, len(shape) - 1), shape))
+    return None
 
 
 # ---------------------------------------------------------------- helpers
@@ -252,214 +326,6 @@ def _reduce(func, x, axis, keepdims, **kwargs):
     return Batched(func(x.data, axis=axis, keepdims=keepdims, **kwargs))
 
 
-# ---------------------------------------------------------------- functions with a batched rule
-@_register(numpy.shape)
-def _shape(a):
-    return a.shape
-
-
-@_register(numpy.ndim)
-def _ndim(a):
-    return a.ndim
-
-
-@_register(numpy.result_type)
-def _result_type(*arrays_and_dtypes):
-    return numpy.result_type(*(a.dtype if isinstance(a, Batched) else a for a in arrays_and_dtypes))
-
-
-if hasattr(numpy, "astype"):
-    @_register(numpy.astype)
-    def _astype(x, dtype, copy=True, **kw):
-        return x.astype(dtype, copy=copy)
-
-
-@_register(numpy.sum)
-def _sum(a, axis=None, dtype=None, keepdims=False, **kw):
-    return _reduce(numpy.sum, a, axis, keepdims, dtype=dtype)
-
-
-@_register(numpy.mean)
-def _mean(a, axis=None, dtype=None, keepdims=False, **kw):
-    return _reduce(numpy.mean, a, axis, keepdims, dtype=dtype)
-
-
-@_register(numpy.reshape)
-def _reshape(a, *args, **kw):
-    shape = args[0] if args else kw.get("shape", kw.get("newshape"))
-    shape = (shape,) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
-    return a.reshape(shape)
-
-
-@_register(numpy.ravel)
-def _ravel(a, order="C"):
-    return a.reshape(-1)
-
-
-@_register(numpy.broadcast_to)
-def _broadcast_to(a, shape, subok=False):
-    shape = (shape,) if isinstance(shape, (int, numpy.integer)) else tuple(shape)
-    if not isinstance(a, Batched):
-        return numpy.broadcast_to(a, shape)
-    return Batched(numpy.broadcast_to(_aligned(a, len(shape)), (a.size,) + shape))
-
-
-@_register(numpy.expand_dims)
-def _expand_dims(a, axis):
-    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    return Batched(numpy.expand_dims(a.data, _axis(tuple(axes), a.ndim + len(axes))))
-
-
-@_register(numpy.squeeze)
-def _squeeze(a, axis=None):
-    if axis is None:
-        axis = tuple(i for i, n in enumerate(a.shape) if n == 1)
-    return Batched(numpy.squeeze(a.data, _axis(axis, a.ndim)))
-
-
-@_register(numpy.swapaxes)
-def _swapaxes(a, axis1, axis2):
-    return Batched(numpy.swapaxes(a.data, _axis(axis1, a.ndim), _axis(axis2, a.ndim)))
-
-
-@_register(numpy.moveaxis)
-def _moveaxis(a, source, destination):
-    return Batched(numpy.moveaxis(a.data, _axis(source, a.ndim), _axis(destination, a.ndim)))
-
-
-@_register(numpy.transpose)
-def _transpose(a, axes=None):
-    if axes is None:
-        return a.T
-    return Batched(numpy.transpose(a.data, (0,) + _axis(tuple(axes), a.ndim)))
-
-
-@_register(numpy.where)
-def _where(cond, x=None, y=None):
-    if x is None:
-        return _per_seed(numpy.where, (cond,), {})
-    return _elementwise(numpy.where, (cond, x, y), {})
-
-
-@_register(numpy.clip)
-def _clip(a, a_min=None, a_max=None, **kw):
-    return _elementwise(lambda *v: numpy.clip(*v, **kw), (a, a_min, a_max), {})
-
-
-@_register(numpy.real)
-def _real(a):
-    return a.real
-
-
-@_register(numpy.imag)
-def _imag(a):
-    return a.imag
-
-
-def _like(func):
-    return lambda a, *args, **kw: Batched(func(a.data, *args, **kw))
-
-
-for _f in (numpy.zeros_like, numpy.ones_like, numpy.empty_like, numpy.copy):
-    _register(_f)(_like(_f))
-
-
-@_register(numpy.full_like)
-def _full_like(a, fill_value, *args, **kw):
-    if isinstance(fill_value, Batched):
-        return _broadcast_to(fill_value, a.shape)
-    return Batched(numpy.full_like(a.data, fill_value, *args, **kw))
-
-
-def _sequence(arrays, ndim, size):
-    return [v.data if isinstance(v, Batched) else
-            numpy.broadcast_to(v, (size,) + numpy.shape(v)) for v in arrays]
-
-
-@_register(numpy.concatenate)
-def _concatenate(arrays, axis=0, **kw):
-    if axis is None:
-        return _per_seed(numpy.concatenate, (arrays,), {"axis": None})
-    ndim = max(numpy.ndim(v) if not isinstance(v, Batched) else v.ndim for v in arrays)
-    return Batched(numpy.concatenate(_sequence(arrays, ndim, _size(arrays)), axis=_axis(axis, ndim)))
-
-
-@_register(numpy.stack)
-def _stack_fn(arrays, axis=0, **kw):
-    ndim = max(numpy.ndim(v) if not isinstance(v, Batched) else v.ndim for v in arrays)
-    return Batched(numpy.stack(_sequence(arrays, ndim, _size(arrays)), axis=_axis(axis, ndim + 1)))
-
-
-@_register(numpy.diagonal)
-def _diagonal(a, offset=0, axis1=0, axis2=1):
-    return Batched(numpy.diagonal(a.data, offset, _axis(axis1, a.ndim), _axis(axis2, a.ndim)))
-
-
-@_register(numpy.trace)
-def _trace(a, offset=0, axis1=0, axis2=1, dtype=None):
-    return Batched(numpy.trace(a.data, offset, _axis(axis1, a.ndim), _axis(axis2, a.ndim)))
-
-
-def _along(func):
-    def impl(a, axis=None, *args, **kw):
-        if axis is None or not isinstance(a, Batched):
-            return _per_seed(func, (a,) + args, {"axis": axis, **kw})
-        return Batched(func(a.data, *args, axis=_axis(axis, a.ndim), **kw))
-    return impl
-
-
-for _f in (numpy.cumsum, numpy.cumprod, numpy.flip):
-    _register(_f)(_along(_f))
-
-
-@_register(numpy.roll)
-def _roll(a, shift, axis=None):
-    if axis is None:
-        return _per_seed(numpy.roll, (a, shift), {})
-    return Batched(numpy.roll(a.data, shift, axis=_axis(axis, a.ndim)))
-
-
-def _triangle(func):
-    def impl(m, k=0):
-        if isinstance(m, Batched) and m.ndim >= 2:  # acts on the last two axes
-            return Batched(func(m.data, k))
-        return _per_seed(func, (m,), {"k": k})
-    return impl
-
-
-for _f in (numpy.tril, numpy.triu):
-    _register(_f)(_triangle(_f))
-
-
-@_register(numpy.take_along_axis)
-def _take_along_axis(arr, indices, axis):
-    if not isinstance(arr, Batched) or isinstance(indices, Batched) or axis is None:
-        return _per_seed(numpy.take_along_axis, (arr, indices), {"axis": axis})
-    idx = numpy.broadcast_to(indices, (arr.size,) + numpy.shape(indices))
-    return Batched(numpy.take_along_axis(arr.data, idx, axis=_axis(axis, arr.ndim)))
-
-
-@_register(numpy.take)
-def _take(a, indices, axis=None, **kw):
-    if not isinstance(a, Batched) or isinstance(indices, Batched) or axis is None:
-        return _per_seed(numpy.take, (a, indices), {"axis": axis})
-    return Batched(numpy.take(a.data, indices, axis=_axis(axis, a.ndim)))
-
-
-@_register(numpy.repeat)
-def _repeat(a, repeats, axis=None):
-    if not isinstance(a, Batched) or isinstance(repeats, Batched) or axis is None:
-        return _per_seed(numpy.repeat, (a, repeats), {"axis": axis})
-    return Batched(numpy.repeat(a.data, repeats, axis=_axis(axis, a.ndim)))
-
-
-@_register(numpy.diff)
-def _diff(a, n=1, axis=-1, **kw):
-    if kw or not isinstance(a, Batched):
-        return _per_seed(numpy.diff, (a,), {"n": n, "axis": axis, **kw})
-    return Batched(numpy.diff(a.data, n, axis=_axis(axis, a.ndim)))
-
-
 # ---------------------------------------------------------------- products
 def _matmul(a, b):
     """`a @ b` with one or both operands batched (1-D operands as torch/NumPy read them)."""
@@ -495,60 +361,3 @@ def _pad_lead(d, v, nd, lead):
         return d
     missing = lead - (nd - 2)
     return d.reshape(d.shape[:1] + (1,) * missing + d.shape[1:]) if missing > 0 else d
-
-
-@_register(numpy.matmul)
-def _matmul_fn(a, b, **kw):
-    return _matmul(a, b)
-
-
-@_register(numpy.dot)
-def _dot(a, b, out=None):
-    na = a.ndim if isinstance(a, Batched) else numpy.ndim(a)
-    nb = b.ndim if isinstance(b, Batched) else numpy.ndim(b)
-    if out is None and na <= 2 and nb <= 2:
-        return _matmul(a, b)
-    return _per_seed(numpy.dot, (a, b), {})
-
-
-@_register(numpy.inner)
-def _inner(a, b):
-    na = a.ndim if isinstance(a, Batched) else numpy.ndim(a)
-    nb = b.ndim if isinstance(b, Batched) else numpy.ndim(b)
-    if na == 1 and nb == 1:
-        return _matmul(a, b)
-    return _per_seed(numpy.inner, (a, b), {})
-
-
-@_register(numpy.outer)
-def _outer(a, b):
-    return _elementwise(numpy.multiply, (numpy.reshape(a, (-1, 1)), numpy.reshape(b, (1, -1))), {})
-
-
-@_register(numpy.tensordot)
-def _tensordot(a, b, axes=2):
-    if isinstance(a, Batched) == isinstance(b, Batched):
-        return _per_seed(numpy.tensordot, (a, b), {"axes": axes})
-    na = a.ndim if isinstance(a, Batched) else numpy.ndim(a)
-    nb = b.ndim if isinstance(b, Batched) else numpy.ndim(b)
-    if isinstance(axes, (int, numpy.integer)):
-        axes = (tuple(range(na - axes, na)), tuple(range(axes)))
-    ax, bx = (tuple(x) if isinstance(x, (tuple, list)) else (x,) for x in axes)
-    if isinstance(a, Batched):
-        return Batched(numpy.tensordot(a.data, b, (_axis(ax, na), tuple(i % nb for i in bx))))
-    out = numpy.tensordot(a, b.data, (tuple(i % na for i in ax), _axis(bx, nb)))
-    return Batched(numpy.moveaxis(out, na - len(ax), 0))
-
-
-@_register(numpy.einsum)
-def _einsum(subscripts, *operands, **kw):
-    if not isinstance(subscripts, str) or "." in subscripts or "->" not in subscripts \
-            or sum(isinstance(o, Batched) for o in operands) != 1:
-        return _per_seed(numpy.einsum, (subscripts,) + operands, kw)
-    inputs, out = subscripts.replace(" ", "").split("->")
-    letter = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba"
-                  if c not in subscripts)
-    terms = inputs.split(",")
-    terms = [letter + t if isinstance(o, Batched) else t for t, o in zip(terms, operands)]
-    spec = ",".join(terms) + "->" + letter + out
-    return Batched(numpy.einsum(spec, *(_data(o) for o in operands), **kw))

@@ -82,6 +82,7 @@ def enter_dual_level() -> int:
     _CURRENT.level = _Level(0)
     ops.DUAL.hook = _propagate
     ops.DUAL.written = _written
+    ops.DUAL.stored = _stored
     plug = _custom_functions()
     if plug is not None:
         plug.hook = _function_hook
@@ -97,6 +98,7 @@ def exit_dual_level(*, level=None) -> None:
     _CURRENT.level = None
     ops.DUAL.hook = None
     ops.DUAL.written = None
+    ops.DUAL.stored = None
     plug = _custom_functions()
     if plug is not None:
         plug.hook = None
@@ -291,14 +293,90 @@ def _full_tangent(o: Tensor, t, tangents):
 
 
 def _written(target: Tensor, result) -> None:
-    """An in-place op wrote `result` into `target`: the target's tangent is the result's."""
+    """An in-place op wrote `result` into `target`: the target's tangent is the result's;
+    where the target is a view, the written part of its base's tangent is too."""
     level = _CURRENT.level
     t = tangent_of(result, level) if isinstance(result, Tensor) else None
-    if t is None and tangent_of(target, level) is None:
+    base = target._base
+    if t is None and tangent_of(target, level) is None and (
+            base is None or tangent_of(base, level) is None):
         return
     set_tangent(target, t, level)
     if t is not None and target._grad_fn is not None:
         _set_node_tangent(target._grad_fn, target._output_nr, t, level)
+    if base is not None:
+        _write_base_tangent(base, target, t, level)
+
+
+def _stored(target: Tensor, value, index) -> None:
+    """`target[index] = value` was written with no graph recorded: the target's tangent
+    there is value's (zeros for a value without one)."""
+    level = _CURRENT.level
+    if _CURRENT.busy or _STATE.inference:
+        return
+    t = tangent_of(value, level) if isinstance(value, Tensor) else None
+    old = tangent_of(target, level)
+    base = target._base
+    if t is None and old is None and (base is None or tangent_of(base, level) is None):
+        return
+    batch = next((b.size for b in (t, old) if isinstance(b, Batched)), None)
+    lead = () if batch is None else (batch,)
+    new = numpy.zeros(lead + target._data.shape, target._data.dtype)
+    if old is not None:
+        new[...] = old.data if isinstance(old, Batched) else _array(old)
+    part = (slice(None),) * len(lead) + (index if isinstance(index, tuple) else (index,))
+    if t is None:
+        new[part] = 0
+    else:
+        written = t.data if isinstance(t, Batched) else _array(t)
+        new[part] = written if batch is None or isinstance(t, Batched) else written[None]
+    value_t = Batched(new) if batch is not None else Tensor._make(new)
+    set_tangent(target, value_t, level)
+    if target._grad_fn is not None:
+        _set_node_tangent(target._grad_fn, target._output_nr, value_t, level)
+    if base is not None:
+        _write_base_tangent(base, target, value_t, level)
+
+
+def _write_base_tangent(base: Tensor, view: Tensor, t, level) -> None:
+    """The base's tangent with the view's elements replaced by `t` (None: zeros)."""
+    old = tangent_of(base, level)
+    batch = t.size if isinstance(t, Batched) else old.size if isinstance(old, Batched) else None
+    lead = () if batch is None else (batch,)
+    new = numpy.zeros(lead + base._data.shape, base._data.dtype)
+    if old is not None:
+        new[...] = old.data if isinstance(old, Batched) else _array(old)
+    flat = new.reshape(lead + (-1,))
+    where = _positions(view._data, base._data)
+    if t is not None:
+        written = t.data if isinstance(t, Batched) else _array(t)
+        flat[..., where.reshape(-1)] = numpy.broadcast_to(written, lead + view._data.shape) \
+            .reshape(lead + (-1,))
+    else:
+        flat[..., where.reshape(-1)] = 0
+    value = Batched(new) if batch is not None else Tensor._make(new)
+    set_tangent(base, value, level)
+    if base._grad_fn is not None:
+        _set_node_tangent(base._grad_fn, base._output_nr, value, level)
+
+
+def _array(t):
+    return t._data if isinstance(t, Tensor) else numpy.asarray(t)
+
+
+def _positions(view, base) -> numpy.ndarray:
+    """Each element of `view`'s flat C-order index in `base` (whose memory it lies in)."""
+    if not base.flags.c_contiguous:
+        from srcgrad.autograd.views import index_map
+
+        return index_map(view, base)
+    size = base.itemsize
+    start = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // size
+    index = numpy.full(view.shape, start, numpy.intp)
+    for k, (n, stride) in enumerate(zip(view.shape, view.strides)):
+        index += (numpy.arange(n) * (stride // size)).reshape(
+            tuple(-1 if j == k else 1 for j in range(view.ndim)))
+    return index
 
 
 # ---------------------------------------------------------------- custom Functions

@@ -119,12 +119,13 @@ _INACTIVE = [(False,) * n for n in range(64)]
 class _Dual:
     """Forward-mode AD's hooks (Note [Dual tensors] in srcgrad.autograd.forward_ad), None
     unless a dual level is open: `hook(rule, static, skey, operands, out)` gives an op's
-    outputs their tangents, `written(target, result)` moves an in-place op's tangent."""
+    outputs their tangents, `written(target, result)` moves an in-place op's tangent,
+    `stored(target, value, index)` that of a write recording no graph."""
 
-    __slots__ = ("hook", "written")
+    __slots__ = ("hook", "written", "stored")
 
     def __init__(self):
-        self.hook = self.written = None
+        self.hook = self.written = self.stored = None
 
 
 DUAL = _Dual()

@@ -210,6 +210,22 @@ def test_in_place_into_a_plain_tensor_gives_it_a_tangent():
         check(fwAD.unpack_dual(y).tangent, np.exp([1.0, 2.0]) * [3.0, 4.0])
 
 
+def test_writes_recording_no_graph_move_tangents():
+    with fwAD.dual_level():
+        x = sg.zeros(2)
+        x.copy_(fwAD.make_dual(sg.tensor([7.0, 8.0]), sg.tensor([5.0, 6.0])))
+        check(fwAD.unpack_dual(x).tangent, [5.0, 6.0])
+        c = fwAD.make_dual(sg.tensor([[1.0, 2.0], [3.0, 4.0]]), sg.ones((2, 2))).clone()
+        v = c.T  # a write through a view: the base's tangent changes where the view lies
+        v[1] = fwAD.make_dual(sg.tensor([7.0, 8.0]), sg.tensor([5.0, 6.0]))
+        check(c, [[1.0, 7.0], [3.0, 8.0]])
+        check(fwAD.unpack_dual(c).tangent, [[1.0, 5.0], [1.0, 6.0]])
+        c[0] = 0.0  # a constant written: zero tangent there
+        check(fwAD.unpack_dual(c).tangent, [[0.0, 0.0], [1.0, 6.0]])
+        c.zero_()
+        check(fwAD.unpack_dual(c).tangent, np.zeros((2, 2)))
+
+
 def test_views_of_a_dual_have_view_tangents():
     with fwAD.dual_level():
         d = fwAD.make_dual(sg.tensor([[1.0, 2.0], [3.0, 4.0]]), sg.tensor([[5.0, 6.0], [7.0, 8.0]]))
