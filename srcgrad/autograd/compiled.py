@@ -23,6 +23,7 @@ import numpy
 
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import OpNode, node_class
+from srcgrad.autograd.ops import DUAL
 from srcgrad.autograd.tensor import Tensor
 from srcgrad.ir import tree as pytree
 
@@ -77,6 +78,8 @@ class CompiledFunction:
     def __call__(self, *args):
         if not any(isinstance(a, Tensor) for a in args):
             return self.fn(*args)
+        if DUAL.hook is not None and _dual(args):  # forward AD: f's ops run eagerly, each op's
+            return self.fn(*args)  # tangent from its row's JVP (srcgrad.autograd.forward_ad)
         datas = [a._data if isinstance(a, Tensor) else a for a in args]
         record = _STATE.grad_enabled and not _STATE.inference and any(
             isinstance(a, Tensor) and a._rg for a in args)
@@ -120,6 +123,12 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<srcgrad.compile of {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+
+def _dual(args) -> bool:
+    from srcgrad.autograd.forward_ad import tangent_of
+
+    return any(isinstance(a, Tensor) and tangent_of(a) is not None for a in args)
 
 
 def _wrap_tree(value):

@@ -14,7 +14,7 @@ import numpy
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.inplace import add_at
-from srcgrad.autograd.ops import call_rule, strip
+from srcgrad.autograd.ops import DUAL, call_rule, strip
 from srcgrad.autograd.tensor import Tensor
 
 _STATE = grad_mode.STATE
@@ -57,6 +57,10 @@ def _fallback(func, args, kwargs):
         raise TypeError(f"{getattr(func, '__name__', func)} is not in srcgrad's derivative table; "
                         "it cannot be applied to a Tensor that requires grad (detach() it, or "
                         "use no_grad())")
+    if DUAL.hook is not None:  # forward AD: a function with no row has no JVP either
+        from srcgrad.autograd.forward_ad import refuse_without_formula
+
+        refuse_without_formula(func, args, kwargs)
     result = func(*strip(args), **{k: strip(v) for k, v in kwargs.items()})
     return _wrap_any(result)
 

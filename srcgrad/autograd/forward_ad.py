@@ -379,6 +379,22 @@ def _positions(view, base) -> numpy.ndarray:
     return index
 
 
+def refuse_without_formula(func, args, kwargs) -> None:
+    """A NumPy function with no row in the table, applied to a dual tensor: torch's error for
+    an op without a forward formula (a dropped tangent would be a wrong derivative)."""
+    level = _CURRENT.level
+    if level is None or _CURRENT.busy or _STATE.inference:
+        return
+    values = list(args) + list(kwargs.values())
+    values += [v for seq in values if isinstance(seq, (list, tuple)) for v in seq]
+    if any(isinstance(v, Tensor) and tangent_of(v, level) is not None for v in values):
+        name = getattr(func, "__name__", str(func))
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name} that does not support it because it has not "
+            f"been implemented yet.\n{name} has no row in srcgrad's derivative table "
+            "(srcgrad/rules/table.py): add one, or apply it to unpack_dual(t).primal.")
+
+
 # ---------------------------------------------------------------- custom Functions
 def _function_hook(node, inputs: tuple, outs: list) -> list:
     """`custom.FORWARD_AD.hook`: after a custom Function's forward ran on Tensors inside a

@@ -265,6 +265,27 @@ def test_dual_level_is_a_decorator():
     check(tangent_of_square(sg.tensor([3.0]), sg.tensor([1.0])), [6.0])
 
 
+def test_an_op_without_a_formula_raises():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(sg.tensor([0.5]), sg.tensor([1.0]))
+        with pytest.raises(NotImplementedError, match=(
+                "^Trying to use forward AD with sinc that does not support it because it has not "
+                "been implemented yet.\n")):
+            np.sinc(d)
+        check(np.sinc(sg.tensor([0.5])), np.sinc([0.5]))  # no tangent: fine
+
+
+def test_a_compiled_function_on_duals():
+    @sg.compile
+    def f(x, y):
+        return np.sin(x) * y
+
+    with fwAD.dual_level():
+        d = fwAD.make_dual(sg.tensor([0.5, 1.0]), sg.tensor([1.0, 2.0]))
+        out = f(d, sg.tensor([3.0, 4.0]))
+        check(fwAD.unpack_dual(out).tangent, np.cos([0.5, 1.0]) * [1.0, 2.0] * [3.0, 4.0])
+
+
 # ---------------------------------------------------------------- composition with reverse mode
 def test_forward_over_reverse_hessian_vector_product():
     """A tangent flowing through a create_graph backward gives H v (exp saves its output:
