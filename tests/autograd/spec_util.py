@@ -20,12 +20,11 @@ import pytest
 import srcgrad as sg
 
 # Issue 13 ("The eager runtime, part 2") brings allow_mutation_on_saved_tensors on
-# tensors and custom Functions applied to tensors. A test of a spec row that needs them
+# tensors. A test of a spec row that needs it
 # is written now and marked strict-xfail: when part 2 lands it XPASSes, which fails the
 # suite until the marker is removed.
 needs_allow_mutation = pytest.mark.xfail(
     reason="needs allow_mutation_on_saved_tensors on tensors (issue 13)", strict=True)
-needs_function = pytest.mark.xfail(reason="needs custom Functions on tensors (issue 13)", strict=True)
 
 
 def leaf(values, dtype=np.float64):

@@ -1,5 +1,8 @@
-"""Custom Functions applied eagerly to plain arrays (outside compiled code), and the
-saved-tensor-hook context managers (spec/torch_semantics.md §5 and §7)."""
+"""Custom Functions applied eagerly to plain arrays (outside compiled code) and to
+sg.Tensor (srcgrad.autograd.custom), and the saved-tensor-hook context managers
+(spec/torch_semantics.md §5 and §7). The spec's rows and cases for Functions on
+tensors are in test_spec_05_function.py; eager against compiled in
+test_function_parity.py."""
 
 from __future__ import annotations
 
