@@ -281,6 +281,14 @@ def test_float32_gradients_and_inference_mode():
     assert y.grad_fn is None and not y.requires_grad
 
 
+def test_gradcheck_of_a_function_applied_to_tensors():
+    x = sg.tensor(np.array([0.3, -0.7, 1.1]), requires_grad=True)
+    y = sg.tensor(np.array([1.5, 0.2, -0.4]), requires_grad=True)
+    assert sg.autograd.gradcheck(lambda a, b: F.FuncTwice.apply(a, b, 4), (x, y))
+    assert sg.autograd.gradcheck(F.Sq.apply, (x,))
+    assert sg.autograd.gradgradcheck(F.Sq.apply, (x,))
+
+
 def test_a_function_inside_a_create_graph_backward():
     """A custom Function applied while a create_graph backward runs is recorded too."""
 
