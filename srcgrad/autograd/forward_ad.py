@@ -151,14 +151,22 @@ def tangent_of(t, level: _Level | None = None):
 
 
 def set_tangent(t: Tensor, tangent, level: _Level | None = None) -> None:
+    """`t` carries `tangent` (None: none). Where `t` is an output of a node, the node holds
+    it too: any Tensor standing for that output (a saved output the engine rebuilds, an
+    in-place op's snapshot of its target) then finds it."""
     level = level or _CURRENT.level
+    fn = t._grad_fn
     if tangent is None:
         if t._fw is not None:
             t._fw = None
+        if fn is not None and fn._fw is not None and fn._fw[0] is level:
+            fn._fw[1].pop(t._output_nr, None)
         return
     if t._fw is None or t._fw[0] is not level:
         level.holders.append(weakref.ref(t))
     t._fw = (level, tangent)
+    if fn is not None:
+        _set_node_tangent(fn, t._output_nr, tangent, level)
 
 
 def _set_node_tangent(node, nr: int, tangent, level: _Level) -> None:
@@ -243,8 +251,6 @@ def _propagate(rule: str, static: dict, skey, operands: tuple, out) -> None:
             continue
         t = _full_tangent(o, t, tangents)
         set_tangent(o, t, level)
-        if o._grad_fn is not None and o._fw is not None:
-            _set_node_tangent(o._grad_fn, o._output_nr, t, level)
 
 
 def _jvp(rule, static, skey, operands, tangents):
@@ -302,8 +308,6 @@ def _written(target: Tensor, result) -> None:
             base is None or tangent_of(base, level) is None):
         return
     set_tangent(target, t, level)
-    if t is not None and target._grad_fn is not None:
-        _set_node_tangent(target._grad_fn, target._output_nr, t, level)
     if base is not None:
         _write_base_tangent(base, target, t, level)
 
@@ -332,8 +336,6 @@ def _stored(target: Tensor, value, index) -> None:
         new[part] = written if batch is None or isinstance(t, Batched) else written[None]
     value_t = Batched(new) if batch is not None else Tensor._make(new)
     set_tangent(target, value_t, level)
-    if target._grad_fn is not None:
-        _set_node_tangent(target._grad_fn, target._output_nr, value_t, level)
     if base is not None:
         _write_base_tangent(base, target, value_t, level)
 
@@ -356,8 +358,6 @@ def _write_base_tangent(base: Tensor, view: Tensor, t, level) -> None:
         flat[..., where.reshape(-1)] = 0
     value = Batched(new) if batch is not None else Tensor._make(new)
     set_tangent(base, value, level)
-    if base._grad_fn is not None:
-        _set_node_tangent(base._grad_fn, base._output_nr, value, level)
 
 
 def _array(t):
@@ -435,8 +435,6 @@ def _function_hook(node, inputs: tuple, outs: list) -> list:
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
             t = _full_tangent(o, t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t)), ())
             set_tangent(o, t, level)
-            if o._grad_fn is not None:
-                _set_node_tangent(o._grad_fn, o._output_nr, t, level)
     return outs
 
 

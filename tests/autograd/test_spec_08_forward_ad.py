@@ -226,6 +226,19 @@ def test_writes_recording_no_graph_move_tangents():
         check(fwAD.unpack_dual(c).tangent, np.zeros((2, 2)))
 
 
+def test_in_place_on_a_dual_that_requires_grad():
+    """The op reads a snapshot of the target (its value before the write): the snapshot
+    carries the target's tangent, so the product rule sees it."""
+    x = leaf([1.0, 2.0])
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x * 1.0, const([1.0, 2.0]))
+        d.mul_(3.0)
+        check(fwAD.unpack_dual(d).tangent, [3.0, 6.0])
+        e = fwAD.make_dual(x * 1.0, const([1.0, 2.0]))
+        e.mul_(e)  # (e^2)' = 2 e e'
+        check(fwAD.unpack_dual(e).tangent, [2.0, 8.0])
+
+
 def test_views_of_a_dual_have_view_tangents():
     with fwAD.dual_level():
         d = fwAD.make_dual(sg.tensor([[1.0, 2.0], [3.0, 4.0]]), sg.tensor([[5.0, 6.0], [7.0, 8.0]]))
