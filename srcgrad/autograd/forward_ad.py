@@ -222,7 +222,8 @@ def _alias(t: Tensor, name: str) -> Tensor:
         if t._rg and _STATE.grad_enabled:
             shape = tuple(t.shape)
             return ops.apply("reshape", {"shape": shape}, shape, (t,), name)
-        return Tensor._make(t._data, vc=t._vc, base=t._base if t._base is not None else t)
+        # its own root: views of a dual are views of the dual (its tangent), not of the primal
+        return Tensor._make(t._data, vc=t._vc)
     finally:
         _CURRENT.busy = was
 
@@ -310,6 +311,7 @@ def _written(target: Tensor, result) -> None:
     set_tangent(target, t, level)
     if base is not None:
         _write_base_tangent(base, target, t, level)
+    _refresh_views(base if base is not None else target, target, level)
 
 
 def _stored(target: Tensor, value, index) -> None:
@@ -338,6 +340,7 @@ def _stored(target: Tensor, value, index) -> None:
     set_tangent(target, value_t, level)
     if base is not None:
         _write_base_tangent(base, target, value_t, level)
+    _refresh_views(base if base is not None else target, target, level)
 
 
 def _write_base_tangent(base: Tensor, view: Tensor, t, level) -> None:
@@ -358,6 +361,29 @@ def _write_base_tangent(base: Tensor, view: Tensor, t, level) -> None:
         flat[..., where.reshape(-1)] = 0
     value = Batched(new) if batch is not None else Tensor._make(new)
     set_tangent(base, value, level)
+
+
+def _refresh_views(root: Tensor, written: Tensor, level) -> None:
+    """After a write into `root`'s memory, each live view's tangent is the root's at the
+    view's elements (torch: a view's tangent is a view of its base's)."""
+    views = getattr(root, "_views", None)
+    if not views:
+        return
+    rt = tangent_of(root, level)
+    for ref in views:
+        view = ref()
+        if view is None or view is written:
+            continue
+        if rt is None:
+            if tangent_of(view, level) is not None:
+                set_tangent(view, None, level)
+            continue
+        where = _positions(view._data, root._data)
+        if isinstance(rt, Batched):
+            value = Batched(rt.data.reshape(rt.size, -1)[:, where])
+        else:
+            value = Tensor._make(_array(rt).reshape(-1)[where])
+        set_tangent(view, value, level)
 
 
 def _array(t):

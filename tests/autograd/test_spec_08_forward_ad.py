@@ -247,6 +247,21 @@ def test_views_of_a_dual_have_view_tangents():
         check(fwAD.unpack_dual(d.reshape(4)).tangent, [5.0, 6.0, 7.0, 8.0])
 
 
+def test_a_view_s_tangent_follows_writes_into_its_base():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(sg.tensor([1.0, 2.0, 3.0]), sg.ones(3))
+        v = d[1:]
+        d.mul_(2.0)
+        check(fwAD.unpack_dual(v).tangent, [2.0, 2.0])
+        v.mul_(d[1:])  # (v w)' = v' w + v w' with w = d[1:] read before the write
+        check(d, [2.0, 16.0, 36.0])
+        check(fwAD.unpack_dual(d).tangent, [2.0, 16.0, 24.0])
+        primal = fwAD.unpack_dual(d).primal
+        primal.add_(1.0)  # a write into the primal alone leaves the tangent
+        check(d, [3.0, 17.0, 37.0])
+        check(fwAD.unpack_dual(d).tangent, [2.0, 16.0, 24.0])
+
+
 def test_grad_modes():
     with fwAD.dual_level():
         d = fwAD.make_dual(sg.tensor([0.5]), sg.tensor([2.0]))
