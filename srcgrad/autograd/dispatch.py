@@ -13,7 +13,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd.inplace import add_at
+from srcgrad.autograd.inplace import add_at, after_write, check_target, store
 from srcgrad.autograd.ops import DUAL, call_rule, strip
 from srcgrad.autograd.tensor import Tensor
 
@@ -22,7 +22,7 @@ _ndarray = numpy.ndarray
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if kwargs.get("out") is not None:
-        return NotImplemented
+        return _with_out(self, ufunc, method, inputs, kwargs)
     if method == "at" and ufunc is numpy.add:
         target, index, values = inputs
         return add_at(target, index, values)
@@ -32,6 +32,27 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if rule is None or rule.static_out:
         return _fallback(ufunc, inputs, kwargs)
     return call_rule(rule, inputs, kwargs)
+
+
+_TORCH_UFUNC = {"multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div",
+                "power": "pow", "negative": "neg"}
+
+
+def _with_out(self, ufunc, method, inputs, kwargs):
+    """`np.multiply(a, b, out=t)` into a Tensor: torch's out= (spec §6: bumps t's version;
+    refused when an input requires grad)."""
+    out = kwargs.pop("out")
+    target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if method != "__call__" or not isinstance(target, Tensor):
+        return NotImplemented
+    if _STATE.grad_enabled and _any_requires_grad(inputs):
+        name = _TORCH_UFUNC.get(ufunc.__name__, ufunc.__name__)
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    check_target(target)
+    store(target, array_ufunc(self, ufunc, method, *inputs, **kwargs))
+    after_write(target, False)
+    return target
 
 
 def array_function(self, func, types, args, kwargs):

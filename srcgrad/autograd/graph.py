@@ -18,7 +18,7 @@ from srcgrad import contexts
 from srcgrad.contexts import current_hooks
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "current_hooks",
-           "allow_mutation_on_saved_tensors"]
+           "allow_mutation_on_saved_tensors", "increment_version"]
 
 # The state lives in srcgrad.contexts, which the compiler reads without importing the runtime.
 _stack = contexts.hooks_stack
@@ -103,24 +103,64 @@ class disable_saved_tensors_hooks:  # noqa: N801
 
 
 class allow_mutation_on_saved_tensors:  # noqa: N801 (torch's name)
-    """Within this context, compiled code may write in place into a value a custom
-    Function saved for backward; the backward uses the value as it was when saved.
+    """Within this context, a value saved for backward may be modified in place; the
+    backward uses the value as it was when saved.
 
-    In torch this clones the saved tensor before the write; compiled code is
-    functional, so the value as saved is already kept and nothing is copied. A
-    backward of a forward run inside the context (`sg.vjp`'s `vjp_fn`) must run
-    inside the same context.
+    Eagerly (sg.Tensor), as torch does: every tensor an op saves inside the context is
+    packed by this context's own pair of hooks, and the first in-place write into memory
+    a saved tensor shares clones that tensor first (`before_write`, called by every write
+    of srcgrad.autograd.inplace); unpacking hands back the clone. Compiled code is
+    functional: the value as saved is already kept and nothing is copied. A backward of a
+    graph recorded inside the context (eager, or `sg.vjp`'s `vjp_fn`) must run inside the
+    same context.
     """
 
     def __enter__(self):
         if contexts.mutation_allowed() is not None:
             raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        self._saved = []  # [tensor, its clone or None] per tensor saved in the context
         contexts.set_mutation_allowed(self)
         return self
 
     def __exit__(self, *exc):
         contexts.set_mutation_allowed(None)
+        self._saved = []
         return False
+
+    def eager_hooks(self) -> tuple:
+        """The (pack, unpack) pair that eager ops recorded in the context save through."""
+        return self._pack, self._unpack
+
+    def _pack(self, tensor):
+        entry = [tensor, None]
+        self._saved.append(entry)
+        return entry
+
+    def _unpack(self, entry):
+        if contexts.mutation_allowed() is not self:
+            raise AssertionError("Trying to backward outside of the "
+                                 "'allow_mutation_on_saved_tensors' contextin which the graph "
+                                 "was originally recorded.")
+        return entry[0] if entry[1] is None else entry[1]
+
+    def before_write(self, target) -> None:
+        """`target`'s memory is about to be written: clone every saved tensor sharing it."""
+        import numpy
+
+        memory = target._data
+        for entry in self._saved:
+            if entry[1] is None and numpy.may_share_memory(entry[0]._data, memory):
+                saved = entry[0]
+                entry[1] = type(saved)._make(saved._data.copy())
+
+
+def increment_version(tensor) -> None:
+    """Add 1 to the version counter of `tensor` (or of each tensor of an iterable), as an
+    in-place op would: for code that writes a Tensor's array behind autograd's back."""
+    for t in (tensor,) if hasattr(tensor, "_vc") else tensor:
+        if t._inference:
+            continue  # torch: inference tensors have no version counter
+        t._vc.v += 1
 
 
 # ---------------------------------------------------------------- the eager graph's nodes

@@ -177,8 +177,8 @@ def narrow(self, dim, start, length):
 
 
 def select(self, dim, index):
-    return apply("getitem", _E, (), (self, (slice(None),) * (dim % self._data.ndim) + (index,)),
-                 "SelectBackward0")
+    index = (slice(None),) * (dim % self._data.ndim) + (index, Ellipsis)  # a view, even 0-d
+    return apply("getitem", _E, (), (self, index), "SelectBackward0")
 
 
 def getitem(self, index):
@@ -189,7 +189,11 @@ def getitem(self, index):
     elif isinstance(index, tuple) and any(isinstance(i, (Tensor, list)) for i in index):
         index = tuple(i._data if isinstance(i, Tensor) else numpy.asarray(i)
                       if isinstance(i, list) else i for i in index)
-    return apply("getitem", _E, (), (self, index), _index_name(index))
+    name = _index_name(index)
+    if type(index) is int or type(index) is tuple and len(index) == self._data.ndim and all(
+            type(i) is int for i in index):  # t[i] of a 1-d t: a 0-d view, as torch's, not a copy
+        index = (index, Ellipsis) if type(index) is int else index + (Ellipsis,)
+    return apply("getitem", _E, (), (self, index), name)
 
 
 def _index_name(index) -> str:

@@ -21,8 +21,8 @@ import numpy
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import _CLASSES, _RAW, node_class
-from srcgrad.autograd.tensor import Tensor
-from srcgrad.contexts import current_hooks, hooks_active
+from srcgrad.autograd.tensor import Tensor, share_storage
+from srcgrad.contexts import current_hooks, hooks_active, mutation_allowed
 
 _STATE = grad_mode.STATE
 _ndarray = numpy.ndarray
@@ -34,7 +34,7 @@ SEQUENCE_COUNT = "#arrays"
 # Rows whose NumPy result may be a view of operand 0: it shares the version counter.
 VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose", "swapaxes",
                         "moveaxis", "expand_dims", "squeeze", "getitem", "diagonal",
-                        "broadcast_to", "flip"})
+                        "broadcast_to", "flip", "split"})
 
 
 class _Entry:
@@ -135,14 +135,15 @@ def _plain(ans, operands, e):
     if type(ans) is not _ndarray:
         ans = _asarray(ans)
     t = Tensor._make(ans)
-    if e.view and ans.base is not None and isinstance(operands[0], Tensor):
-        _share_version(t, operands[0])
+    if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
+        share_storage(t, operands[0])
     return t
 
 
-def _share_version(view, source):
-    view._vc = source._vc
-    view._base = source._base if source._base is not None else source
+def _is_view_of(ans, source) -> bool:
+    """Whether NumPy returned a view of `source`'s memory (a reshape may copy: its result
+    then has a `.base` too, but shares no memory)."""
+    return ans.base is not None and numpy.may_share_memory(ans, source._data)
 
 
 def _edge(a):
@@ -176,8 +177,8 @@ def _record(e: _Entry, name: str, ans, saved, operands):
                    ((ans.shape, ans.dtype),))
         diff = ans.dtype.kind in "fc"
         out = Tensor._make(ans, diff, node if diff else None, 0)
-        if e.view and ans.base is not None and isinstance(operands[0], Tensor):
-            _share_version(out, operands[0])
+        if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
+            share_storage(out, operands[0])
         if e.track:
             _track_saved(node, e, saved, operands, (out,))
         return out
@@ -188,8 +189,10 @@ def _record(e: _Entry, name: str, ans, saved, operands):
     for k, a in enumerate(outs_data):
         diff = a.dtype.kind in "fc"
         outs.append(Tensor._make(a, diff, node if diff else None, k))
-    if e.view and outs_data[0].base is not None and isinstance(operands[0], Tensor):
-        _share_version(outs[0], operands[0])
+    if e.view and isinstance(operands[0], Tensor):  # split: every output is a view
+        for k, a in enumerate(outs_data):
+            if _is_view_of(a, operands[0]):
+                share_storage(outs[k], operands[0], (name, k))
     if e.track:
         _track_saved(node, e, saved, operands, outs)
     return tuple(outs)
@@ -220,6 +223,8 @@ def _track_saved(node, e, saved, operands, outs):
     node._versions = versions
     if hooks_active():
         _pack_all(node, e, saved, operands, outs, current_hooks())
+    elif mutation_allowed() is not None:  # clone-on-write of saved tensors (graph.py)
+        _pack_all(node, e, saved, operands, outs, mutation_allowed().eager_hooks())
 
 
 def _pack_all(node, e, saved, operands, outs, hooks):

@@ -58,6 +58,8 @@ def _check_version(node, j):
                            "with .detach_().This is not supported, please use out-of-place "
                            "`.detach()` instead")
     if counter.v != expected:
+        if watched is not None and watched._grad_fn is not None:  # a saved input: torch names
+            label = (watched._grad_fn, watched._output_nr)  # its grad_fn as it is now
         raise version_error(node._saved[j], counter.v, expected, label)
 
 

@@ -43,6 +43,8 @@ class Tensor:
     # AccumulateGrad) reads the class default until set in the instance dict.
     __slots__ = ("_data", "_rg", "_grad_fn", "_output_nr", "_vc", "__dict__", "__weakref__")
     _grad = _base = _hooks = _post_hooks = _acc = None
+    # a base's live views (weakrefs); how a view was made; why its grad_fn may not be read
+    _views = _creation = _stale = None  # (srcgrad.autograd.views)
     _retains_grad = _inference = False
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor
 
@@ -94,6 +96,8 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._stale is not None:  # a view that may no longer be used (views.py)
+            raise RuntimeError(self._stale)
         return self._grad_fn
 
     @property
@@ -191,8 +195,10 @@ class Tensor:
     # srcgrad.autograd.methods/inplace, the NumPy protocols by srcgrad.autograd.dispatch.
 
     def detach(self):
-        """A new leaf over the same array and version counter, not requiring grad."""
-        return Tensor._make(self._data, vc=self._vc, base=self._base)
+        """A new leaf over the same array and version counter, not requiring grad. Not a
+        view (torch: a non-differentiable view): `_base` is None, writes through it bump
+        the shared counter and change no graph."""
+        return Tensor._make(self._data, vc=self._vc)
 
     def detach_(self):
         if self._base is not None:
@@ -309,6 +315,32 @@ class Tensor:
         return _format(self)
 
     __str__ = __repr__
+
+
+def share_storage(view, source, multi=None) -> None:
+    """`view` (whose array is a NumPy view of `source`'s) becomes a view of `source`'s
+    root base: it shares the version counter and is registered with the base, so an
+    in-place op on the base or another view regenerates its grad_fn (Note [Views and
+    CopySlices] in srcgrad.autograd.views). `multi` is (node name, output index) for an
+    output of an op returning several views (split, chunk, unbind)."""
+    import weakref
+
+    view._vc = source._vc
+    base = source._base if source._base is not None else source
+    view._base = base
+    views = base._views
+    if views is None:
+        base._views = [weakref.ref(view)]
+    else:
+        views.append(weakref.ref(view))
+        if len(views) > 32 and len(views) & (len(views) - 1) == 0:  # at powers of two
+            views[:] = [r for r in views if r() is not None]
+    if not _STATE.grad_enabled:
+        view._creation = ("no_grad",)
+    elif source._creation is not None:
+        view._creation = source._creation
+    elif multi is not None:
+        view._creation = ("multi",) + tuple(multi)
 
 
 def _init(t, data, rg):
