@@ -240,7 +240,7 @@ def vjp(f, *primals, has_aux=False):
             raise ValueError(f"vjp_fn: the cotangent's structure {pytree.describe(ct_tree)} does "
                              f"not match the output's {pytree.describe(out_tree)}")
         for k, (ct, o) in enumerate(zip(cts, out_leaves)):
-            if numpy.shape(ct) != numpy.shape(o):
+            if arguments.shape_of(ct) != arguments.shape_of(o):
                 where = f" {k}" if len(cts) > 1 else ""
                 raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
                                  f"output{where} has shape {numpy.shape(o)}")
@@ -274,7 +274,7 @@ def jvp(f, primals, tangents, *, has_aux=False):
             raise ValueError(f"jvp: tangent {i} is {pytree.describe(t)}, but primal {i} is "
                              f"{pytree.describe(p)}")
     for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        if numpy.shape(p) != numpy.shape(t):
+        if arguments.shape_of(p) != arguments.shape_of(t):
             raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
                              f"has shape {numpy.shape(p)}")
     # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError

@@ -34,3 +34,14 @@ def _numeric(value) -> bool:
     return isinstance(value, (int, float, complex, numpy.ndarray, numpy.generic))
 
 
+
+
+def shape_of(value) -> tuple:
+    """`numpy.shape(value)`, without converting an array or a float (this runs per
+    argument of every sg.vjp / sg.jvp call, and numpy.shape copies a float into an array)."""
+    cls = value.__class__
+    if cls is numpy.ndarray:
+        return value.shape
+    if cls is float or cls is int:
+        return ()
+    return numpy.shape(value)

@@ -32,7 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy
+
 LEAF = ("leaf",)
+# classes that are never containers: a call whose arguments are all of them has no tree
+_PLAIN_LEAVES = frozenset({numpy.ndarray, float, int, numpy.float64, numpy.float32})
 
 
 def is_record(value) -> bool:
@@ -64,6 +68,8 @@ def is_node(value) -> bool:
 
 def flatten(value, is_leaf=None):
     """(leaves, treedef) of a nested tuple/list/dict/record value."""
+    if is_leaf is None and value.__class__ in _PLAIN_LEAVES:
+        return [value], LEAF
     leaves: list = []
 
     def walk(v):
@@ -136,6 +142,8 @@ def num_leaves(treedef) -> int:
 
 def flatten_args(args) -> tuple:
     """(all leaves, one tree definition per argument) of a call's arguments."""
+    if all(a.__class__ in _PLAIN_LEAVES for a in args):  # the common call: arrays and numbers
+        return list(args), (LEAF,) * len(args)
     leaves, trees = [], []
     for a in args:
         sub, tree = flatten(a)

@@ -277,6 +277,9 @@ def _specialize(op, facts):
                 return _Rewrite((inner.args[0], args[1]) if i == 0 else (args[0], inner.args[0]))
     if p == "ensure_scalar" and isinstance(args[0], Var) and shapes.get(args[0]) == ():
         return args[0]  # this variant's output is 0-d: nothing left to check
+    sunk = _sink_broadcast(op, facts)
+    if sunk is not None:
+        return sunk
     statics = args[2:] if p == "matmul_bar" else args[1:]
     if p not in ("unbroadcast", "broadcast_to", "expand_reduced", "matmul_bar") or not all(
             isinstance(a, Const) for a in statics):
@@ -308,6 +311,42 @@ def _specialize(op, facts):
         pre = Op("T", (other,), (t,), op.loc, {"backward": True})
         return _Rewrite((args[0], t) if which == 0 else (t, args[0]), prim="matmul", before=(pre,))
     return None
+
+
+def _sink_broadcast(op, facts):
+    """f(broadcast_to(a, s), k...) with scalar k is broadcast_to(f(a, k...), s).
+
+    A mean's or a sum's cotangent is a scalar broadcast to the input's shape and then
+    scaled (`/ n`, `-`): sinking the broadcast past those scalar steps lets the rule
+    above drop it where it meets an operand of shape s, and leaves the unused
+    broadcasts to dce (np.broadcast_to costs microseconds, which small variants feel).
+    """
+    rule = rules.RULES[op.prim]
+    if not rule.elementwise or len(op.outs) != 1:
+        return None
+    spread = [i for i, a in enumerate(op.args) if isinstance(a, Var) and _broadcast_of(a, facts)]
+    if len(spread) != 1 or not all(
+            i in spread or _is_scalar(a, facts.scalars) or _zero_d(a, facts)
+            for i, a in enumerate(op.args)):
+        return None
+    i = spread[0]
+    inner = facts.producer[op.args[i]]
+    t = Var(f"_{op.outs[0].name.lstrip('_')}_0d")
+    before = Op(op.prim, op.args[:i] + (inner.args[0],) + op.args[i + 1:], (t,), op.loc, dict(op.attrs))
+    if _zero_d(inner.args[0], facts):
+        facts.shapes[t] = ()
+    return _Rewrite((t, inner.args[1]), prim="broadcast_to", before=(before,))
+
+
+def _broadcast_of(v, facts) -> bool:
+    """Whether `v` is a scalar broadcast to a constant shape."""
+    inner = facts.producer.get(v)
+    return (inner is not None and inner.prim == "broadcast_to" and isinstance(inner.args[1], Const)
+            and (_is_scalar(inner.args[0], facts.scalars) or _zero_d(inner.args[0], facts)))
+
+
+def _zero_d(a, facts) -> bool:
+    return isinstance(a, Var) and facts.shapes.get(a) == ()
 
 
 def _sum_to(op, known, target, facts):

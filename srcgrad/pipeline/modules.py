@@ -206,6 +206,9 @@ def guard_value(a):
     the class of anything else: a Python value, or another library's array, which
     runs the shape-generic code bound to its namespace (Note [Array namespaces] in
     srcgrad.backend). The class tells NumPy from CuPy, dask or array_api_strict in O(1)."""
+    cls = a.__class__
+    if cls is numpy.ndarray or cls is numpy.float64:  # the common case first: per argument, per call
+        return (a.shape, a.dtype, cls)
     shape = getattr(a, "shape", None)
     if isinstance(shape, tuple) and isinstance(a, (numpy.ndarray, numpy.generic)):
         return (shape, a.dtype, a.__class__)

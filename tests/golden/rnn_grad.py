@@ -55,6 +55,8 @@ def matmul_bar(c, other, shape, which):
     """
     if len(shape) == 2 and c.ndim == 2 and other.ndim == 2:  # the common case, first
         return c @ other.T if which == 0 else other.T @ c
+    if len(shape) == 2 and c.ndim == 1 and other.ndim == 1 and c.__class__ is numpy.ndarray:
+        return c[:, None] * other if which == 0 else other[:, None] * c  # outer products
     xp = _namespace(c)
     if which == 0:
         y = other
