@@ -15,16 +15,8 @@ import re
 import warnings
 
 import numpy as np
-import pytest
 
 import srcgrad as sg
-
-# Issue 13 ("The eager runtime, part 2") brings allow_mutation_on_saved_tensors on
-# tensors. A test of a spec row that needs it
-# is written now and marked strict-xfail: when part 2 lands it XPASSes, which fails the
-# suite until the marker is removed.
-needs_allow_mutation = pytest.mark.xfail(
-    reason="needs allow_mutation_on_saved_tensors on tensors (issue 13)", strict=True)
 
 
 def leaf(values, dtype=np.float64):

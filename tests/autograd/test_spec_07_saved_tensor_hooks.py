@@ -13,7 +13,6 @@ from tests.autograd.spec_util import (
     const,
     exact,
     leaf,
-    needs_allow_mutation,
     val,
 )
 
@@ -112,7 +111,6 @@ def test_nested_allow_mutation_on_saved_tensors():
                 pass
 
 
-@needs_allow_mutation
 def test_backward_outside_the_allow_mutation_context():  # test_backward_out_of_context
     with graph.allow_mutation_on_saved_tensors():
         a = leaf([1.0, 2.0])
@@ -236,7 +234,6 @@ def test_case_5_disable():
                 pass
 
 
-@needs_allow_mutation
 def test_case_6_allow_mutation():  # TestAllowMutationOnSaved.test_basic
     a0 = np.random.default_rng(0).random((2, 3))
     with graph.allow_mutation_on_saved_tensors():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from tests.autograd.spec_util import check, exact, needs_allow_mutation, val
+from tests.autograd.spec_util import check, exact, val
 
 graph = sg.autograd.graph
 
@@ -101,7 +101,6 @@ def test_register_multi_grad_hook_example():
     assert printed == [[True, True, True, False], [True, False, True, False]]
 
 
-@needs_allow_mutation
 def test_allow_mutation_on_saved_tensors_example(capsys):
     with graph.allow_mutation_on_saved_tensors():
         a = sg.ones((2, 3), requires_grad=True)
