@@ -48,7 +48,6 @@ import numpy
 
 from srcgrad.autograd import function as _function_module
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd import graph as _graph
 from srcgrad.autograd.function import (
     RUNTIME,
     Function,
@@ -59,6 +58,7 @@ from srcgrad.autograd.function import (
 )
 from srcgrad.autograd.node import _SEQ, SECOND_TIME, AccumulateGrad, Node, version_error
 from srcgrad.autograd.tensor import Tensor
+from srcgrad.contexts import current_hooks, mutation_allowed
 
 __all__ = ["BackwardCFunction", "backward_class", "apply", "FORWARD_AD"]
 
@@ -91,7 +91,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def __init__(self, needs_input_grad):
         Node.__init__(self, (), next(_SEQ))
         FunctionCtx.__init__(self, needs_input_grad)
-        self._saved = ()  # per saved value an entry (see _entry); None once freed
+        self._saved = ()  # per saved value an entry (see _save); None once freed
         self._out_meta = ()  # per forward output: (shape, dtype), or None for a non-Tensor
         self._in_meta = ()  # per Tensor input: (shape, dtype)
         self._tensor_input = ()  # per forward input: whether it is a Tensor
@@ -293,7 +293,10 @@ def _wrap_outputs(node, tensors, outputs, executable) -> tuple:
                 o = o.detach()
         elif is_dirty:  # its history before forward (an in-place op in forward may change it)
             _check_dirty_target(o, next((e for t, e in zip(tensors, node._next) if t is o), None))
-            o._grad_fn, o._output_nr, o._rg = node, k, True
+            if o._base is not None:
+                _rebase_view(o, node, k, len(outputs))
+            else:
+                o._grad_fn, o._output_nr, o._rg = node, k, True
         elif is_input:
             o = _alias(o, node, k)
         else:
@@ -332,10 +335,25 @@ def _check_dirty_target(t: Tensor, edge) -> None:
             "is being modified inplace. This view is the output of a function that returns "
             "multiple views. Such functions do not allow the output views to be modified inplace. "
             "You should replace the inplace operation by an out-of-place one.")
-    if base is not None:
-        raise NotImplementedError("srcgrad: mark_dirty on a view (torch rebases the base's "
-                                  "history through CopySlices) is not supported yet; pass a "
-                                  "clone to the Function")
+
+
+def _rebase_view(view: Tensor, node, k: int, n_outputs: int) -> None:
+    """A dirtied view: its base's history becomes torch's CopySlices around the node, and
+    the base's live views (this one too) read their elements out of that history
+    (Note [Views and CopySlices] in srcgrad.autograd.views)."""
+    if n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your "
+            "Function cannot return more than one Tensor. This is not supported by the current "
+            "autograd engine. You should either make sure the input is not a view (using "
+            ".clone() for example) or make your Function only return one Tensor (potentially "
+            "splitting it into two Functions: one doing the inplace that returns a single Tensor "
+            "and a second one that does the other operations). You can ask on the forum "
+            "https://discuss.pytorch.org/ if you need help to do this change.")
+    from srcgrad.autograd import inplace, views
+
+    views.rebase_view(view, Tensor._make(view._data, rg=True, grad_fn=node, output_nr=k))
+    inplace.after_write(view, True)
 
 
 # ---------------------------------------------------------------- saved values
@@ -344,7 +362,9 @@ def _check_dirty_target(t: Tensor, edge) -> None:
 # Tensor per read), or None for a saved None. With hooks, value is what pack returned
 # and kind is prefixed "packed-".
 def _save(node, wrapped, inputs) -> None:
-    hooks = _graph.current_hooks()
+    hooks = current_hooks()
+    if hooks is None and mutation_allowed() is not None:  # clone-on-write (graph.py)
+        hooks = mutation_allowed().eager_hooks()
     entries = []
     for t in node.to_save:
         if t is None:

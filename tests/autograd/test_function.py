@@ -307,3 +307,22 @@ def test_a_function_inside_a_create_graph_backward():
                             create_graph=True)
     np.testing.assert_allclose(g.detach().numpy(), [1.0, 1.0])
     assert g.grad_fn is not None
+
+
+def test_allow_mutation_on_saved_tensors_covers_save_for_backward():
+    """torch's allow_mutation_on_saved_tensors saves through hooks, so a custom Function's
+    saved input may be written afterwards: the backward reads the value as it was saved."""
+    from srcgrad.autograd import graph
+
+    with graph.allow_mutation_on_saved_tensors():
+        a = _leaf([1.0, 2.0])
+        b = a.clone()
+        y = F.Sq.apply(b)
+        b.sin_()
+        y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [2.0, 4.0])
+    b = _leaf([1.0, 2.0]).clone()
+    y = F.Sq.apply(b)
+    b.sin_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -844,6 +844,40 @@ def test_error_forward_without_ctx_and_no_setup_context():
         NoCtx.apply(leaf([1.0]))
 
 
+def test_error_in_place_on_a_view_returned_by_a_custom_function():
+    class IdView(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    tail = (" is a view and is being modified inplace. This view was created inside a custom "
+            "Function (or because an input was returned as-is) and the autograd logic to handle "
+            "view+inplace would override the custom backward associated with the custom "
+            "Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+            "this by cloning the output of the custom Function.")
+    y = IdView.apply(leaf([1.0, 2.0]) * 1)
+    with pytest.raises(RuntimeError, match=exact("Output 0 of IdView" + tail)):
+        y.mul_(2)
+    z = Id.apply(leaf([1.0, 2.0]))  # an input returned as-is
+    with pytest.raises(RuntimeError, match=exact("Output 0 of Id" + tail)):
+        z.add_(1)
+    w = IdView.apply(leaf([1.0, 2.0]) * 1).clone()  # the fix: clone the output
+    w.mul_(2)
+
+
 def test_error_jvp_returns_a_tangent_for_a_non_differentiable_output():
     from srcgrad.autograd import forward_ad as fwAD  # noqa: N812 (torch's spelling)
 
@@ -867,3 +901,32 @@ def test_error_jvp_returns_a_tangent_for_a_non_differentiable_output():
                 "output is not a differentiable Tensor.You should return None at that position "
                 "instead.")):
             SortJvp.apply(x)
+
+
+def test_mark_dirty_on_a_view_rebases_its_base():
+    """A dirtied view of a non-leaf: the base's history becomes CopySlices around the node,
+    and the gradient of what the base came from is right (central differences)."""
+    x0 = np.array([0.5, -1.0, 1.5, 2.0])
+    x = leaf(x0)
+    a = x * 1.0
+    b = Double.apply(a[1:])
+    assert a.grad_fn.name() == "torch::autograd::CopySlices"
+    assert b.grad_fn.name() == "AsStridedBackward0"
+    (a * sg.tensor(x0)).sum().backward()
+    check(x.grad, x0 * [1.0, 2.0, 2.0, 2.0])  # d/dx sum(x * a), a = [x0, 2x1, 2x2, 2x3]
+
+    class TwoOutputs(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x * 1
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return 2 * (g1 + g2)
+
+    with pytest.raises(RuntimeError, match="^If your Function modifies inplace an input that is a "
+                                           "view of another Tensor, your Function cannot return "
+                                           "more than one Tensor."):
+        TwoOutputs.apply((x * 1.0)[1:])
