@@ -444,8 +444,9 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
             _acc.accumulate(var, buf[0], create_graph)
             if fresh and var._grad is not None:  # torch hands the new .grad to post-hooks
                 buf = [var._grad]
-    elif all(g is None for g in buf):
-        out = (None,) * len(node._next)
+    elif node._kernel is not None and all(g is None for g in buf):  # a row's backward of
+        out = (None,) * len(node._next)  # undefined gradients is undefined; a custom Function's
+        # backward is still called (torch: materialized, or None without materialize_grads)
     else:
         out = (node_backward if INSTRUMENT is None else INSTRUMENT.node_backward)(
             node, buf, create_graph)

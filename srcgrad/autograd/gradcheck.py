@@ -151,6 +151,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     if eager is not None:  # a function of sg.Tensors (Function.apply included): the engine
         return eager.gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol,
                                raise_exception=raise_exception, nondet_tol=nondet_tol,
+                               check_undefined_grad=check_undefined_grad,
                                check_forward_ad=check_forward_ad,
                                check_backward_ad=check_backward_ad, fast_mode=fast_mode)
     inputs, diff = _prepare(inputs)
@@ -260,6 +261,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
     if eager is not None:
         return eager.gradgradcheck(func, inputs, grad_outputs, eps=eps, atol=atol, rtol=rtol,
                                    raise_exception=raise_exception, nondet_tol=nondet_tol,
+                                   check_undefined_grad=check_undefined_grad,
                                    check_fwd_over_rev=check_fwd_over_rev,
                                    check_rev_over_rev=check_rev_over_rev, fast_mode=fast_mode)
     inputs, diff = _prepare(inputs)

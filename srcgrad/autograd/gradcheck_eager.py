@@ -11,11 +11,13 @@ function that itself differentiates, as gradgradcheck's does, works).
 As in torch, "input j" counts the Tensors that require grad, "output i" the outputs
 that require grad; Jacobians print one row per input element.
 
-Not done here: `check_undefined_grad` is accepted but checks nothing (the engine hands
-a node whose incoming gradients are all undefined nothing to run: it passes undefined
-gradients on, so every backward "handles" them); `check_batched_grad`,
-`check_batched_forward_grad` and `masked` are accepted and ignored; complex inputs are
-refused (torch checks them as Wirtinger derivatives).
+`check_undefined_grad` runs backward with undefined (None) output gradients, all of
+them and, for several outputs, one at a time, and requires undefined or zero input
+gradients. A row's node passes undefined gradients on (its backward of undefined
+gradients is undefined); a custom Function's backward is called with them (zeros, or
+None under `set_materialize_grads(False)`), so this checks custom Functions. Not done here:
+`check_batched_grad`, `check_batched_forward_grad` and `masked` are accepted and ignored;
+complex inputs are refused (torch checks them as Wirtinger derivatives).
 """
 
 from __future__ import annotations
@@ -223,8 +225,8 @@ def _close(a, n, atol, rtol) -> bool:
 
 
 def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
-              nondet_tol=0.0, check_forward_ad=False, check_backward_ad=True, fast_mode=False,
-              **_ignored) -> bool:
+              nondet_tol=0.0, check_undefined_grad=True, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, **_ignored) -> bool:
     """srcgrad.autograd.gradcheck for Tensor inputs (see the module docstring)."""
     inputs = _as_tuple(inputs)
     diff = _prepare(inputs)
@@ -242,6 +244,8 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                   check_forward_ad, check_backward_ad)
         if check_backward_ad:
             _check_mul_by_grad_output(outs, diff_out, diff_inputs)
+            if check_undefined_grad:
+                _check_undefined_grad(func, inputs, diff_inputs)
     except GradcheckError:
         if not raise_exception:
             return False
@@ -336,10 +340,46 @@ def _check_mul_by_grad_output(outs, diff_out, diff_inputs) -> None:
             raise _error("backward not multiplied by grad_output")
 
 
+_BC_WARNING = ("Backwards compatibility: New undefined gradient support checking feature is "
+               "enabled by default, but it may break existing callers of this function. If this "
+               "is true for you, you can call this function with \"check_undefined_grad=False\" "
+               "to disable the feature")
+_NOTES = 'Please look at "Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
+
+
+def _check_undefined_grad(func, inputs, diff_inputs) -> None:
+    """Backward with undefined output gradients gives undefined or zero input gradients
+    (torch's _test_undefined_backward_mode): all undefined, then one at a time."""
+    def outputs():
+        with grad_mode.enable_grad():
+            return [o for o in _tensor_outputs(func(*inputs)) if o.requires_grad]
+
+    n = len(outputs())
+    cases = [None] + (list(range(n)) if n > 1 else [])  # None: every gradient undefined
+    for undefined in cases:
+        outs = outputs()
+        roots = [(o._grad_fn, o._output_nr) if o._grad_fn is not None else (o.accumulator(), 0)
+                 for o in outs]
+        grads = [None if undefined is None or k == undefined else numpy.zeros_like(o._data)
+                 for k, o in enumerate(outs)]
+        try:
+            results = engine._grad_once(roots, grads, diff_inputs, False, False)
+        except RuntimeError as err:
+            warnings.warn(_BC_WARNING, UserWarning, stacklevel=4)
+            raise _error("Expected backward function to handle undefined output grads. "
+                         + _NOTES) from err
+        for g in results:
+            if g is not None and numpy.any((g._data if isinstance(g, Tensor) else g) != 0):
+                warnings.warn(_BC_WARNING, UserWarning, stacklevel=4)
+                raise _error("Expected all input grads to be undefined or zero when all output "
+                             "grads are undefined or zero. " + _NOTES)
+
+
 # ---------------------------------------------------------------- second order
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
-                  raise_exception=True, nondet_tol=0.0, check_fwd_over_rev=False,
-                  check_rev_over_rev=True, fast_mode=False, **_ignored) -> bool:
+                  raise_exception=True, nondet_tol=0.0, check_undefined_grad=True,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  **_ignored) -> bool:
     """gradcheck of `(inputs, grad_outputs) -> grad(func(inputs), inputs, grad_outputs,
     create_graph=True)`: the backward's own derivatives, by the engine's create_graph pass.
     Random grad_outputs in [-1, 1) (requiring grad, fixed seed) unless given."""
@@ -366,5 +406,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
 
     return gradcheck(backward_of_func, inputs + tuple(grad_outputs), eps=eps, atol=atol,
                      rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
                      check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
                      fast_mode=fast_mode)

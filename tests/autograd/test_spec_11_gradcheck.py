@@ -360,3 +360,63 @@ def test_fast_mode_tolerance_scales_with_the_projection():
 
     assert gradcheck(fn, (x,), rtol=0.0) is True
     assert gradcheck(fn, (x,), rtol=0.0, fast_mode=True) is True
+
+
+def test_docs_exp_function_validated_by_gradcheck():
+    # the Function docstring's Exp, "validating your backward function using gradcheck"
+    from tests.corpus.functions import Exp
+
+    x = leaf([-1.0, 0.5, 2.0])
+    assert gradcheck(Exp.apply, (x,)) is True
+    assert gradcheck(Exp.apply, (x,), fast_mode=True) is True
+    assert gradgradcheck(Exp.apply, (x,)) is True  # its backward is made of ops: twice differentiable
+
+
+# ---------------------------------------------------------------- check_undefined_grad
+BC_WARNING = ("Backwards compatibility: New undefined gradient support checking feature is "
+              "enabled by default, but it may break existing callers of this function. If this "
+              "is true for you, you can call this function with \"check_undefined_grad=False\" "
+              "to disable the feature")
+NOTES = 'Please look at "Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
+
+
+def _no_materialize(bwd):
+    class Twice(Function):  # x * 2; its backward sees None for an undefined gradient
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        backward = staticmethod(bwd)
+
+    return Twice.apply
+
+
+def test_undefined_output_grads_handled():
+    assert gradcheck(_no_materialize(lambda ctx, g: None if g is None else g * 2), (xd(),))
+    assert gradcheck(Square.apply, (xd(),))  # materialized: backward sees zeros
+
+
+def test_undefined_output_grads_crash():
+    def backward(ctx, g):
+        if g is None:
+            raise RuntimeError("this backward needs its output gradient")
+        return g * 2
+
+    fn = _no_materialize(backward)
+    with pytest.warns(UserWarning, match=exact(BC_WARNING)):
+        with pytest.raises(GradcheckError, match=exact(
+                "Expected backward function to handle undefined output grads. " + NOTES)):
+            gradcheck(fn, (xd(),))
+    assert gradcheck(fn, (xd(),), check_undefined_grad=False) is True
+
+
+def test_undefined_output_grads_give_nonzero():
+    def backward(ctx, g):  # an undefined gradient taken for ones
+        return (sg.ones(3, dtype=np.float64) if g is None else g) * 2
+
+    with pytest.warns(UserWarning, match=exact(BC_WARNING)):
+        with pytest.raises(GradcheckError, match=exact(
+                "Expected all input grads to be undefined or zero when all output grads are "
+                "undefined or zero. " + NOTES)):
+            gradcheck(_no_materialize(backward), (xd(),))
