@@ -63,6 +63,7 @@ def refresh() -> None:
     ops.INSTRUMENT = on
     engine.INSTRUMENT = on
     _wrap_function_apply(on is not None)
+    _wrap_compiled_call(on is not None)
 
 
 def _wrap_function_apply(on: bool) -> None:
@@ -99,6 +100,40 @@ def _instrumented_function_apply(plain):
     return function_apply
 
 
+def _wrap_compiled_call(on: bool) -> None:
+    """`sg.compile`d functions called on Tensors (one node per call): the call is an event
+    named `srcgrad::compiled: <function>`, and its node records its forward stack."""
+    compiled = sys.modules.get("srcgrad.autograd.compiled")
+    if compiled is None:  # never imported: no compiled call can run
+        return
+    cls = compiled.CompiledFunction
+    current = cls.__dict__["__call__"]
+    wrapped = getattr(current, "_srcgrad_instrumented", None)
+    if on and wrapped is None:
+        cls.__call__ = _instrumented_compiled_call(current)
+    elif not on and wrapped is not None:
+        cls.__call__ = wrapped
+
+
+def _instrumented_compiled_call(plain):
+    def call(self, *args):
+        prof = STATE.profiler
+        event = None if prof is None else prof.begin(
+            "srcgrad::compiled: " + getattr(self.fn, "__qualname__", "function"), args)
+        try:
+            out = plain(self, *args)
+        finally:
+            if event is not None:
+                prof.end(event)
+        if STATE.anomaly:
+            for node in _new_nodes(out, args):
+                record_forward(node)
+        return out
+
+    call._srcgrad_instrumented = plain
+    return call
+
+
 def _running() -> list:
     stack = getattr(_local, "nodes", None)
     if stack is None:
@@ -126,13 +161,21 @@ def apply(rule, static, skey, operands, name):
 def _new_nodes(out, operands):
     """The nodes an op created: its outputs' grad_fns that no operand already had."""
     old = {id(a._grad_fn) for a in operands if isinstance(a, Tensor) and a._grad_fn is not None}
-    outs = out if isinstance(out, tuple) else (out,)
     seen = set()
-    for t in outs:
+    for t in _leaves(out):
         fn = t._grad_fn if isinstance(t, Tensor) else None
         if fn is not None and id(fn) not in old and id(fn) not in seen:
             seen.add(id(fn))
             yield fn
+
+
+def _leaves(value) -> list:
+    """The Tensors in an op's or a compiled call's result (tuples, lists, dicts of them)."""
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _leaves(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _leaves(v)]
+    return [value]
 
 
 def user_frames(limit=None) -> list:

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import srcgrad as sg
 from srcgrad.autograd import anomaly_mode, engine, ops
 from srcgrad.autograd import grad as autograd_grad
 from srcgrad.autograd.anomaly_mode import (
@@ -320,3 +321,23 @@ def test_nested_anomaly_detect_nan():
         "\n\nPrevious calculation was induced by _OuterBackward. Traceback of forward call that "
         "induced the previous calculation:\n")
     assert "out = _Outer.apply(inp, False)" in messages[1]
+
+
+@sg.compile
+def _compiled_sqrt_times_zero(x):
+    return np.sum(np.sqrt(x) * 0)
+
+
+def test_compiled_call_records_its_forward():
+    x = leaf([0.0, 1.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match=exact(
+                "Function 'CompiledFunctionBackward' returned nan values in its 0th output.")):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                with detect_anomaly():
+                    y = _compiled_sqrt_times_zero(x)
+                    y.backward()
+    stack = next(m for m in _messages(w) if m.startswith("Error detected"))
+    assert stack.startswith(TRACEBACK.format("CompiledFunctionBackward"))
+    assert "y = _compiled_sqrt_times_zero(x)" in stack

@@ -277,3 +277,20 @@ def test_emit_tools_say_they_do_nothing(tool):
         warnings.simplefilter("error")
         with tool(enabled=False):
             pass
+
+
+@sg.compile
+def _compiled_square_sum(x):
+    return np.sum(x * x)
+
+
+def test_compiled_call_is_one_event_and_one_node():
+    x = leaf([1.0, 2.0])
+    with profile() as prof:
+        _compiled_square_sum(x).backward()
+    assert _names(prof) == [
+        "srcgrad::compiled: _compiled_square_sum",
+        EVAL + "CompiledFunctionBackward", "CompiledFunctionBackward", EVAL + ACC, ACC]
+    check(x.grad, [2.0, 4.0])
+    assert type(_compiled_square_sum).__call__.__name__ == "__call__"  # unwrapped after
+    assert not hasattr(type(_compiled_square_sum).__call__, "_srcgrad_instrumented")
