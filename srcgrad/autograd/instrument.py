@@ -21,8 +21,13 @@ on, `refresh()` points both globals at this module, whose `apply` / `evaluate` /
 * `node_backward` (the node's formula alone): a profiler event named by the node.
 
 While instrumented the engine takes its general loop (no `_run_plain` fast path), so
-every node passes through `evaluate`. Both states are process-wide, as torch's
-anomaly mode is; the profiler's event nesting is per thread.
+every node passes through `evaluate`. Three entry points that make nodes without
+`ops.apply` are wrapped only while instrumented, and given back their own function
+after: a custom Function's apply on Tensors (`function.RUNTIME.apply`: an event named
+by the class, as torch's), an `sg.compile`d call on Tensors (`CompiledFunction.__call__`:
+an event `srcgrad::compiled: <function>`), and `inplace.write` (the CopySlices node an
+in-place op on a view gives its base records its stack). Both states are
+process-wide, as torch's anomaly mode is; the profiler's event nesting is per thread.
 """
 
 from __future__ import annotations
@@ -64,6 +69,35 @@ def refresh() -> None:
     engine.INSTRUMENT = on
     _wrap_function_apply(on is not None)
     _wrap_compiled_call(on is not None)
+    _wrap_inplace_write(on is not None)
+
+
+def _wrap_inplace_write(on: bool) -> None:
+    """In-place ops (`inplace.write`, looked up as a module global at each call): under
+    anomaly mode the node a write gives its target (torch's CopySlices for a view's base)
+    records the forward stack too."""
+    from srcgrad.autograd import inplace
+
+    current = inplace.write
+    wrapped = getattr(current, "_srcgrad_instrumented", None)
+    if on and wrapped is None:
+        inplace.write = _instrumented_write(current)
+    elif not on and wrapped is not None:
+        inplace.write = wrapped
+
+
+def _instrumented_write(plain):
+    def write(target, result):
+        out = plain(target, result)
+        if STATE.anomaly:
+            for t in (target, target._base):
+                fn = None if t is None else t._grad_fn
+                if fn is not None and "traceback_" not in fn.metadata:
+                    record_forward(fn)
+        return out
+
+    write._srcgrad_instrumented = plain
+    return write
 
 
 def _wrap_function_apply(on: bool) -> None:

@@ -341,3 +341,18 @@ def test_compiled_call_records_its_forward():
     stack = next(m for m in _messages(w) if m.startswith("Error detected"))
     assert stack.startswith(TRACEBACK.format("CompiledFunctionBackward"))
     assert "y = _compiled_sqrt_times_zero(x)" in stack
+
+
+def test_in_place_on_a_view_records_its_copyslices_node():
+    from srcgrad.autograd import inplace
+
+    plain_write = inplace.write
+    root = leaf([[1.0, 2.0], [3.0, 4.0]])
+    with set_detect_anomaly(True):
+        x = root.clone()
+        x[0:1].mul_(2)  # the base's history becomes CopySlices here
+    assert x.grad_fn.name() == "torch::autograd::CopySlices"
+    assert "x[0:1].mul_(2)  # the base's history" in "".join(x.grad_fn.metadata["traceback_"])
+    assert inplace.write is plain_write  # unwrapped when the mode ends
+    x.sum().backward()
+    check(root.grad, [[2.0, 2.0], [1.0, 1.0]])
