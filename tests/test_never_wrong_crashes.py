@@ -137,3 +137,42 @@ def test_augmented_assignment_to_a_float_argument():
     read_only.flags.writeable = False  # NumPy raises writing into it: so does compiled code
     with pytest.raises(ValueError, match="read-only"):
         sg.grad(augments_float_argument, wrt=(0, 1))(x, read_only)
+
+
+# A function that fails on the example arguments, called with a tuple/list/dict argument
+# (fuzz seed 1176): the probe's internal ProbeFailed reached the user. Now the generic
+# code runs and raises the function's own error, as for array arguments.
+
+class SavesItsSecondInput(sg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, z):
+        ctx.save_for_backward(x, z)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved_tensors
+        return g * z.reshape(2), g
+
+
+def writes_a_saved_view(x0, params):
+    v2 = SavesItsSecondInput.apply(x0 * x0, x0.reshape((1, 2)))  # a view of x0, saved
+    x0[0:1] += params["w"]
+    return np.sum(v2 * x0)
+
+
+def inverts(m, params):
+    return np.sum(np.linalg.inv(m) * params[0])
+
+
+def test_a_function_failing_on_container_arguments_raises_its_own_error():
+    x, params = np.array([0.5, -0.3]), {"w": np.array([1.0])}
+    for transform in (sg.grad(writes_a_saved_view, wrt=(0, 1)),
+                      sg.value_and_grad(writes_a_saved_view, wrt=(0, 1))):
+        with pytest.raises(RuntimeError, match="has been modified by an inplace operation"):
+            transform(x.copy(), params)
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        sg.grad(inverts, wrt=(0, 1))(np.zeros((2, 2)), (np.ones((2, 2)),))
+    m = np.array([[2.0, 0.5], [0.1, 1.0]])  # elsewhere the same transform is exact
+    grads = sg.grad(inverts, wrt=(0, 1))(m, (np.ones((2, 2)),))
+    assert_close(grads[0], numeric_grad(lambda a: inverts(a, (np.ones((2, 2)),)), [m], 0))

@@ -108,9 +108,14 @@ class Compiled:
         cache = keys.cache_key(fs, self.options(key) + (records_key(trees),))
 
         def generate():
-            source, pool, _ = _programs().container_gradient_program(
-                fs, self.wrt, trees, has_aux=self.has_aux, with_value=self.kind == "value_and_grad",
-                args=tuple(leaves), allow_mutation=mutation_allowed())
+            options = dict(has_aux=self.has_aux, with_value=self.kind == "value_and_grad",
+                           allow_mutation=mutation_allowed())
+            try:
+                source, pool, _ = _programs().container_gradient_program(
+                    fs, self.wrt, trees, args=tuple(leaves), **options)
+            except ProbeFailed:  # the function fails on these arguments (fuzz seed 1176): the
+                source, pool, _ = _programs().container_gradient_program(  # generic code says
+                    fs, self.wrt, trees, **options)  # so from a generated line, as for arrays
             return _module(fs, cache or "uncached", _programs().Functions([source], (), dict(pool.values)))
 
         impl = self._load(fs, cache, generate)[entry_names(self)[0]]
