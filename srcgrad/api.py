@@ -110,7 +110,9 @@ class _Dispatch:
             bound.apply_defaults()
             args = bound.args
         arguments.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
-        if self.compiled.kind in ("grad", "value_and_grad") and _hooks_active():
+        if self.compiled.stale():  # a global or helper it baked in was rebound: recompile
+            self.variants.clear(), self.compiled.forget()
+        if self.compiled.kind in ("grad", "value_and_grad") and contexts.current_hooks() is not None:
             return self._under_hooks(args)  # never bound to the guards: every call comes here
         mode = modules.mutation_allowed()
         if any(pytree.is_node(a) for a in args):  # containers and records: no fast guard
@@ -164,16 +166,15 @@ class _Dispatch:
             else:
                 self.globals[f"_g{i}"] = value
                 guards.append(f"{name}.__class__ is _g{i}")
+        for j, (namespace, bound, value) in enumerate(self.compiled.bindings):  # Note [Bindings]
+            self.globals[f"_ns{j}"], self.globals[f"_v{j}"] = namespace, value
+            guards.append(f"_ns{j}.get({bound!r}) is _v{j}")
         self.globals["_impl"] = impl
         text = " and ".join(guards)
         code = self.codes.get(text)
         if code is None:
             code = self.codes[text] = self._function(guards).__code__
         self.function.__code__ = code
-
-
-def _hooks_active() -> bool:
-    return contexts.current_hooks() is not None
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):

@@ -161,3 +161,56 @@ def _member_print(value, stack) -> str | None:
 
     value = getattr(value, "__func__", value)  # staticmethod / classmethod
     return _value_print(value, stack, parse_function)
+
+
+# Modules whose members never change under a running program: reading `np.sum` or
+# `math.pi` is not a binding to guard (and checking them would cost every call).
+_STABLE_MODULES = frozenset({"numpy", "math", "cmath", "scipy", "cupy", "srcgrad", "builtins",
+                             "operator", "functools", "itertools", "collections", "dataclasses"})
+
+
+def global_bindings(fs, _stack=None) -> list:
+    """The `(namespace, name, value)` bindings a compiled function's code bakes in: the
+    globals it reads, the `mod.attr` members of user modules it reads, and, the same way,
+    those of the plain functions it calls (they are inlined).
+
+    The cache key hashes their values (`fingerprint`); a transform's fast path checks
+    that each name is still bound to the same object, so rebinding a global or a
+    helper in the running process recompiles instead of reusing the old code (issue 10).
+    Values changed in place (an array global written into) are not bindings: generated
+    code reads such a global's current contents.
+    """
+    from srcgrad.frontend.parse import parse_function
+
+    stack = _stack if _stack is not None else set()
+    if id(fs.fn) in stack:
+        return []
+    stack.add(id(fs.fn))
+    found = []
+    paths = _attribute_paths(fs.node)
+    for name in free_names(fs.node):
+        if name in fs.closure or name not in fs.globals:
+            continue  # a closure cell, a builtin or a missing name: nothing to rebind in a module
+        value = fs.globals[name]
+        if not isinstance(value, types.ModuleType):
+            found.append((fs.globals, name, value))
+            found += _callee_bindings(value, stack, parse_function)
+        elif value.__name__.partition(".")[0] not in _STABLE_MODULES:
+            for path in paths.get(name, ()):
+                member = getattr(value, path[0], MISSING)
+                if member is not MISSING and not isinstance(member, types.ModuleType):
+                    found.append((vars(value), path[0], member))
+                    found += _callee_bindings(member, stack, parse_function)
+    return found
+
+
+def _callee_bindings(value, stack, parse_function) -> list:
+    """The bindings of a plain Python function the compiled code inlines."""
+    value = getattr(value, "__wrapped__", value) if hasattr(value, "__srcgrad__") else value
+    if not isinstance(value, types.FunctionType) or rules.lookup_callable(value) is not None:
+        return []
+    try:
+        sub = parse_function(value)
+    except Exception:  # noqa: BLE001 (not our code to parse: its fingerprint says so)
+        return []
+    return global_bindings(sub, stack)

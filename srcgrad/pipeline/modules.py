@@ -24,13 +24,14 @@ from srcgrad.codegen.loader import load_module, pseudo_filename
 from srcgrad.frontend import records
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.parse import parse_function
-from srcgrad.frontend.resolve import fingerprint
+from srcgrad.frontend.resolve import fingerprint, global_bindings
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
 _MEMORY: dict = {}  # cache key -> loaded module namespace (this process)
+_UNBOUND = object()  # a name no longer bound in its namespace
 
 
 class Compiled:
@@ -47,6 +48,7 @@ class Compiled:
         self.out_tree = None
         self.fn_name = None  # the name of the parsed function (set by load)
         self._fs = None
+        self.bindings: tuple = ()  # (namespace, name, value) read when parsed (Note [Bindings])
 
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
@@ -58,7 +60,31 @@ class Compiled:
             fs = parse_function(self.fn)
             self._fs = dataclasses.replace(fs, arg_trees=self.arg_trees) if self.arg_trees else fs
             self.fn_name = self._fs.name
+            self.bindings = tuple(global_bindings(self._fs))
         return self._fs
+
+    # Note [Bindings]
+    # Generated code bakes in what a function's free names were bound to when it was
+    # compiled: a global constant is folded, a helper is inlined. The disk cache's key
+    # hashes those values (srcgrad.frontend.resolve.fingerprint), so a new process sees
+    # an edit; within a process, `bindings` lists each (namespace, name, value) read,
+    # transforms check them before reusing a variant (the dispatcher's guards test
+    # `namespace.get(name) is value`, one dict lookup per binding), and a rebinding
+    # (`mod.K = 3.0`, a helper redefined) drops every variant and compiles again.
+    def stale(self) -> bool:
+        """Whether a global, a user module's member or a helper the code baked in has been
+        rebound since it was compiled (Note [Bindings]): then forget every variant."""
+        for namespace, name, value in self.bindings:
+            if namespace.get(name, _UNBOUND) is not value:
+                return True
+        return False
+
+    def forget(self) -> None:
+        """Drop what was compiled from the old bindings; the next use compiles anew."""
+        self.variants.clear()
+        self.namespaces.clear()
+        self.module_source = self.out_tree = self._fs = None
+        self.bindings = ()
 
     def specialized(self, args: tuple, shapes: tuple):
         """The generated function for arguments of these shapes (`args` a first example);
@@ -328,6 +354,10 @@ class CompiledJvp(Compiled):
         super().__init__(fn, "jvp", wrt, arg_trees=arg_trees)
         self._entry = None
 
+    def forget(self) -> None:
+        super().forget()
+        self._entry = None
+
     def _out_tree_from_source(self, fs):
         graph, _ = _programs().trace(fs)
         return graph.out_tree
@@ -356,6 +386,8 @@ def compiled_jvp(fn, wrt=None, trees=None) -> CompiledJvp:
     compiled = _JVP.get(key)
     if compiled is None:
         compiled = _JVP[key] = CompiledJvp(fn, wrt, trees)
+    elif compiled.stale():
+        compiled.forget()
     return compiled
 
 
@@ -370,6 +402,8 @@ def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
     compiled = table.get(key)
     if compiled is None:
         compiled = table[key] = make(fn, trees)
+    elif compiled.stale():
+        compiled.forget()
     return compiled
 
 
