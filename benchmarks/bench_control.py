@@ -91,6 +91,33 @@ def euler_hand(k, v0, dt):
     return gk, gv, gdt
 
 
+def newton_loss(a, n):
+    """sqrt(a) by Newton's method, at most n steps: leaves when every step is tiny."""
+    x = a * 1.0
+    for _i in range(n):
+        dx = (x * x - a) / (2.0 * x)
+        x = x - dx
+        if np.max(np.abs(dx)) < 1e-12:
+            break
+    return np.sum(x * x * x)
+
+
+def newton_hand(a, n):
+    """The same loop and its adjoint by hand (the steps that ran, in reverse)."""
+    xs = [a * 1.0]
+    for _ in range(n):
+        x = xs[-1]
+        dx = (x * x - a) / (2.0 * x)
+        xs.append(x - dx)
+        if np.max(np.abs(dx)) < 1e-12:
+            break
+    gx, ga = 3.0 * xs[-1] ** 2, np.zeros_like(a)
+    for x in reversed(xs[:-1]):  # x' = x - (x*x - a) / (2x) = x / 2 + a / (2x)
+        ga += gx / (2.0 * x)
+        gx = gx * (0.5 - a / (2.0 * x * x))
+    return (ga + gx,)
+
+
 # ---------------------------------------------------------------------- timing
 def median_us(fn, repeat):
     timer = timeit.Timer(fn)
@@ -136,6 +163,15 @@ def main(argv=None):
         ag = f"{r['autograd'] / r['hand']:.2f}x" if "autograd" in r else "n/a"
         print(f"{r['name']:28} {r['hand']:10.1f} {r['srcgrad']:11.1f} "
               f"{r['srcgrad'] / r['hand']:12.2f}x {ag:>14}")
+
+    print("\nNewton's method with break (converges in 8 steps), by its bound n:")
+    a = np.linspace(1.0, 20.0, 64)
+    g = sg.grad(newton_loss)
+    check((g(a, 100_000),), newton_hand(a, 100_000))
+    hand_us = median_us(lambda: newton_hand(a, 100_000), repeat)
+    for bound in (8, 1_000, 100_000):
+        us = median_us(lambda bound=bound: g(a, bound), repeat)
+        print(f"  n={bound:7d}: srcgrad {us:7.1f} us  ({us / hand_us:.2f}x hand, {hand_us:.1f} us)")
 
     print("\ncompile time of the RNN gradient (cache cleared each time), by sequence length:")
     for t_len in (10, 50, 500):

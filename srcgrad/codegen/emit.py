@@ -374,9 +374,11 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
     bounds = stop if start == "0" and step == "1" else (
         f"{start}, {stop}" if step == "1" else f"{start}, {stop}, {step}")
     iterable = f"range({bounds})" + ("[::-1]" if op.attrs.get("reverse") else "")
+    until = op.attrs.get("until")  # a `break`'s flag (Note [Tracing control flow])
+    leave = [f"if {until.name}:", "    break"] if until is not None else []
     return (assign(carried, inits)
             + [f"for {block.params[0].name} in {iterable}:"]
-            + body(block, assign(carried, results))
+            + body(block, assign(carried, results) + leave)
             + assign(names, carried))
 
 

@@ -21,10 +21,17 @@ Otherwise the construct becomes one op with nested blocks (Note [Regions]):
   branch that falls through, so both branches end in a return and the function's
   result is the `cond`'s outputs.
 * `break` sets a flag of its own loop (`_break`, `_break1`, ... by depth among
-  enclosing loops that break) and the body's rest runs under `if not flag`; a
-  `while` also tests it. A `return` inside loops sets `_returned`/`_result` and
-  breaks out of each loop in turn (`if _returned: break` after every inner loop),
-  then `if _returned: return _result` follows the outermost one.
+  enclosing loops that break); what follows it in the body is dropped (an `if`
+  holding it takes the rest of the body into its branches). The loop leaves at
+  once: a `while` tests `not flag` with its condition, a `for_range` carries the
+  flag and its op's attrs["until"] names the flag's param, which generated code
+  tests after each iteration (`if _break_1: break`). So an iteration only starts
+  with the flag False, and the body is traced with it bound to False, not read
+  from the param; the adjoint loop runs as many iterations as the tape holds
+  (Note [Reverse mode of control flow]). A `return` inside loops sets
+  `_returned`/`_result` and breaks out of each loop in turn (`if _returned: break`
+  after every inner loop), then `if _returned: return _result` follows the
+  outermost one.
 """
 
 from __future__ import annotations
@@ -302,6 +309,12 @@ class ControlFlow:
             return
         start, stop, step, per_index = plan
         body, flag = self._loop_body(node, scope)
+        breaks = flag in scope.env
+
+        def prologue(inner):
+            if breaks:  # an iteration starts only while the flag is False
+                inner.env[flag] = Const(False)
+            self.bind(node.target, per_index(index, inner), inner)
         carried = [n for n in assigned_names(body) + _target_names(node.target)
                    if n in scope.env and n not in _target_names(node.target)]
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
@@ -311,14 +324,15 @@ class ControlFlow:
             self.mutation.note_loop_params(node, carried, params, scope.env)
             for name, param in zip(carried, params):
                 self.note_maybe_none(param, scope.env[name])
-            body_ops, env_after, _, _ = self.trace_block(
-                body, scope, dict(zip(carried, params)),
-                prologue=lambda inner: self.bind(node.target, per_index(index, inner), inner))
+            body_ops, env_after, _, _ = self.trace_block(body, scope, dict(zip(carried, params)),
+                                                         prologue=prologue)
             if not (self._carry_more(carried, kinds, scope.env, env_after, _target_names(node.target))
                     or self._widen(kinds, carried, env_after)):
                 break
         self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
                         body_ops, env_after)
+        if flag in carried:  # leave the loop at once after an iteration that breaks
+            self.ops[-1].attrs["until"] = params[carried.index(flag)]
         scope.env.pop(flag, None)
         for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
             scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
@@ -328,9 +342,14 @@ class ControlFlow:
             self.fail(node, "`while ... else`", "use a flag variable")
         body, flag = self._loop_body(node, scope)
         test_node = node.test
-        if flag in scope.env:  # `while not _break and test`
+        breaks = flag in scope.env
+        if breaks:  # `while not _break and test`
             test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node, flag),
                                                                                node.test]), node.test)
+
+        def prologue(inner):
+            if breaks:  # the test was False after an iteration that broke
+                inner.env[flag] = Const(False)
         test = self.expr(test_node, scope)  # the first test, before the loop (`:=` binds here)
         carried = [n for n in assigned_names([node.test] + body) if n in scope.env]
         if isinstance(test, Const) and not test.value:
@@ -343,7 +362,7 @@ class ControlFlow:
             for name, param in zip(carried, params):
                 self.note_maybe_none(param, scope.env[name])
             body_ops, env_after, _, next_test = self.trace_block(
-                body, scope, dict(zip(carried, params)),
+                body, scope, dict(zip(carried, params)), prologue=prologue,
                 epilogue=lambda inner: self.expr(test_node, inner))
             if not (self._carry_more(carried, kinds, scope.env, env_after, ())
                     or self._widen(kinds, carried, env_after)):
@@ -376,13 +395,13 @@ class ControlFlow:
 
     def _loop_body(self, node, scope):
         """(the loop's body with break/continue lowered, its break flag's name); a
-        `break` adds the flag, one per loop, so nested loops never share one."""
+        `break` adds the flag, one per loop, so nested loops never share one. The
+        loop leaves as soon as the flag is set (Note [Tracing control flow])."""
         depth = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
         flag = f"{BREAK_FLAG}{depth}" if depth else BREAK_FLAG
         body, breaks = lower_jumps(node.body, flag)
         if breaks:
             scope.env[flag] = Const(False)
-            body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=body, orelse=[]), node)]
         return body, flag
 
     def close_loop(self, node, scope, prim, args, carried, params, bound, body_ops, env_after,
@@ -460,8 +479,8 @@ class ControlFlow:
         if isinstance(it, gast.Subscript) and _is_builtin_call(it.value, ("range",)):
             # `range(...)[::-1]`: an adjoint loop of srcgrad's own generated code
             self.fail(node, "differentiating a generated loop adjoint again (a second "
-                      "derivative through a loop)", "take second derivatives of loop-free "
-                      "code, or use forward mode (sg.jvp) of the loop")
+                      "derivative through a loop)", "unroll the loop (write its body once per "
+                      "iteration) and take the second derivative of that loop-free code")
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
                 and not it.keywords:
             args = [self.expr(a, scope) for a in it.args]

@@ -173,7 +173,8 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     # _shapes_instead defined new values in the body: an op reading one is not invariant
     hoisted = _hoist_invariants(b_ops, _defined(body) | {index} | set(g_params))
     tracer.ops.extend(hoisted)
-    taped = needed or is_while  # a while loop's tape also counts its iterations
+    until = op.attrs.get("until")  # a loop that breaks: its tape counts its iterations too
+    taped = needed or is_while or until is not None
     if taped:
         tape = Var(namer.fresh("_tape"), "static")
         pending.append((op, Op("tape_new", (), (tape,), op.loc)))
@@ -205,6 +206,8 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     if is_while:
         n = tracer.apply(rules.RULES["tape_len"], [tape], {})
         bounds = (Const(0), n, Const(1))
+    elif until is not None:
+        bounds = _ran_bounds(op.args[:3], tracer.apply(rules.RULES["tape_len"], [tape], {}), tracer)
     else:
         bounds = op.args[:3]
     tracer.ops.append(Op("for_range", (*bounds, Pack(tuple(start))), outs, op.loc,
@@ -212,6 +215,16 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
     pairs = [(init, out) for (_, _, init, _, _), out in zip(carried, outs) if isinstance(init, Var)]
     return pairs + list(zip(free, outs[len(carried):]))
 
+
+def _ran_bounds(bounds, n, tracer):
+    """`range(start, stop, step)`'s first `n` indices as a range's bounds: a loop that
+    left by `break` ran `n` iterations (`start + n * step` stops it exactly, either sign)."""
+    start, _, step = bounds
+    count = n if isinstance(step, Const) and step.value == 1 else tracer.apply(
+        rules.RULES["multiply"], [n, step], {})
+    stop = count if isinstance(start, Const) and start.value == 0 else tracer.apply(
+        rules.RULES["add"], [start, count], {})
+    return start, stop, step
 
 
 def reusable_tapes(ops: list, namer) -> list:
