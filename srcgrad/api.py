@@ -298,26 +298,28 @@ def jvp(f, primals, tangents, *, has_aux=False):
     return out, tout
 
 
-def jacobian(f, wrt=0, *, mode="auto"):
+def jacobian(f, wrt=0, *, mode="auto", chunk_size=None):
     """A function returning the Jacobian of `f` w.r.t. argument(s) `wrt`, shape
     `out.shape + arg.shape` (a tuple over `wrt` when it is a tuple; nested like
     `f`'s result when that is a tuple, list or dict).
 
-    `mode="reverse"` runs one backward pass per output element, `"forward"` one
-    forward-mode pass per input element; `"auto"` picks the one with fewer passes.
+    `mode="reverse"` seeds the backward with every output element, `"forward"` the
+    forward mode with every input element, in one batched pass (Note [Batching]);
+    `"auto"` picks the one with fewer seeds. `chunk_size` bounds the seeds per pass.
     """
     from srcgrad import jacobians  # the batching pass: imported when a Jacobian is asked for
 
-    return jacobians.Jacobian(f, *_normalize_wrt(f, wrt), mode)
+    return jacobians.Jacobian(f, *_normalize_wrt(f, wrt), mode, chunk_size)
 
 
-def hessian(f, wrt=0):
-    """A function returning the Hessian of scalar `f`, by forward-over-reverse:
-    forward-mode Jacobian of the generated gradient code. For a tuple `wrt`,
-    `H[i][j]` is the block for arguments `wrt[i]` and `wrt[j]`."""
+def hessian(f, wrt=0, *, chunk_size=None):
+    """A function returning the Hessian of scalar `f`, by forward-over-reverse: the
+    batched forward mode of the gradient. For a tuple `wrt`, `H[i][j]` is the block
+    for arguments `wrt[i]` and `wrt[j]`."""
     from srcgrad import jacobians
 
-    return jacobians.Jacobian(grad(f, wrt), *_normalize_wrt(f, wrt), "forward")
+    return jacobians.Jacobian(grad(f, wrt), *_normalize_wrt(f, wrt), "forward", chunk_size,
+                              of=f, hooked_mode="reverse")
 
 
 def source(g) -> str:

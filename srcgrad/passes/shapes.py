@@ -315,6 +315,10 @@ def _stable(op, rule, env, shapes, derived) -> bool:
             and _index_stable(op.args[2] if op.prim == "scatter_index" else op.args[1],
                               env, shapes, derived) \
             and (op.prim != "scatter_index" or _static_stable(op.args[1], derived))
+    if op.prim in _SHAPE_READS:  # operands read for their shapes, and ones the shape ignores
+        by_shape, ignored = _SHAPE_READS[op.prim]
+        return all(_operand_stable(a, env, shapes, derived) if i in by_shape
+                   else i in ignored or _static_stable(a, derived) for i, a in enumerate(op.args))
     data = set(rule.vjp) | set(rule.jvp)
     for param, operand in zip(rule.params, op.args):
         if rule.elementwise or param in data or (rule.nondiff and _holds_array(operand, env)):
@@ -323,6 +327,13 @@ def _stable(op, rule, env, shapes, derived) -> bool:
         elif not _static_stable(operand, derived):
             return False
     return True
+
+
+# prim -> (operands whose shape, not value, sets the result's shape; operands that do not
+# bear on its shape at all): an index array, the pieces a cotangent is split into, a dtype.
+_SHAPE_READS = {"concat_bar": ((0, 1), ()), "stack_bar": ((0, 1), ()), "take": ((0, 1), ()),
+                "take_along_axis": ((0, 1), ()), "astype": ((0,), (1,)),
+                "full_like": ((0,), (1, 2))}
 
 
 def _holds_array(operand, env) -> bool:

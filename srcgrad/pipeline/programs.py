@@ -30,6 +30,7 @@ from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.passes.vjp_control import reusable_tapes
+from srcgrad.passes.workspace import assign_workspace
 from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
 
@@ -392,3 +393,113 @@ def container_gradient_program(fs, wrt: tuple, arg_trees: tuple, **options) -> t
     options["single"] = False
     source, pool = gradient_program(fs, leaf_wrt, **options)
     return source, pool, leaf_wrt
+
+
+# ---------------------------------------------------------------------- batched Jacobians
+def output_shapes(fs, args) -> list:
+    """The shape of each of `fs`'s output leaves on arguments like `args`."""
+    from srcgrad.passes.batch import decide_none_tests
+
+    graph, _ = trace(fs)
+    graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, args)
+    graph.outputs = [_follow(o, decided) for o in graph.outputs]
+    facts = probe(graph.ops, graph.inputs, args)
+    shapes = []
+    for out in graph.outputs:
+        shape = facts.shapes.get(out) if isinstance(out, Var) else numpy.shape(out.value)
+        if shape is None:
+            raise ProbeFailed("an output's shape depends on the data")
+        shapes.append(tuple(shape))
+    return shapes
+
+
+def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functions:
+    """One pass of a derivative program over `size` seeds at once (Note [Batching] in
+    srcgrad.passes.batch), specialised to the shapes of `args`:
+
+    * "jacfwd": `f_jacfwd(<params>, <wrt tangents>)` -> (outputs, batched tangent outputs);
+    * "jacrev": `f_jacrev(<params>, <output cotangents>)` -> (outputs, batched gradients
+      w.r.t. `wrt`);
+    * "hessian": `f_hessian(<params>, <wrt tangents>)` -> (gradients w.r.t. `wrt`, their
+      batched tangents): forward over reverse.
+
+    Every seed parameter has a leading axis of `size`; a tangent result no seed reaches
+    is returned unbatched (zeros). Raises Unbatchable (an op with no batched form) or
+    ProbeFailed (the arguments make `f` fail); the caller then runs one pass per seed.
+    """
+    from srcgrad.passes.batch import Unbatchable, batch, decide_none_tests, fold_static
+    from srcgrad.passes.jvp import forward, tangent_name
+
+    graph, namer = trace(fs)
+    if any(op.prim == "custom_call" for op in graph.ops):
+        # their forward mode is the user's jvp; the per-seed Hessian differentiates the
+        # generated gradient (the user's backward) instead
+        raise Unbatchable("a custom Function")
+    graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, args)
+    graph.outputs = [_follow(o, decided) for o in graph.outputs]
+    wrt_vars = [graph.inputs[i] for i in wrt]
+    floats = [_float_like(args[i]) for i in wrt]
+    if kind == "jacrev":
+        seeds = [Var(namer.fresh(names.cotangent_name(o.name) if isinstance(o, Var) else f"_ct{i}"))
+                 for i, o in enumerate(graph.outputs)]
+        examples = _example_cotangents(graph, args)
+        backward, grads = reverse(graph.ops, wrt_vars, [(o, s) for o, s in zip(graph.outputs, seeds)
+                                                         if isinstance(o, Var)],
+                                  namer, zero_edges=zero_edges(graph.ops))
+        tracer = Expander(namer, backward)
+        grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+        ops, results, n_first = graph.ops + backward, list(graph.outputs) + grad_list, len(graph.outputs)
+    else:
+        seeds = [Var(namer.fresh(tangent_name(w.name))) for w in wrt_vars]
+        examples = tuple(numpy.zeros_like(f) for f in floats)
+        ops, firsts = graph.ops, list(graph.outputs)
+        if kind == "hessian":
+            value, _, _ = _scalar_output(graph, has_aux=False)
+            if not isinstance(value, Var):
+                raise ProbeFailed("a constant loss")
+            backward, grads = reverse(graph.ops, wrt_vars, [(value, Const(1.0))], namer,
+                                      zero_edges=zero_edges(graph.ops))
+            tracer = Expander(namer, backward)
+            firsts = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+            ops = graph.ops + backward
+        ops, tangents = forward(ops, dict(zip(wrt_vars, seeds)), namer)
+        tangent_outs = [tangents.get(o) if isinstance(o, Var) else None for o in firsts]
+        tangent_outs = [t if t is not None else Const(0.0) for t in tangent_outs]
+        results, n_first = firsts + tangent_outs, len(firsts)
+        if kind == "hessian":
+            shape = probe(graph.ops, graph.inputs, args).shapes.get(value)
+            if shape != ():
+                raise ProbeFailed("hessian of a non-scalar function")
+    inputs, example_args = graph.inputs + seeds, tuple(args) + tuple(examples)
+    found = probe(ops, inputs, example_args)
+    ops, results = optimize(ops, results, found.shapes, found.values)
+    found = probe(ops, inputs, example_args)  # the optimised program's own values
+    ops = dce(fold_static(ops, found.values), results)
+    ops, rename, _ = batch(ops, seeds, size, found.shapes, namer)
+    results = [_follow(r, rename) for r in results]
+    # batched values are large: write into dead ones rather than allocate (page faults)
+    batched_examples = tuple(numpy.zeros((size,) + numpy.shape(e), numpy.result_type(e))
+                             for e in examples)
+    batched_facts = probe(ops, inputs, tuple(args) + batched_examples)
+    reuse_buffers(ops, inputs, results, batched_facts)
+    buffers = assign_workspace(ops, results, batched_facts, namer)
+    workspace = Var(namer.fresh("_workspace"))
+    names.tidy_temporaries(ops, [v.name for v in inputs] + [b.name for b, _, _ in buffers])
+    pool = emit.ConstPool()
+    name = f"{fs.name}_{kind}"
+    first_src = _tuple_src([emit.operand_source(o, pool) for o in results[:n_first]], single=False)
+    rest_src = _tuple_src([emit.operand_source(o, pool) for o in results[n_first:]], single=False)
+    params = [v.name for v in inputs] + [workspace.name]
+    unpack = [f"{', '.join(b.name for b, _, _ in buffers)}, = {workspace.name}"] if buffers else []
+    source = emit.render_function(name, params, unpack + emit.block_lines(ops, pool),
+                                  f"{first_src}, {rest_src}")
+    # the buffers the caller allocates once and passes on every call (srcgrad.passes.workspace)
+    allocate = emit.render_function(f"{name}_workspace", [], [], _tuple_src(
+        [f"xp.empty({shape!r}, dtype={dtype.name!r})" for _, shape, dtype in buffers], single=False))
+    return Functions([source, allocate], (name, f"{name}_workspace"), dict(pool.values),
+                     graph.out_tree)
+
+
+def _float_like(a):
+    a = numpy.asarray(a)
+    return a if a.dtype.kind in "fc" else a.astype(numpy.float64)
