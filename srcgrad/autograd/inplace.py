@@ -303,6 +303,26 @@ def fill_diagonal_(self, fill_value, wrap=False):
     return write(self, apply("where", _E, (), (mask, fill_value, src), "FillBackward0"))
 
 
+def resize_(self, *sizes):
+    """torch's resize_: a new shape keeping the leading elements; a resize to the same
+    shape is a no-op and does not bump the version (test_resize_version_bump)."""
+    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    if shape == self._data.shape:
+        return self
+    if self._rg:
+        raise RuntimeError("cannot resize variables that require grad")
+    data = numpy.zeros(shape, self._data.dtype)
+    n = min(data.size, self._data.size)
+    data.reshape(-1)[:n] = self._data.reshape(-1)[:n]
+    self._data = data
+    self._vc.v += 1
+    return self
+
+
+def resize_as_(self, other):
+    return resize_(self, other.shape)
+
+
 # the in-place methods: name_ -> the out-of-place method it writes back
 _METHODS = {
     "add": "add", "sub": "sub", "subtract": "sub", "mul": "mul", "multiply": "mul",
@@ -336,6 +356,7 @@ def install(cls) -> None:
         setattr(cls, f"__{dunder}__", _inplace(method))
     cls.zero_, cls.fill_, cls.copy_, cls.__setitem__ = zero_, fill_, copy_, setitem
     cls.uniform_, cls.normal_, cls.fill_diagonal_ = uniform_, normal_, fill_diagonal_
+    cls.resize_, cls.resize_as_ = resize_, resize_as_
 
 
 install(Tensor)

@@ -72,6 +72,21 @@ def test_every_inplace_op_bumps_once():
         assert t._version == before + 1, k
 
 
+def test_resize_bumps_only_when_the_size_changes():  # test_resize_version_bump
+    x = sg.rand(1)
+    y = sg.randn(3)
+    x.resize_((1, 2))
+    versions = [x._version]
+    x.resize_as_(y)
+    versions.append(x._version)
+    x.resize_((3,))
+    x.resize_as_(y)
+    versions.append(x._version)
+    assert versions == [1, 2, 2] and x.shape == (3,)
+    with pytest.raises(RuntimeError, match=exact("cannot resize variables that require grad")):
+        sg.ones(2, requires_grad=True).resize_(3)
+
+
 def test_augmented_assignment_is_inplace():
     t = sg.ones(2)
     alias = t
