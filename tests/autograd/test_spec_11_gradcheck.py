@@ -420,3 +420,14 @@ def test_undefined_output_grads_give_nonzero():
                 "Expected all input grads to be undefined or zero when all output grads are "
                 "undefined or zero. " + NOTES)):
             gradcheck(_no_materialize(backward), (xd(),))
+
+
+def test_function_apply_on_arrays_goes_through_the_compiler():
+    # the same Functions on NumPy arrays: checked by the generated code (the other door)
+    from tests.corpus.functions import Exp
+
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(GradcheckError, match="^" + re.escape(MISMATCH_00)):
+        gradcheck(BadGrad.apply, (x,))
+    assert gradcheck(Exp.apply, (x,)) is True
+    assert gradgradcheck(Exp.apply, (x,)) is True
