@@ -294,3 +294,16 @@ def test_compiled_call_is_one_event_and_one_node():
     check(x.grad, [2.0, 4.0])
     assert type(_compiled_square_sum).__call__.__name__ == "__call__"  # unwrapped after
     assert not hasattr(type(_compiled_square_sum).__call__, "_srcgrad_instrumented")
+
+
+def test_options_it_does_not_measure_say_so():
+    with pytest.warns(UserWarning, match="measures host \\(CPU\\) time only"):
+        with profile(use_cuda=True) as prof:
+            (leaf([1.0]) * 2).sum()
+    assert _names(prof) == ["aten::mul", "aten::sum"]  # the ops are still recorded
+    for option in ("with_flops", "profile_memory"):
+        with pytest.warns(UserWarning, match=f"ignores {option}=True"):
+            profile(**{option: True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile(record_shapes=True, with_stack=True)
