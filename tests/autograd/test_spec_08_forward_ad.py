@@ -384,6 +384,32 @@ def test_custom_function_without_jvp():
             NoJvp.apply(d)
 
 
+class Scaled(sg.autograd.Function):
+    """set_materialize_grads(False): the jvp sees None for an input without a tangent."""
+
+    seen: list = []
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_forward(x, y)
+        return x * y
+
+    @staticmethod
+    def jvp(ctx, x_t, y_t):
+        x, y = ctx.saved_tensors
+        Scaled.seen.append((x_t is None, y_t is None))
+        return x_t * y if y_t is None else x_t * y + x * y_t
+
+
+def test_custom_function_jvp_without_materialized_tangents():
+    Scaled.seen.clear()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(sg.tensor([3.0]), sg.tensor([2.0]))
+        check(fwAD.unpack_dual(Scaled.apply(d, sg.tensor([5.0]))).tangent, [10.0])
+    assert Scaled.seen == [(False, True)]
+
+
 def test_seed_save_for_forward_example():
     """The seed document's `save_for_forward` example (torch.autograd.Function docs)."""
 

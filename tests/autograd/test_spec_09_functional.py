@@ -197,6 +197,20 @@ def test_strategy_errors():
         F.jacobian(lambda x: x * x, x_(), strategy="sideways")
 
 
+def test_forward_mode_refuses_strict_and_create_graph():
+    with pytest.raises(RuntimeError, match=exact(
+            "torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` "
+            "are not supported together (yet). Please either set `strict=False` or "
+            "`strategy=\"reverse-mode\"`.")):
+        F.jacobian(lambda x: x * x, x_(), strict=True, vectorize=True, strategy="forward-mode")
+    with pytest.raises(NotImplementedError, match=exact(
+            "torch.autograd.functional.jacobian: `create_graph=True` and `strategy=\"forward-mode"
+            "\"` are not supported together (yet). Please either set `create_graph=False` or "
+            "`strategy=\"reverse-mode\"`.")):
+        F.jacobian(lambda x: x * x, x_(), create_graph=True, vectorize=True,
+                   strategy="forward-mode")
+
+
 def test_hessian_and_vhp_output_errors():
     with pytest.raises(RuntimeError, match=exact(
             "The Tensor returned by the function given to hessian should contain a single "
