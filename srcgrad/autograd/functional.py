@@ -306,7 +306,16 @@ def _stack_rows(rows, out, inp) -> Tensor:
     shape = tuple(out.shape) + tuple(inp.shape)
     if not rows:  # an empty output
         return Tensor._make(numpy.zeros(shape, inp._data.dtype))
-    return numpy.stack(rows).reshape(shape)
+    if not any(r.requires_grad for r in rows):
+        return Tensor._make(numpy.stack([r._data for r in rows]).reshape(shape))
+    # differentiable: a stack of at most _FAN_IN rows per op (one kernel per operand count)
+    parts = [numpy.stack(rows[i:i + _FAN_IN]) for i in range(0, len(rows), _FAN_IN)]
+    while len(parts) > 1:
+        parts = [numpy.concatenate(parts[i:i + _FAN_IN]) for i in range(0, len(parts), _FAN_IN)]
+    return parts[0].reshape(shape)
+
+
+_FAN_IN = 32
 
 
 def _basis(tensors, dtype_of) -> tuple:

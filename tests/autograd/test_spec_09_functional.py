@@ -413,6 +413,22 @@ def test_create_graph_results_are_differentiable(mode):
           atol=1e-7)
 
 
+def test_many_rows_with_and_without_create_graph():
+    """More rows than one stack op takes (the rows are stacked 32 at a time)."""
+    a0 = np.linspace(-1.0, 1.0, 70)
+
+    def f(a):
+        return np.sin(a) * a
+
+    for create_graph in (False, True):
+        x = leaf(a0)
+        jac = F.jacobian(f, x, create_graph=create_graph)
+        check(jac, fd_jacobian(f, [a0], 0, 0), rtol=1e-6, atol=1e-8)
+        assert jac.requires_grad == create_graph
+    jac.sum().backward()  # d/da of sum_i J_ii = 2 cos a - a sin a
+    check(x.grad, 2 * np.cos(a0) - a0 * np.sin(a0))
+
+
 def test_create_graph_under_no_grad_is_differentiable():
     x = leaf([0.5, 1.5])
     with sg.no_grad():
