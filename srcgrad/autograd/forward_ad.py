@@ -17,7 +17,9 @@ usual, so forward and reverse compose:
   inputs are the dual operands themselves), so tangents flow through it
   (forward-over-reverse). A saved *output* is rebuilt by the engine as a new Tensor whose
   grad_fn is the node: its tangent is found on the node (`_fw` per output), which is
-  why `tangent_of` looks there when the tensor has none of its own.
+  why `tangent_of` looks there when the tensor has none of its own (so does an in-place
+  op's snapshot of its target). A backward *without* create_graph runs on arrays: its
+  results carry no tangent (torch's would).
 
 A tangent is stored as `(level, tangent)` in the tensor's (and its node's) `_fw`; it is
 valid only while that level is the open one. Exiting the level drops every tangent set
@@ -26,8 +28,15 @@ may be a `batching.Batched` (a batch of tangents, functional.jacobian(vectorize=
 it flows through the same kernels and is never shown to users.
 
 In-place ops: `inplace.write` calls `ops.DUAL.written(target, result)`, which moves the
-out-of-place result's tangent to the target. Custom Functions: srcgrad.autograd.custom's
-`FORWARD_AD.hook` runs the user's `jvp` with what `ctx.save_for_forward` saved.
+out-of-place result's tangent to the target, and `inplace.store` (a write recording no
+graph) `ops.DUAL.stored(target, value, index)`. A write through a view changes its base's
+tangent where the view lies, and every live view's tangent is refreshed from its base's
+(torch: a view's tangent is a view of its base's). A dual that does not require grad is
+its own root (views of it are views of *its* tangent). Custom Functions:
+srcgrad.autograd.custom's `FORWARD_AD.hook` runs the user's `jvp` with what
+`ctx.save_for_forward` saved. An `sg.compile`d function called on duals runs `f`'s ops
+eagerly; a NumPy function with no row raises NotImplementedError rather than drop the
+tangent.
 """
 
 from __future__ import annotations
