@@ -930,3 +930,27 @@ def test_mark_dirty_on_a_view_rebases_its_base():
                                            "view of another Tensor, your Function cannot return "
                                            "more than one Tensor."):
         TwoOutputs.apply((x * 1.0)[1:])
+
+
+def test_apply_with_keyword_arguments():  # probe 5.apply_with_kwargs_backward
+    x = leaf([1.0, 2.0])
+    y = MulConst.apply(x, k=3.0)
+    check(y, [3.0, 6.0])
+    y.sum().backward()  # backward returns one gradient per positional slot of forward
+    check(x.grad, [3.0, 3.0])
+
+
+def test_mark_dirty_itself_bumps_the_version():  # probe 5.mark_dirty_itself_bumps_version_by_1
+    class MarkOnly(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    b = leaf([1.0]).clone()
+    v0 = b._version
+    assert MarkOnly.apply(b) is b and b._version > v0
