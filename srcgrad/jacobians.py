@@ -56,7 +56,8 @@ class Jacobian:
     def __call__(self, *args):
         check_float_arguments(self.__name__.split("_", 1)[0], self.f, args, self.indices)
         hooked = _hooks() is not None
-        mode = (self.hooked_mode or self.mode) if hooked else \
+        # under hooks "auto" takes reverse mode, which saves values and packs them as sg.vjp
+        mode = (self.hooked_mode or {"auto": "reverse"}.get(self.mode, self.mode)) if hooked else \
             "forward" if self.of is not None else self.mode
         if mode == "auto":
             key = tuple(numpy.shape(a) for a in args)

@@ -261,6 +261,38 @@ def index_copy(self, dim, index, source):
                  "IndexCopyBackward0")
 
 
+def _scatter_index(dim, index) -> tuple:
+    """torch's scatter index along `dim` as NumPy's: `self[i][index[i][j]]...` for each
+    element of `index` (the other axes are the element's own position)."""
+    index = index._data if isinstance(index, Tensor) else numpy.asarray(index)
+    grids = list(numpy.indices(index.shape, sparse=True))
+    grids[dim % index.ndim] = index
+    return tuple(grids)
+
+
+def _scatter_source(src, index):
+    shape = numpy.shape(index._data if isinstance(index, Tensor) else index)
+    if isinstance(src, Tensor) and src.shape != shape:  # torch reads src[:index.shape]
+        return src[tuple(slice(0, n) for n in shape)]
+    return src
+
+
+def scatter_add(self, dim, index, src):
+    scattered = apply("scatter_index", {"shape": self.shape}, self.shape,
+                      (_scatter_source(src, index), _scatter_index(dim, index)),
+                      "ScatterAddBackward0")
+    return apply("add", _E, (), (self, scattered), "ScatterAddBackward0")
+
+
+def scatter(self, dim, index, src=None, *, value=None):
+    """torch's scatter (src a Tensor, or `value`/a number); with repeated indices the last
+    write wins (torch: undefined)."""
+    if src is None or not isinstance(src, Tensor):
+        src = value if src is None else src
+    return apply("setitem", _E, (), (self, _scatter_index(dim, index),
+                                     _scatter_source(src, index)), "ScatterBackward0")
+
+
 def lerp(self, end, weight):
     return self + weight * (end - self)
 
@@ -330,7 +362,8 @@ _METHODS = {
     "remainder": "remainder", "atan2": "atan2", "arctan2": "atan2", "hypot": "hypot",
     "clamp": "clamp", "clip": "clamp", "clamp_min": "clamp_min", "clamp_max": "clamp_max",
     "masked_fill": "masked_fill", "index_add": "index_add", "index_fill": "index_fill",
-    "index_copy": "index_copy", "lerp": "lerp", "addcmul": "addcmul", "addcdiv": "addcdiv",
+    "index_copy": "index_copy", "scatter": "scatter", "scatter_add": "scatter_add",
+    "lerp": "lerp", "addcmul": "addcmul", "addcdiv": "addcdiv",
     "relu": "relu", "sigmoid": "sigmoid", "neg": "neg", "negative": "neg", "abs": "abs",
     "absolute": "abs", "square": "square", "rsqrt": "rsqrt", "logical_not": "logical_not",
 }
@@ -346,6 +379,7 @@ _DUNDERS = {"iadd": "__add__", "isub": "__sub__", "imul": "__mul__", "itruediv":
 def install(cls) -> None:
     for name, fn in (("masked_fill", masked_fill), ("index_add", index_add),
                      ("index_fill", index_fill), ("index_copy", index_copy), ("lerp", lerp),
+                     ("scatter", scatter), ("scatter_add", scatter_add),
                      ("addcmul", addcmul), ("addcdiv", addcdiv), ("clamp_min", clamp_min),
                      ("clamp_max", clamp_max)):
         if not hasattr(cls, name):

@@ -254,6 +254,26 @@ def test_inplace_into_one_view_regenerates_the_others():
     check_gradients(f, (4,), (2,))
 
 
+def test_indexed_inplace_methods():
+    index = np.array([[0, 1, 2, 0], [2, 0, 0, 1]])
+
+    def f(x, y):
+        b = x * 1.0
+        b.scatter_add_(0, index, y)
+        b[1:].index_add_(1, [3, 0, 3], y[:, :3] * 2.0)  # into a view: CopySlices
+        b.masked_fill_(np.eye(3, 4, dtype=bool), 0.5)
+        b.T.index_fill_(0, [2], 0.25)
+        b[:2].scatter_(1, np.array([[1], [2]]), y[:, 3:] ** 2)
+        b.addcmul_(b, x, value=0.5)
+        b.lerp_(x.exp(), 0.25)
+        return (b * b * weights((3, 4))).sum()
+
+    check_gradients(f, (3, 4), (2, 4))
+    t = sg.zeros(3, 4, dtype=np.float64)
+    t.scatter_add_(0, index, sg.tensor(np.arange(1.0, 9.0).reshape(2, 4)))
+    check(t, [[1, 6, 7, 4], [0, 2, 0, 8], [5, 0, 3, 0]])  # torch's scatter_add_ semantics
+
+
 def test_second_order_through_copyslices():
     def first(x):  # d/dx of sum(w * b) with b[1:3] = x[1:3] ** 3 written in place
         b = x * 1.0
