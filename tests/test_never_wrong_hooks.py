@@ -83,3 +83,61 @@ def test_function_pack_and_formula_pack_get_distinct_names():
         (g,) = vjp_fn(ct)
     assert_close(g, exact)
     assert_close(out[1], two_reshapes(x)[1])
+
+
+def vector(x, w):
+    return np.sin(x) * x * w
+
+
+def test_jacobian_packs_as_vjp_does():
+    """sg.jacobian in reverse mode (and "auto", which takes reverse mode under hooks, even
+    where forward mode would take fewer passes) packs each saved value once and unpacks it
+    for every row, as sg.vjp; forward mode saves nothing, so its hooks never run."""
+    exact = sg.jacobian(vector, wrt=(0, 1), mode="forward")(X, W)
+    counts = {"pack": 0, "unpack": 0}
+
+    def pack(a):
+        counts["pack"] += 1
+        return a * 2.0
+
+    def unpack(a):
+        counts["unpack"] += 1
+        return a
+
+    with saved_tensors_hooks(pack, unpack):
+        _, vjp_fn = sg.vjp(vector, X, W)
+        rows = [vjp_fn(np.eye(3)[k]) for k in range(3)]
+        expected = [np.stack([r[j] for r in rows]) for j in range(2)]
+        assert not np.allclose(expected[0], exact[0])
+        for mode in ("reverse", "auto"):
+            counts.update(pack=0, unpack=0)
+            got = sg.jacobian(vector, wrt=(0, 1), mode=mode)(X, W)
+            for g, e in zip(got, expected):
+                assert_close(g, e)
+            assert counts["pack"] > 0 and counts["unpack"] == 3 * counts["pack"]
+        counts.update(pack=0, unpack=0)  # one input element, three outputs: auto would be
+        spread_jacobian = sg.jacobian(vector, mode="auto")(X[:1], W)  # forward, but reverse
+        assert counts["pack"] > 0 and spread_jacobian.shape == (3, 1)  # mode packs here
+        counts.update(pack=0, unpack=0)
+        for g, e in zip(sg.jacobian(vector, wrt=(0, 1), mode="forward")(X, W), exact):
+            assert_close(g, e)
+        assert counts == {"pack": 0, "unpack": 0}
+    for g, e in zip(sg.jacobian(vector, wrt=(0, 1), mode="auto")(X, W), exact):  # hooks left
+        assert_close(g, e)
+
+
+def test_hessian_packs_in_its_pass_over_the_gradient():
+    """sg.hessian under hooks differentiates the gradient code in reverse mode (the pass
+    that saves values), packing as sg.jacobian(sg.grad(f), mode="reverse") does."""
+    hessian = sg.hessian(loss)
+    exact = hessian(X, W)
+    assert_close(exact, np.diag(numeric_grad(lambda a: np.sum(sg.grad(loss)(a, W)), [X], 0)), atol=1e-6)
+    packed = []
+    with saved_tensors_hooks(lambda a: packed.append(1) or a, lambda a: a):  # identity: exact
+        assert_close(hessian(X, W), exact)
+    assert packed
+    with saved_tensors_hooks(lambda a: a * 2.0, lambda a: a):  # changes every saved value
+        expected = sg.jacobian(sg.grad(loss), mode="reverse")(X, W)
+        assert not np.allclose(expected, exact)
+        assert_close(hessian(X, W), expected)
+    assert_close(hessian(X, W), exact)
