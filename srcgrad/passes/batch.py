@@ -108,6 +108,16 @@ def _none_test(op, known, before):
     return is_none if op.prim == "is_" else not is_none
 
 
+def order_commutative(ops: list) -> list:
+    """Operands of `+` and `*` in one order (by name), so that CSE merges `h_t * h` with
+    `h * h_t`: the JVP of `h * h` writes both, and in a batched program each is a full
+    pass over B times the data. IEEE addition and multiplication commute exactly."""
+    for op in ops:
+        if op.prim in ("add", "multiply") and all(isinstance(a, Var) for a in op.args):
+            op.args = tuple(sorted(op.args, key=lambda v: v.name))
+    return ops
+
+
 def batch(ops: list, seeds: list, size: int, shapes: dict, namer) -> tuple:
     """(batched ops, rename, batched Vars): `seeds` (Vars) carry a leading axis of `size`.
 

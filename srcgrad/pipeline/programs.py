@@ -27,7 +27,7 @@ from srcgrad.passes.invariance import zero_edges
 from srcgrad.passes.scalars import python_scalars
 from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
-from srcgrad.passes.tapes import prune_tapes
+from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.passes.vjp_control import reusable_tapes
 from srcgrad.passes.workspace import assign_workspace
@@ -136,6 +136,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
     if args is not None and optimized:
         reuse_buffers(ops, graph.inputs, grad_list + rest, found)
+        accumulate_in_place(ops, grad_list + rest, found)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()
     forward = [op for op in ops if not op.attrs.get("backward")]
@@ -427,7 +428,7 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functi
     is returned unbatched (zeros). Raises Unbatchable (an op with no batched form) or
     ProbeFailed (the arguments make `f` fail); the caller then runs one pass per seed.
     """
-    from srcgrad.passes.batch import Unbatchable, batch, decide_none_tests, fold_static
+    from srcgrad.passes.batch import Unbatchable, batch, decide_none_tests, fold_static, order_commutative
     from srcgrad.passes.jvp import forward, tangent_name
 
     graph, namer = trace(fs)
@@ -477,6 +478,9 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functi
     ops = dce(fold_static(ops, found.values), results)
     ops, rename, _ = batch(ops, seeds, size, found.shapes, namer)
     results = [_follow(r, rename) for r in results]
+    ops, alias = cse(order_commutative(ops))
+    results = [_follow(r, alias) for r in results]
+    ops = dce(ops, results)
     # batched values are large: write into dead ones rather than allocate (page faults)
     batched_examples = tuple(numpy.zeros((size,) + numpy.shape(e), numpy.result_type(e))
                              for e in examples)
