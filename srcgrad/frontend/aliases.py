@@ -29,6 +29,20 @@ import numpy
 from srcgrad.ir.core import Const, Var
 
 
+def _leaves(value, seen=None) -> list:
+    """The tvalues a name's value is or holds (in tuples, lists and dicts)."""
+    if isinstance(value, (Var, Const)):
+        return [value]
+    if not isinstance(value, (tuple, list, dict)):
+        return []
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    items = value.values() if isinstance(value, dict) else value
+    return [leaf for item in items for leaf in _leaves(item, seen)]
+
+
 class Undecided:
     """What a name reads after a write the compiler cannot resolve: reading it fails."""
 
@@ -63,6 +77,19 @@ class BlockAliases:
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
 
+    def check_loop_containers(self, node, before, after, carried):
+        """A tuple, list or dict holding an array the body wrote into changes in the body
+        (Mutation._remap copies it on write inside blocks) but a loop carries arrays, not
+        containers: refused, where the change was dropped after the loop (fuzz seed 2878)."""
+        for name, value in before.items():
+            if isinstance(value, (tuple, list, dict)) and name not in carried \
+                    and after.get(name, value) is not value:
+                kind = type(value).__name__
+                self.tracer.fail(node, f"a write inside a loop into an array that the {kind} "
+                                 f"`{name}` holds", f"take the array out of `{name}` before the "
+                                 f"loop as its own copy (`w = {name}[...].copy()`), write into "
+                                 "it and use it after the loop")
+
     def note_loop_params(self, node, carried, params, env):
         """Params of a loop body whose first value shares memory with another name
         (Note [Aliases across blocks])."""
@@ -73,8 +100,8 @@ class BlockAliases:
                 continue
             root = self._chain(init)[-1]
             others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
-                             if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
-                             and self._chain(v)[-1] is root})
+                             if n != name and any(self._mutable(leaf) and self._chain(leaf)[-1]
+                                                  is root for leaf in _leaves(v))})
             if others:
                 self.shared[id(param)] = (name, others)
                 if self.is_array(init):

@@ -274,6 +274,8 @@ class ControlFlow:
     def merge_branches(self, node, test, then_ops, else_ops, then_values, else_values, names):
         """Emit `cond`; returns the merged value per name (containers merged leafwise)."""
         then_leaves, else_leaves, trees, outs, leaves = [], [], [], [], []
+        pairs: dict = {}  # (id then, id else) -> the output: names sharing storage on both
+        # paths share it after the `if` too (a later write through one reaches the other)
         for name, a, b in zip(names, then_values, else_values):
             la, ta = _leaves(a)
             lb, tb = _leaves(b)
@@ -284,10 +286,14 @@ class ControlFlow:
                 if isinstance(x, Undecided) or isinstance(y, Undecided):
                     leaves.append(x if isinstance(x, Undecided) else y)  # reading it is the error
                     continue
+                if (id(x), id(y)) in pairs:
+                    leaves.append(pairs[id(x), id(y)])
+                    continue
                 then_leaves.append(x)
                 else_leaves.append(y)
                 outs.append(Var(self.namer.fresh(name), _kind(x, y)))
                 leaves.append(outs[-1])
+                pairs[id(x), id(y)] = outs[-1]
                 self.mutation.note_merge(outs[-1], (x, y))
                 self.note_maybe_none(outs[-1], x, y)
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
@@ -428,6 +434,7 @@ class ControlFlow:
             self.note_maybe_none(out, init)
         self.mutation.note_loop_outputs(prim, args, inits, params, results[-len(params):] if params
                                         else [], outs)
+        self.mutation.check_loop_containers(node, scope.env, env_after, carried)
         self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
                            blocks=(Block(body_ops, results, block_params),)))
         scope.env.update(zip(carried, outs))

@@ -419,24 +419,37 @@ class Mutation(BlockAliases):
         return out
 
     def _remap(self, fn):
-        """Replace every tvalue reachable from a name by `fn(tvalue)` (None: unchanged)."""
-        done: set = set()
+        """Replace every tvalue reachable from a name by `fn(tvalue)` (None: unchanged).
+
+        Lists and dicts change in place in straight-line code (every name holding one
+        sees it), but inside an if/loop block they are copied on write: the block traces
+        in a copy of the env whose containers are the enclosing code's objects, and an
+        in-place change would leak the block's values into the other branch and past
+        the block (fuzz seed 2878: `w = d["w"]; if c: w[0] = 1`, then `d["w"]` read a
+        value defined in the branch only). The copies go to the block's names (shared
+        ones stay shared), so the merge after an `if` sees the container change."""
+        done: dict = {}  # id(container) -> what it is now (itself in straight-line code)
+        in_block = self.top_ops is not None and self.tracer.ops is not self.top_ops
 
         def rebuild(v):
             if isinstance(v, (Var, Const, Undecided)):
                 new = fn(v)
                 return v if new is None else new
-            if isinstance(v, list):
-                if id(v) not in done:
-                    done.add(id(v))
-                    v[:] = [rebuild(x) for x in v]
-                return v
-            if isinstance(v, dict):
-                if id(v) not in done:
-                    done.add(id(v))
-                    for k in list(v):
-                        v[k] = rebuild(v[k])
-                return v
+            if isinstance(v, (list, dict)):
+                if id(v) in done:
+                    return done[id(v)]
+                done[id(v)] = v  # a container holding itself sees the old one
+                keys = list(v) if isinstance(v, dict) else range(len(v))
+                items = [rebuild(v[k]) for k in keys]
+                if all(a is v[k] for a, k in zip(items, keys)):
+                    return v
+                if not in_block:
+                    for k, item in zip(keys, items):
+                        v[k] = item
+                    return v
+                new = dict(zip(keys, items)) if isinstance(v, dict) else items
+                done[id(v)] = new
+                return new
             if isinstance(v, tuple):
                 items = tuple(rebuild(x) for x in v)
                 return v if all(a is b for a, b in zip(items, v)) else items
