@@ -233,6 +233,15 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
     phi = _scalarize(lambda *a: run(flatten(a, spec)), output, cotangent)
     directions = [[rng.standard_normal(np.shape(x)) if a[0] == "array" else float(rng.standard_normal())
                    for x, a in zip(leaves, lspecs)] for _ in range(2)]
+    try:
+        return _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args,
+                            output, autograd_fn)
+    except (ArithmeticError, FloatingPointError) as e:  # Python floats overflow near the point
+        raise Discard(f"NumPy raised {type(e).__name__} next to the point") from None
+
+
+def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args, output,
+                 autograd_fn) -> Reference:
     scale = max(1.0, float(max(np.max(np.abs(o), initial=0.0) for o in out_leaves(value))))
     derivs = []
     for u in directions:

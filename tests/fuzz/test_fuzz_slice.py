@@ -195,6 +195,18 @@ def test_references_discard_a_program_whose_intermediate_overflows():
                           np.random.default_rng(0))
 
 
+def test_references_discard_a_python_float_overflowing_next_to_the_point():
+    """Seed 3321: Python's float `**` raises OverflowError at a point of the differences
+    (the long run stopped on it); NumPy's value at the point itself is finite."""
+    import math
+
+    def f(x0):
+        return math.exp(x0)
+
+    with pytest.raises(oracle.Discard, match="next to the point"):
+        oracle.references(f, [("float",)], "scalar", [709.78271289], np.random.default_rng(0))
+
+
 def test_references_discard_when_autograd_disagrees():
     def f(x0):
         return np.sum(x0 * x0)
