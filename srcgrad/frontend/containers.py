@@ -122,7 +122,8 @@ def _iterate(tracer, value, node):
             tracer.error(node, f"{type(value.value).__name__} is not iterable")
     if isinstance(value, Var):
         tracer.fail(node, "iterating over an array in a comprehension",
-                    "iterate over `range(len(x))` (a static length) or use array operations")
+                    "use array operations on the whole array (`x * 2` for "
+                    "`[v * 2 for v in x]`), or iterate over a literal `range(3)`")
     tracer.fail(node, "iterating over this value")
 
 

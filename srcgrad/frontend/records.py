@@ -40,7 +40,7 @@ class Record(TraceObject):
 
     def trace_setattr(self, tracer, name, value, node):
         tracer.fail(node, f"assigning to `.{name}` of a `{self.cls.__name__}` argument",
-                    "return a new value instead, e.g. dataclasses.replace(obj, field=value)")
+                    f"use a local name instead (`{name} = ...`) and read that")
 
     def trace_method(self, tracer, name, args, kwargs, node):
         attr = inspect.getattr_static(self.cls, name, None)

@@ -36,6 +36,21 @@ FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, li
 MAX_INLINE_DEPTH = 64
 
 
+def _builtin_hint(fn) -> str:
+    """What to write instead of a builtin applied to an array (tests/test_hint_rewrites.py
+    compiles each suggestion)."""
+    if fn is float:
+        return "drop the `float()`: a 0-d array works as a number in compiled code"
+    if fn is range:
+        return "use a literal count (`range(3)`) or array operations on the whole array"
+    if fn in (min, max):
+        return (f"use the NumPy function instead: `np.{fn.__name__}(x)` of one array, "
+                f"`np.{fn.__name__}imum(a, b)` of two")
+    if fn in (abs, round):
+        return f"use the NumPy function instead: `np.{fn.__name__}(...)`"
+    return "use the NumPy function instead"
+
+
 def is_temp(var: Var) -> bool:
     return var.name.startswith("_")
 
@@ -341,7 +356,7 @@ class Tracer(Expander, ControlFlow):
         lowered = idioms.lower_builtin(self, fn, args, kwargs, node)
         if lowered is not idioms.NOT_LOWERED:
             return lowered
-        self.fail(node, f"`{fn.__name__}()` of an array", "use the NumPy function instead")
+        self.fail(node, f"`{fn.__name__}()` of an array", _builtin_hint(fn))
 
     # ------------------------------------------------------------------ primitives
     def note_fold(self, rule, operands, folded) -> None:
@@ -396,8 +411,9 @@ class Tracer(Expander, ControlFlow):
             self.error(node, f"calls to `{name}` nest more than {MAX_INLINE_DEPTH} deep: "
                        "compiled code inlines every call, so recursion must end at a depth "
                        "known when compiling", "give the recursion a base case decided by "
-                       "static values (an int argument, a shape, a list's length), not by "
-                       "array values")
+                       "values known when compiling: a list's length, or a count passed as a "
+                       "literal (`f(x, 3)`) and lowered by each call; not array values, "
+                       "shapes or the compiled function's own arguments")
 
     def _trace_call(self, body, scope):
         saved = self.loc, self.locate
@@ -407,7 +423,8 @@ class Tracer(Expander, ControlFlow):
             return self.trace_body(body, scope)
         except RecursionError:
             self.error(None, "calls nest too deeply to compile (Python's recursion limit)",
-                       "give the recursion a base case decided by static values")
+                       "give the recursion a base case decided by values known when "
+                       "compiling: a list's length, or a literal count lowered by each call")
         finally:
             self.scopes.pop()
             self.depth -= 1

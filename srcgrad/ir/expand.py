@@ -162,6 +162,8 @@ class Expander:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             self.fail(node, f"the expression `{type(node).__name__}`",
+                      "format text outside the compiled function: compiled code computes "
+                      "numbers and arrays" if isinstance(node, gast.JoinedStr) else
                       "see the README's list of what compiled functions may contain")
         return method(node, scope)
 
@@ -367,7 +369,7 @@ class Expander:
         if rule is None:
             self.fail(node, f"the array method `.{name}()`",
                       f"call the NumPy function instead, e.g. `np.{name}(x)`"
-                      if hasattr(numpy_namespace(), name) else "")
+                      if rules.lookup_callable(getattr(numpy_namespace(), name, None)) else "")
         if rule.method_varargs and (len(args) > 1 or (len(args) == 1 and self.is_array_operand(args[0]))):
             args = [tuple(args)]
         elif rule.method_varargs and len(args) == 1 and isinstance(args[0], Const) \

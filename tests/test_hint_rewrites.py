@@ -1,0 +1,1176 @@
+"""Every CompileError's suggested rewrite compiles (issue 11): a table of refusals.
+
+Each row is a small user program that srcgrad refuses, the refusal's message, and the
+program rewritten by following the error's `hint` literally. The test asserts the refusal
+names the right line and carries the hint of the raise site the row names, then that the
+rewrite compiles under sg.grad (and sg.jvp) with the gradient of central differences.
+
+`test_every_refusal_site_is_in_the_table` scans srcgrad's source with `ast` for every
+raise site (`.fail(`, `.error(`, `CompileError(`, `CompileError.at(`, the in-place
+markers `Undecided(` / `_poison_family(`, the fence's table): each must be a row here or
+in EXEMPT with the reason it has no tested rewrite, so a new hint without a tested
+rewrite fails the suite.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import pathlib
+import textwrap
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, import_source, numeric_grad
+
+PROGRAM = textwrap.dedent('''
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    import srcgrad as sg
+    from srcgrad.autograd import Function
+
+    G = np.array([1.0, 2.0, 3.0])
+    W = np.array([1.0, 2.0, 3.0])
+
+
+    # ------------------------------------------------------------------ the fence
+    def bad_yield(x):
+        for i in range(3):
+            yield x[i] * x[i]  # HERE
+
+    def good_yield(x):
+        return np.sum(np.stack([x[i] * x[i] for i in range(3)]))
+
+    def bad_yield_from(x):
+        yield from [x[0], x[1]]  # HERE
+
+    def good_yield_from(x):
+        return x[0] * x[1]
+
+    def bad_nested_async(x):
+        async def inner(v):  # HERE
+            return v
+        return np.sum(x)
+
+    def good_nested_async(x):
+        def inner(v):
+            return v
+        return np.sum(inner(x))
+
+    def bad_global(x):
+        global G  # HERE
+        return np.sum(x * G)
+
+    def good_global(x, g):
+        return np.sum(x * g)
+
+    def bad_try(x):
+        try:  # HERE
+            y = np.log(x)
+        except ValueError:
+            y = x
+        return np.sum(y)
+
+    def good_try(x):
+        y = np.log(x)
+        return np.sum(y)
+
+    def bad_raise(x):
+        if x.shape[0] == 0:
+            raise ValueError("empty")  # HERE
+        return np.sum(np.sin(x))
+
+    def good_raise(x):
+        return np.sum(np.sin(x))
+
+    def bad_with(x):
+        with np.errstate(all="ignore"):  # HERE
+            y = np.log(x)
+        return np.sum(y)
+
+    def good_with(x):
+        y = np.log(x)
+        return np.sum(y)
+
+    def bad_class(x):
+        class Scale:  # HERE
+            k = 2.0
+        return Scale.k * np.sum(x * x)
+
+    class Scale:
+        k = 2.0
+
+    def good_class(x):
+        return Scale.k * np.sum(x * x)
+
+    def bad_del(x):
+        y = x * 2.0
+        del y  # HERE
+        return np.sum(x * x)
+
+    def good_del(x):
+        y = x * 2.0
+        return np.sum(x * x) + 0.0 * np.sum(y)
+
+    def bad_import(x):
+        import math  # HERE
+        return np.sum(x) * math.pi
+
+    def bad_import_from(x):
+        from math import pi  # HERE
+        return np.sum(x) * pi
+
+    def good_import(x):
+        return np.sum(x) * math.pi
+
+    def bad_assert(x):
+        assert x.ndim == 1  # HERE
+        return np.sum(x ** 2)
+
+    def good_assert(x):
+        return np.sum(x ** 2)
+
+    def bad_set(x):
+        ks = {0, 2}  # HERE
+        return sum([x[k] for k in ks])
+
+    def good_set(x):
+        ks = (0, 2)
+        return sum([x[k] for k in ks])
+
+    def bad_set_comp(x):
+        ks = {k for k in range(2)}  # HERE
+        return sum([x[k] for k in ks])
+
+    def good_set_comp(x):
+        ks = [k for k in range(2)]
+        return sum([x[k] for k in ks])
+
+
+    # ------------------------------------------------------------------ statements
+    def bad_varargs(*xs):  # HERE
+        return np.sum(xs[0] * 2.0)
+
+    def good_varargs(x):
+        return np.sum(x * 2.0)
+
+    def bad_expression_statement(x):
+        x + 1.0  # HERE
+        return np.sum(x * x)
+
+    def good_expression_statement(x):
+        return np.sum(x * x)
+
+    def bad_match(x):
+        match x.ndim:  # HERE
+            case 1:
+                return np.sum(x * x)
+        return np.mean(x)
+
+    def good_match(x):
+        return np.sum(x * x)
+
+    def bad_starred_target(x):
+        a, *rest = [x[0], x[1]]  # HERE
+        return a * rest[0]
+
+    def good_starred_target(x):
+        seq = [x[0], x[1]]
+        a, rest = seq[0], seq[1:]
+        return a * rest[0]
+
+    def bad_unpack_array(x):
+        a, *rest = x  # HERE
+        return a * rest[0]
+
+    def good_unpack_array(x):
+        a, b = x[0], x[1]
+        return a * b
+
+    def bad_attribute_target(x):
+        np.total = np.sum(x)  # HERE
+        return np.sum(x * x)
+
+    def good_attribute_target(x):
+        total = np.sum(x)
+        return np.sum(x * x) * total
+
+    def bad_builtin(x):
+        return np.sum(x) * round(x[0], 2)  # HERE
+
+    def good_builtin(x):
+        return np.sum(x) * np.round(x[0], 2)
+
+    def bad_recursion(x):
+        if np.sum(x) > 100.0:
+            return np.sum(x)
+        return bad_recursion(x * 2.0)  # HERE
+
+    def depth_limited(x, n):
+        if n == 0:
+            return np.sum(x)
+        return depth_limited(x * 2.0, n - 1)
+
+    def good_recursion(x):
+        return depth_limited(x, 3)
+
+    def bad_return_on_some_paths(x):
+        if np.sum(x) > 0:  # HERE
+            return np.sum(x * x)
+
+    def good_return_on_some_paths(x):
+        if np.sum(x) > 0:
+            return np.sum(x * x)
+        return np.sum(x)
+
+    def bad_for_else(x):
+        for i in range(3):  # HERE
+            x = x * 1.5
+        else:
+            x = x + 1.0
+        return np.sum(x * x)
+
+    def good_for_else(x):
+        finished = False
+        for i in range(3):
+            x = x * 1.5
+        finished = True
+        if finished:
+            x = x + 1.0
+        return np.sum(x * x)
+
+    def bad_while_else(x):
+        i = 0
+        while i < 3:  # HERE
+            x = x * 1.5
+            i += 1
+        else:
+            x = x + 1.0
+        return np.sum(x * x)
+
+    def good_while_else(x):
+        i = 0
+        finished = False
+        while i < 3:
+            x = x * 1.5
+            i += 1
+        finished = True
+        if finished:
+            x = x + 1.0
+        return np.sum(x * x)
+
+    def bad_container_in_loop(x):
+        pair = (x, x)
+        for i in range(3):  # HERE
+            pair = (pair[1], pair[0] * 2.0)
+        return np.sum(pair[0] * pair[1])
+
+    def good_container_in_loop(x):
+        a, b = x, x
+        for i in range(3):
+            a, b = b, a * 2.0
+        return np.sum(a * b)
+
+
+    # ------------------------------------------------------------------ containers
+    def bad_list_method(x):
+        ys = [x[0], x[1], x[2]]
+        ys.remove(ys[0])  # HERE
+        return ys[0] * ys[1]
+
+    def good_list_method(x):
+        ys = [x[0], x[1], x[2]]
+        ys.pop(0)
+        return ys[0] * ys[1]
+
+    def bad_comprehension_over_array(x):
+        ys = [v * 2.0 for v in x]  # HERE
+        return sum(ys)
+
+    def good_comprehension_over_array(x):
+        ys = x * 2.0
+        return np.sum(ys)
+
+    def bad_comprehension_if(x):
+        ys = [x[i] for i in range(3) if x[i] > 0.5]  # HERE
+        return sum(ys)
+
+    def good_comprehension_if(x):
+        return np.sum(np.where(x > 0.5, x, 0.0))
+
+
+    # ------------------------------------------------------------------ idioms
+    def bad_vstack_of_array(x):
+        return np.sum(np.vstack(x.reshape(3, 1)) ** 2)  # HERE
+
+    def good_vstack_of_array(x):
+        rows = x.reshape(3, 1)
+        return np.sum(np.vstack([rows[0], rows[1], rows[2]]) ** 2)
+
+    def bad_array_of_dict(x):
+        return np.sum(np.array([x[0], {"a": 1.0}]) ** 2)  # HERE
+
+    def good_array_of_dict(x):
+        return np.sum(np.array([x[0], 1.0]) ** 2)
+
+    def bad_ufunc_at(x):
+        y = np.zeros(3)
+        np.add.at(y, [0, 1])  # HERE
+        return np.sum(y * x)
+
+    def good_ufunc_at(x):
+        y = np.zeros(3)
+        np.add.at(y, [0, 1], x[:2])
+        return np.sum(y * x)
+
+
+    # ------------------------------------------------------------------ builtins, expressions
+    def bad_float(x):
+        return float(np.sum(x * x))  # HERE
+
+    def good_float(x):
+        return np.sum(x * x)
+
+    def bad_max_of_array(x):
+        return max(x * x)  # HERE
+
+    def good_max_of_array(x):
+        return np.max(x * x)
+
+    def bad_range_of_length(x):
+        return sum([x[i] * 2.0 for i in range(len(x))])  # HERE
+
+    def good_range_of_length(x):
+        return sum([x[i] * 2.0 for i in range(3)])
+
+    def bad_signature(x):
+        return np.sum(np.clip(x, 0.5, 1.0, None))  # HERE
+
+    def good_signature(x):
+        return np.sum(np.clip(x, a_min=0.5, a_max=1.0))
+
+    def bad_fstring(x):
+        label = f"{x[0]}"  # HERE
+        return np.sum(x * x)
+
+    def good_fstring(x):
+        return np.sum(x * x)
+
+    def bad_array_method(x):
+        return np.sum(x.conjugate() * x)  # HERE
+
+    def good_array_method(x):
+        return np.sum(np.conjugate(x) * x)
+
+    def bad_no_rule(x):
+        return math.hypot(x[0], x[1])  # HERE
+
+    def good_no_rule(x):
+        return (x[0] ** 2 + x[1] ** 2) ** 0.5
+
+
+    # ------------------------------------------------------------------ records, custom Functions
+    @dataclasses.dataclass
+    class Params:
+        w: np.ndarray
+        b: float
+
+    def bad_field_write(x, p):
+        p.b = 2.0  # HERE
+        return np.sum(x * p.w) * p.b
+
+    def good_field_write(x, p):
+        b = 2.0
+        return np.sum(x * p.w) * b
+
+    class SquareCtxValue(Function):
+        @staticmethod
+        def forward(ctx, x):
+            save = ctx.save_for_backward  # HERE
+            save(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2.0 * x * g
+
+    class Square(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2.0 * x * g
+
+    def bad_ctx_method_value(x):
+        return np.sum(SquareCtxValue.apply(x))
+
+    def good_ctx_method_value(x):
+        return np.sum(Square.apply(x))
+
+    MASK = np.array([0.0, 1.0, 1.0])
+
+    class ZeroFirst(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x[0] = 0.0  # HERE
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * MASK
+
+    class ZeroFirstCopy(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x = x.copy()
+            x[0] = 0.0
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * MASK
+
+    def bad_unmarked_write(x):
+        return np.sum(ZeroFirst.apply(x * 1.0) * x)
+
+    def good_unmarked_write(x):
+        return np.sum(ZeroFirstCopy.apply(x * 1.0) * x)
+
+    class Mul(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+    def bad_saved_then_written(x):
+        y = np.ones_like(x)
+        z = Mul.apply(y, W * x)
+        y += x  # HERE
+        return np.sum(z * y)
+
+    def good_saved_then_written(x):
+        y = np.ones_like(x)
+        z = Mul.apply(y, W * x)
+        y = y + x
+        return np.sum(z * y)
+
+    def bad_maybe_written_in_loop(x, n):
+        y = x * 1.0
+        total = 0.0
+        for _ in range(n):
+            z = Mul.apply(y, W)
+            y += 1.0  # HERE
+            total = total + np.sum(z * y)
+        return total
+
+    def good_maybe_written_in_loop(x, n):
+        y = x * 1.0
+        total = 0.0
+        for _ in range(n):
+            z = Mul.apply(y, W)
+            y = y + 1.0
+            total = total + np.sum(z * y)
+        return total
+
+
+    # ------------------------------------------------------------------ in-place writes
+    def bad_append_in_branch(x):
+        ys = [x[0]]
+        if np.sum(x) > 0:
+            ys.append(x[1])  # HERE
+        return sum(ys)
+
+    def good_append_in_branch(x):
+        ys = [x[0], np.where(np.sum(x) > 0, x[1], 0.0)]
+        return sum(ys)
+
+    def bad_augmented_alias(x):
+        y = x[0]
+        z = y
+        y += 1.0
+        return z * y  # HERE
+
+    def good_augmented_alias(x):
+        y = x[0]
+        z = y
+        y = y + 1.0
+        return z * y
+
+    def bad_augmented_attribute(x):
+        np.acc += np.sum(x)  # HERE
+        return np.sum(x * x)
+
+    def good_augmented_attribute(x):
+        acc = np.sum(x * x)
+        acc += np.sum(x)
+        return acc
+
+    def bad_inplace_method(x):
+        y = x * W
+        y.sort(axis=0)  # HERE
+        return np.sum(y * W)
+
+    def good_inplace_method(x):
+        y = x * W
+        y = np.sort(y, axis=0)
+        return np.sum(y * W)
+
+    def bad_write_global(x):
+        W[0] = x[0]  # HERE
+        return np.sum(W * x)
+
+    def good_write_global(x):
+        w = W.copy()
+        w[0] = x[0]
+        return np.sum(w * x)
+
+    def bad_alias_write_in_loop(a):
+        x = a * 1.0
+        y = x
+        for _ in range(2):
+            y[0] = y[0] * 2.0  # HERE
+        return np.sum(x * x)
+
+    def good_alias_write_in_loop(a):
+        x = a * 1.0
+        y = x
+        y = y.copy()
+        for _ in range(2):
+            y[0] = y[0] * 2.0
+        return np.sum(x * x) + np.sum(y)
+
+    def bad_write_into_held_array(x):
+        ws = [x * 1.0]
+        for i in range(3):  # HERE
+            ws[0][i] = ws[0][i] * 2.0
+        return np.sum(ws[0] * x)
+
+    def good_write_into_held_array(x):
+        ws = [x * 1.0]
+        w = ws[0].copy()
+        for i in range(3):
+            w[i] = w[i] * 2.0
+        return np.sum(w * x)
+
+    def bad_write_through_row(x):
+        m = np.stack([x, x * 2.0])
+        for row in m:
+            row[0] = row[0] * 3.0  # HERE
+        return np.sum(m * m)
+
+    def good_write_through_row(x):
+        m = np.stack([x, x * 2.0])
+        for i in range(len(m)):
+            m[i, 0] = m[i, 0] * 3.0
+        return np.sum(m * m)
+
+    def bad_write_on_one_path(a, c):
+        x = a * 1.0
+        z = a * 2.0
+        y = x if c[0] > 0.0 else z
+        y[0] = 0.0
+        return np.sum(x * x)  # HERE
+
+    def good_write_on_one_path(a, c):
+        x = a * 1.0
+        z = a * 2.0
+        y = x.copy() if c[0] > 0.0 else z.copy()
+        y[0] = 0.0
+        return np.sum(x * x) + np.sum(y * y)
+
+    def bad_view_or_copy(x):
+        if np.sum(x) > 0.26:
+            w = x.reshape(3)
+            w[[1]] = 1.0
+        s = x[0] * 0.0  # HERE
+        for i in range(2):
+            s = s + x[i]
+        return s
+
+    def good_view_or_copy(x):
+        if np.sum(x) > 0.26:
+            w = x.reshape(3).copy()
+            w[[1]] = 1.0
+        s = x[0] * 0.0
+        for i in range(2):
+            s = s + x[i]
+        return s
+
+    def bad_view_after_write(x):
+        y = x * 1.0
+        v = y.reshape(3)
+        w = v[1:]
+        y[0] = 5.0
+        return np.sum(w * x[1:])  # HERE
+
+    def good_view_after_write(x):
+        y = x * 1.0
+        y[0] = 5.0
+        w = y.reshape(3)[1:]
+        return np.sum(w * x[1:])
+
+
+    # ------------------------------------------------------------------ whole programs
+    async def bad_async_def(x):  # HERE
+        return np.sum(x * x)
+
+    def good_async_def(x):
+        return np.sum(x * x)
+
+    MAKE = lambda x: (lambda x: np.sum(x * x))  # HERE
+    INNER = MAKE(0)
+
+    def good_lambda(x):
+        return np.sum(x * x)
+
+    def bad_two_outputs(x):
+        return np.sum(x * x), x[0]
+
+    def bad_second_derivative_of_loop(x):
+        for i in range(3):
+            x = np.sin(x)
+        return np.sum(x)
+
+    def good_second_derivative_of_loop(x):
+        x = np.sin(x)
+        x = np.sin(x)
+        x = np.sin(x)
+        return np.sum(x)
+
+    def inner(x):
+        return np.sin(x) * x[0]
+
+    JACOBIAN = sg.jacobian(inner)
+
+    def bad_jacobian_inside(x):
+        return np.sum(JACOBIAN(x) ** 2)
+
+    def inner_0(x):
+        return inner(x)[0]
+
+    def inner_1(x):
+        return inner(x)[1]
+
+    def inner_2(x):
+        return inner(x)[2]
+
+    GRADS = [sg.grad(inner_0), sg.grad(inner_1), sg.grad(inner_2)]
+
+    def good_jacobian_inside(x):
+        J = np.stack([GRADS[0](x), GRADS[1](x), GRADS[2](x)])
+        return np.sum(J ** 2)
+
+    def bad_einsum(x):
+        return np.sum(np.einsum("ij,jk->ik", x, x))  # HERE
+
+    def good_einsum(x):
+        return np.sum(x @ x)
+
+    def bad_loop_over_record(x, p):
+        for v in p:  # HERE
+            x = x * v
+        return np.sum(x)
+
+    def good_loop_over_record(x, p):
+        for v in [p.w]:
+            x = x * v
+        return np.sum(x)
+
+    def bad_out_list(x):
+        a = np.zeros(3)
+        np.add(x, 1.0, out=[a])  # HERE
+        return np.sum(a * x)
+
+    def good_out_list(x):
+        a = np.add(x, 1.0)
+        return np.sum(a * x)
+
+    PROMPT_SOURCE = "def typed_at_a_prompt(x):\\n    return np.sum(x * x)\\n"
+    exec(compile(PROMPT_SOURCE, "<stdin>", "exec"))
+    exec(compile("lambda_at_a_prompt = lambda x: np.sum(x * x)\\n", "<stdin>", "exec"))
+
+    def typed_in_a_file(x):
+        return np.sum(x * x)
+
+    SIN = np.sin
+
+    def good_sin(x):
+        return np.sum(np.sin(x))
+''')
+
+X = np.array([0.3, 0.7, 1.2])
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory):
+    yield from import_source(tmp_path_factory, "hint_rewrite_programs", PROGRAM)
+
+
+def _x(m):
+    return (X.copy(),)
+
+
+def _grad(fn, args):
+    return sg.grad(fn)(*args)
+
+
+def _jvp(fn, args):
+    return sg.jvp(fn, args, tuple(np.ones_like(a) for a in args))
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """A refusal and its rewrite. `site`: (file under srcgrad/, a fragment of the raise
+    site's message as written in the source); `bad`/`good`: names in PROGRAM (the object
+    named `here`, else `bad`, marks the refused line `# HERE`); `message`/`hint`: fragments
+    of the error's message and hint. `check` replaces the grad/jvp check of `good` where
+    the rewrite is a change of the call; `line=False` where the error names no user line
+    (a known gap, said in the row); `jvp=False` where the rewrite applies a custom Function
+    with no `jvp` method (forward mode needs one, as in torch)."""
+
+    site: tuple[str, str]
+    bad: str
+    message: str
+    hint: str
+    good: str | None
+    args: Callable = _x
+    good_args: Callable | None = None
+    trigger: Callable = _grad
+    here: str | None = None
+    jvp: bool = True
+    line: bool = True
+    check: Callable | None = None
+
+
+def _with_aux(prog):
+    g, aux = sg.grad(prog.bad_two_outputs, has_aux=True)(X.copy())
+    assert_close(g, numeric_grad(lambda x: prog.bad_two_outputs(x)[0], [X], 0), rtol=1e-5, atol=1e-7)
+    assert_close(aux, X[0])
+
+
+def _hessian_of_unrolled(prog):
+    good = prog.good_second_derivative_of_loop
+    _check_grad_and_jvp(good, (X.copy(),))
+    g, eps = sg.grad(good), 1e-5
+    fd = np.stack([(g(X + eps * e) - g(X - eps * e)) / (2 * eps) for e in np.eye(3)], axis=1)
+    assert_close(sg.hessian(good)(X.copy()), fd, rtol=1e-5, atol=1e-7)
+
+
+def _strict(fn, args):
+    xs = pytest.importorskip("array_api_strict")
+    return sg.grad(fn)(*[xs.asarray(a) for a in args])
+
+
+def _strict_rewrite(prog):
+    m = _square(prog)[0]
+    got = np.asarray(_strict(prog.good_einsum, (m,)))
+    assert_close(got, numeric_grad(prog.good_einsum, [m], 0), rtol=1e-5, atol=1e-7)
+
+
+def _square(m):
+    return (np.array([[0.3, 0.7], [1.2, -0.4]]),)
+
+
+ROWS = [
+    # the fence
+    Row(("frontend/fence.py", "a generator (`yield`)"), "bad_yield", "`yield`",
+        "return a list or an array", "good_yield"),
+    Row(("frontend/fence.py", "a generator (`yield from`)"), "bad_yield_from", "`yield from`",
+        "return a list or an array", "good_yield_from"),
+    Row(("frontend/fence.py", "an async function"), "bad_nested_async", "an async function",
+        "synchronous function", "good_nested_async"),
+    Row(("frontend/fence.py", "a `global` statement"), "bad_global", "`global`",
+        "pass the value in as an argument", "good_global", good_args=lambda m: (X.copy(), m.G)),
+    Row(("frontend/fence.py", "`try`/`except`"), "bad_try", "`try`", "move error handling outside",
+        "good_try"),
+    Row(("frontend/fence.py", "`raise`"), "bad_raise", "`raise`", "check inputs before", "good_raise"),
+    Row(("frontend/fence.py", "a `with` block"), "bad_with", "`with`",
+        "move the context manager outside", "good_with"),
+    Row(("frontend/fence.py", "a class definition"), "bad_class", "class definition",
+        "define the class at module level", "good_class"),
+    Row(("frontend/fence.py", "`del`"), "bad_del", "`del`", "let the name go out of use", "good_del"),
+    Row(("frontend/fence.py", "an `import` inside the function"), "bad_import", "`import`",
+        "import at module level", "good_import"),
+    Row(("frontend/fence.py", "an `import` inside the function"), "bad_import_from", "`import`",
+        "import at module level", "good_import"),
+    Row(("frontend/fence.py", "`assert`"), "bad_assert", "`assert`", "check inputs before",
+        "good_assert"),
+    Row(("frontend/fence.py", "a set"), "bad_set", "a set is", "use a tuple or a list", "good_set"),
+    Row(("frontend/fence.py", "a set comprehension"), "bad_set_comp", "set comprehension",
+        "use a list", "good_set_comp"),
+    # statements
+    Row(("frontend/trace.py", "compiled functions take plain positional"), "bad_varargs",
+        "plain positional parameters", "list the parameters explicitly", "good_varargs"),
+    Row(("frontend/trace.py", "an expression statement"), "bad_expression_statement",
+        "expression statement", "remove it", "good_expression_statement"),
+    Row(("frontend/trace.py", "the statement `{}`"), "bad_match", "the statement `Match`",
+        "move it out of the compiled function", "good_match"),
+    Row(("frontend/trace.py", "a starred assignment target"), "bad_starred_target",
+        "starred assignment target", "index the sequence", "good_starred_target"),
+    Row(("frontend/trace.py", "unpacking an array into names"), "bad_unpack_array",
+        "unpacking an array", "`a, b = x[0], x[1]`", "good_unpack_array"),
+    Row(("frontend/trace.py", "assignment to `{}`"), "bad_attribute_target",
+        "assignment to `np.total`", "assign to a plain name", "good_attribute_target"),
+    Row(("frontend/trace.py", "`{}()` of an array"), "bad_builtin", "`round()` of an array",
+        "`np.round(...)`", "good_builtin"),
+    Row(("frontend/trace.py", "`{}()` of an array"), "bad_float", "`float()` of an array",
+        "drop the `float()`", "good_float"),
+    Row(("frontend/trace.py", "`{}()` of an array"), "bad_max_of_array", "`max()` of an array",
+        "`np.max(x)` of one array", "good_max_of_array"),
+    Row(("frontend/trace.py", "`{}()` of an array"), "bad_range_of_length", "`range()` of an array",
+        "a literal count (`range(3)`)", "good_range_of_length"),
+    Row(("frontend/trace.py", "calls to `{}` nest more than"), "bad_recursion", "nest more than",
+        "a literal (`f(x, 3)`)", "good_recursion"),
+    Row(("frontend/control.py", "a function that returns on some paths only"),
+        "bad_return_on_some_paths", "returns on some paths only", "return a value at the end",
+        "good_return_on_some_paths"),
+    Row(("frontend/control.py", "`for ... else`"), "bad_for_else", "`for ... else`",
+        "use a flag variable", "good_for_else"),
+    Row(("frontend/control.py", "`while ... else`"), "bad_while_else", "`while ... else`",
+        "use a flag variable", "good_while_else"),
+    Row(("frontend/control.py", "a tuple, list or dict, changing in a loop"),
+        "bad_container_in_loop", "changing in a loop", "keep arrays in separate variables",
+        "good_container_in_loop"),
+    Row(("frontend/control.py", "differentiating a generated loop adjoint again"),
+        "bad_second_derivative_of_loop", "second derivative through a loop", "unroll the loop",
+        None, trigger=lambda fn, args: sg.hessian(fn)(*args), line=False,
+        check=_hessian_of_unrolled),  # line=False: the error names the generated gradient's file
+    # containers
+    Row(("frontend/containers.py", "the {} method `.{}()`"), "bad_list_method",
+        "the list method `.remove()`", "compiled code supports", "good_list_method"),
+    Row(("frontend/containers.py", "iterating over an array in a comprehension"),
+        "bad_comprehension_over_array", "iterating over an array", "use array operations",
+        "good_comprehension_over_array"),
+    Row(("frontend/containers.py", "a comprehension `if` on array values"), "bad_comprehension_if",
+        "comprehension `if`", "`np.where`", "good_comprehension_if"),
+    # idioms
+    Row(("frontend/idioms.py", "`np.{}` of an array (a sequence of its rows)"),
+        "bad_vstack_of_array", "`np.vstack` of an array", "pass a list", "good_vstack_of_array"),
+    Row(("frontend/idioms.py", "`np.array` of a list holding a dict"), "bad_array_of_dict",
+        "holding a dict", "build the array from numbers and arrays", "good_array_of_dict"),
+    Row(("frontend/idioms.py", "`np.{}.at` without exactly"), "bad_ufunc_at", "`np.add.at`",
+        "`np.add.at(a, indices, b)`", "good_ufunc_at"),
+    # expressions and calls
+    Row(("ir/expand.py", "does not fit its supported signature"), "bad_signature",
+        "the call to `clip`", "clip(x, a_min=None, a_max=None)", "good_signature"),
+    Row(("ir/expand.py", "the expression `{}`"), "bad_fstring", "`JoinedStr`",
+        "format text outside the compiled function", "good_fstring"),
+    Row(("ir/expand.py", "the array method `.{}()`"), "bad_array_method", "`.conjugate()`",
+        "`np.conjugate(x)`", "good_array_method"),
+    Row(("ir/expand.py", "cannot differentiate the call to `{}`"), "bad_no_rule", "`math.hypot`",
+        "write the computation in Python", "good_no_rule"),
+    # records and custom Functions
+    Row(("frontend/records.py", "assigning to `.{}` of a"), "bad_field_write",
+        "assigning to `.b` of a `Params` argument", "use a local name instead (`b = ...`)",
+        "good_field_write", args=lambda m: (X.copy(), m.Params(m.W.copy(), 1.0))),
+    Row(("frontend/function.py", "`ctx.{}` used as a value"), "bad_ctx_method_value",
+        "`ctx.save_for_backward` used as a value", "call it", "good_ctx_method_value",
+        here="SquareCtxValue", jvp=False),
+    Row(("frontend/function.py", "without marking it with `ctx.mark_dirty`"), "bad_unmarked_write",
+        "writes its input `x` in place", "write into a copy (`x = x.copy()`)",
+        "good_unmarked_write", here="ZeroFirst", jvp=False),
+    Row(("frontend/versions.py", "one of the variables needed for gradient computation"),
+        "bad_saved_then_written", "Mul saved `a` for backward", "write out of place (`x = x + 1`)",
+        "good_saved_then_written", jvp=False),
+    Row(("frontend/versions.py", "this in-place write may change a value that"),
+        "bad_maybe_written_in_loop", "the compiler cannot check it", "write out of place",
+        "good_maybe_written_in_loop", args=lambda m: (X.copy(), 3)),
+    # in-place writes
+    Row(("frontend/mutation.py", "{} {}"), "bad_append_in_branch",
+        "`.append()` of a list inside an `if`/loop", "`y = np.where(mask, v, y)`",
+        "good_append_in_branch"),
+    Row(("frontend/mutation.py", "if it is an ndarray (changing every name"),
+        "bad_augmented_alias", "only rebinds it if it is a scalar", "write `y = y + ...`",
+        "good_augmented_alias"),
+    Row(("frontend/mutation.py", "augmented assignment to `{}`"), "bad_augmented_attribute",
+        "augmented assignment to `Attribute`", "assign to a name", "good_augmented_attribute"),
+    Row(("frontend/mutation.py", "the in-place array method"), "bad_inplace_method", "`.sort()`",
+        "the NumPy function that returns a new array", "good_inplace_method"),
+    Row(("frontend/mutation.py", "which is not a local variable"), "bad_write_global",
+        "writing into `W`", "copy it into a local first", "good_write_global"),
+    Row(("frontend/aliases.py", "which shares memory with"), "bad_alias_write_in_loop",
+        "shares memory with `x`", "copy it before the loop (`y = y.copy()`)",
+        "good_alias_write_in_loop"),
+    Row(("frontend/aliases.py", "a write inside a loop into an array that the"),
+        "bad_write_into_held_array", "an array that the list `ws` holds",
+        "take the array out of `ws` before the loop as its own copy", "good_write_into_held_array"),
+    Row(("frontend/aliases.py", "a row of the array the loop iterates over"),
+        "bad_write_through_row", "a row of the array the loop iterates over",
+        "loop over `range(len(x))`", "good_write_through_row"),
+    Row(("frontend/aliases.py", "changed this value on some paths only"), "bad_write_on_one_path",
+        "on some paths only", "copy explicitly where it is bound", "good_write_on_one_path",
+        args=lambda m: (X.copy(), np.array([1.0]))),
+    Row(("frontend/mutation.py", "this value may or may not have been changed"),
+        "bad_view_or_copy", "view or a copy", "copy explicitly where you mean a copy",
+        "good_view_or_copy"),
+    Row(("frontend/mutation.py", "this view may or may not see the in-place write"),
+        "bad_view_after_write", "may return a copy", "index the written array again after the write",
+        "good_view_after_write"),
+    # whole programs and transforms
+    Row(("frontend/control.py", "this loop's iterable"), "bad_loop_over_record",
+        "this loop's iterable", "loop over range(...), an array, or a list",
+        "good_loop_over_record", args=lambda m: (X.copy(), m.Params(m.W.copy(), 1.0))),
+    Row(("frontend/mutation.py", "this `out=` argument"), "bad_out_list", "`out=`",
+        "assign the result instead", "good_out_list"),
+    Row(("frontend/parse.py", "cannot read the source of {}: {}"), "typed_at_a_prompt",
+        "cannot read the source", "define the function in a file", "typed_in_a_file",
+        line=False),  # names `<stdin>`, line 1: there is no file to point into
+    Row(("frontend/parse.py", "cannot read the source of {}"), "lambda_at_a_prompt",
+        "cannot read the source", "define the lambda in a file", "typed_in_a_file", line=False),
+    Row(("frontend/parse.py", "it is not a Python function"), "SIN", "not a Python function",
+        "pass a function defined with `def`", "good_sin", line=False),  # no source: no line
+    Row(("frontend/parse.py", "only functions defined with `def`"), "bad_async_def",
+        "only functions defined with `def`", "write it as a `def`", "good_async_def"),
+    Row(("frontend/parse.py", "cannot tell which lambda on line"), "INNER", "which lambda",
+        "write it as a `def`", "good_lambda"),
+    Row(("pipeline/programs.py", "to return one scalar"), "bad_two_outputs", "one scalar",
+        "has_aux=True", None, line=False, check=_with_aux),  # names the def line, not the return
+    Row(("jacobians.py", "calling a jacobian or hessian from compiled code"), "bad_jacobian_inside",
+        "calling a jacobian or hessian", "call sg.grad inside", "good_jacobian_inside",
+        line=False),  # raised by the callee's entry(): no location (reported)
+    Row(("codegen/emit.py", "has no equivalent in {}"), "bad_einsum",
+        "`einsum` has no equivalent in array_api_strict", "write it with Array-API functions",
+        None, args=_square, trigger=_strict, check=_strict_rewrite),
+]
+
+
+# Raise sites with no row, and why. A site with a hint belongs here only when its hint
+# cannot be reached or is another site's hint passed on.
+TORCH = "torch's exact text (spec/torch_semantics.md): the message is the contract"
+WRONG = "the program is wrong as Python/NumPy too (it raises when run): nothing to rewrite"
+PASSED_ON = "raises with the hint of the site that made it (tested in that site's row)"
+ASYNC = "valid only inside an `async def`, which is refused first (the nested_async row)"
+NOT_YET = "refuses valid code and has no hint yet: no rewrite known to compile (issue 11)"
+
+EXEMPT = {
+    ("frontend/classes.py", "Implementing both 'backward' and 'vjp'"): TORCH,
+    ("frontend/classes.py", "You must implement the forward function"): TORCH,
+    ("frontend/function.py", "Function's jvp returned a gradient at position"): TORCH,
+    ("frontend/function.py", "Some elements marked as dirty"): TORCH,
+    ("frontend/function.py", "You must implement either the backward or vjp"): TORCH,
+    ("frontend/function.py", "You must implement the jvp function"): TORCH,
+    ("frontend/function.py", "expected Variable or None"): TORCH,
+    ("frontend/function.py", "returned a gradient different than None"): TORCH,
+    ("frontend/function.py", "returned an incorrect number of gradients"): TORCH,
+    ("frontend/function.py", "jvp returned an incorrect number of tangents"): TORCH,
+    ("frontend/function.py", "save_for_backward can only save variables"): TORCH,
+    ("frontend/function.py", "save_for_forward expects all arguments to be tensors"): TORCH,
+    ("passes/jvp.py", "trying to differentiate twice"): TORCH,
+    ("passes/vjp.py", "trying to differentiate twice"): TORCH,
+    ("frontend/containers.py", "'tuple' object does not support item assignment"): WRONG,
+    ("frontend/containers.py", "KeyError: {}"): WRONG,
+    ("frontend/containers.py", "cannot assign to this list item"): WRONG,
+    ("frontend/containers.py", "list.index(x): x not in list"): WRONG,
+    ("frontend/containers.py", "{} is not iterable"): WRONG,
+    ("frontend/control.py", "a loop over a value that is not iterable"): WRONG,
+    ("frontend/function.py", "bad call to `{}.apply`"): WRONG,
+    ("frontend/function.py", "cannot assign to `ctx.{}`"): WRONG,
+    ("frontend/function.py", "ctx has no attribute"): WRONG,
+    ("frontend/function.py", "ctx has no method"): WRONG,
+    ("frontend/function.py", "ctx.mark_dirty() takes the arrays"): WRONG,
+    ("frontend/function.py", "ctx.set_materialize_grads() takes one constant bool"): WRONG,
+    ("frontend/function.py", "should only be called from inside forward()"): WRONG,
+    ("frontend/function.py", "takes positional arguments only"): WRONG,
+    ("frontend/function.py", "mark_non_differentiable only accepts outputs"): WRONG,
+    ("frontend/mutation.py", "' object does not support item assignment"): WRONG,
+    ("frontend/mutation.py", "`out=` must be an array"): WRONG,
+    ("frontend/mutation.py", "cannot evaluate this item"): WRONG,
+    ("frontend/parse.py", "cannot parse the file of"): WRONG,
+    ("frontend/records.py", "as a value (call the method instead)"): WRONG,
+    ("frontend/trace.py", "bad call to `{}`: {}"): WRONG,
+    ("frontend/trace.py", "referenced before assignment"): WRONG,
+    ("frontend/trace.py", "name `{}` is not defined"): WRONG,
+    ("frontend/trace.py", "no binding for nonlocal"): WRONG,
+    ("frontend/trace.py", "unpacking {} values into {} names"): WRONG,
+    ("ir/expand.py", "`{}` does not exist"): WRONG,
+    ("ir/expand.py", "name `{}` is not defined"): WRONG,
+    ("ir/expand.py", "calling a value that is not a function"): WRONG,
+    ("ir/expand.py", "of its constant arguments fails"): WRONG,
+    ("ir/expand.py", "cannot evaluate `{}`"): WRONG,
+    ("ir/expand.py", "`**` of a value that is not a dict"): WRONG,
+    ("ir/expand.py", "the attribute `.{}` of a tuple, list or dict"): WRONG,
+    ("ir/expand.py", "the method `.{}()` of a tuple, list or dict"): WRONG,
+    ("pipeline/programs.py", "must return `(value, aux)` when has_aux=True"): WRONG,
+    ("frontend/fence.py", "{} is not supported in compiled code"): PASSED_ON,
+    ("frontend/mutation.py", "cannot compile a read of a value after an in-place write"): PASSED_ON,
+    ("frontend/mutation.py", "{}"): PASSED_ON,  # _poison_family's Undecided(message, hint)
+    ("ir/expand.py", "{}"): PASSED_ON,  # error(): CompileError.at(loc, message, hint)
+    ("ir/expand.py", "{} is not supported in compiled code"): PASSED_ON,  # fail()
+    ("frontend/trace.py", "calls nest too deeply to compile"):
+        "Python's recursion limit met before 64 inlined calls; its hint is the depth row's",
+    ("frontend/fence.py", "`async for`"): ASYNC,
+    ("frontend/fence.py", "`async with`"): ASYNC,
+    ("frontend/fence.py", "`await`"): ASYNC,
+    ("frontend/containers.py", "an async comprehension"): ASYNC,
+    ("frontend/containers.py", "{} that depends on array values"): NOT_YET,
+    ("frontend/containers.py", "`dict.update` with something other than a dict"): NOT_YET,
+    ("frontend/containers.py", "iterating over this value"): NOT_YET,
+    ("frontend/control.py", "holding differently shaped containers"): NOT_YET,
+    ("frontend/idioms.py", "a dtype that depends on the arguments"): NOT_YET,
+    ("frontend/idioms.py", "an empty list inside `np.array`"): NOT_YET,
+    ("frontend/mutation.py", "augmented assignment to a dynamic or sliced container item"): NOT_YET,
+    ("frontend/mutation.py", "item assignment into this value"): NOT_YET,
+    ("frontend/records.py", "which is not a method defined in Python"): NOT_YET,
+    ("frontend/trace.py", "a dict key that depends on the arguments"): NOT_YET,
+    ("frontend/trace.py", "repeating a sequence a dynamic number of times"): NOT_YET,
+    ("ir/expand.py", "a conditional expression on array values in a formula"): NOT_YET,
+    ("ir/expand.py", "the array attribute `.{}`"): NOT_YET,
+    ("ir/expand.py", "indexing a tuple, list or dict with a dynamic index"): NOT_YET,
+    ("ir/expand.py", "the comparison `{}` on arrays"): NOT_YET,
+    ("ir/expand.py", "the operator `{}` on arrays"): NOT_YET,
+    ("ir/expand.py", "unpacking an array with `*`"): NOT_YET,
+}
+
+
+def _here_line(fn):
+    lines, start = inspect.getsourcelines(fn)
+    marked = [start + i for i, line in enumerate(lines) if "# HERE" in line]
+    assert len(marked) == 1, f"{fn.__name__} marks {len(marked)} lines `# HERE`"
+    return marked[0]
+
+
+# ---------------------------------------------------------------------- the source scan
+SRC = pathlib.Path(sg.__file__).parent
+
+
+def _static(node) -> str:
+    """A message or hint as written, each interpolated value as `{}`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return _static(node.body)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _static(node.left) + _static(node.right)
+    return "{}"
+
+
+# name -> (index of the message, index of the hint) among positional arguments
+_RAISERS = {"fail": (1, 2), "error": (1, 2), "CompileError": (0, None),
+            "CompileError.at": (1, 2), "Undecided": (0, 1), "_poison_family": (2, 3)}
+
+
+def _callee(call: ast.Call) -> str | None:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        if f.attr == "at" and isinstance(f.value, ast.Name) and f.value.id == "CompileError":
+            return "CompileError.at"
+        return f.attr
+    return None
+
+
+def refusal_sites() -> dict[tuple[str, str], str]:
+    """{(file, message as written): hint as written ('' for none)} for every raise site."""
+    sites = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel == "errors.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if rel == "frontend/fence.py" and isinstance(node, ast.Dict):
+                for value in node.values:  # _REJECTED: node type -> (what, hint)
+                    if isinstance(value, ast.Tuple):
+                        sites[(rel, _static(value.elts[0]))] = _static(value.elts[1])
+            if not isinstance(node, ast.Call) or _callee(node) not in _RAISERS:
+                continue
+            at_msg, at_hint = _RAISERS[_callee(node)]
+            if len(node.args) <= at_msg:
+                continue  # `error(...)` of something else
+            keywords = {k.arg: k.value for k in node.keywords}
+            hint = node.args[at_hint] if at_hint is not None and len(node.args) > at_hint \
+                else keywords.get("hint")
+            sites[(rel, _static(node.args[at_msg]))] = "" if hint is None else _static(hint)
+    return sites
+
+
+SITES = refusal_sites()
+
+
+def _site_of(row):
+    return _match(row.site)
+
+
+def _match(key):
+    file, fragment = key
+    found = [key for key in SITES if key == (file, fragment)] or \
+        [key for key in SITES if key[0] == file and fragment in key[1]]
+    assert len(found) == 1, f"{key} matches {len(found)} raise sites: {found}"
+    return found[0]
+
+
+def _hint_fragments(hint: str) -> list[str]:
+    return [part for part in hint.split("{}") if len(part.strip()) >= 3]
+
+
+# ---------------------------------------------------------------------- the tests
+def _check_grad_and_jvp(good, args, jvp=True):
+    expected = numeric_grad(good, args, 0)
+    assert_close(sg.grad(good)(*args), expected, rtol=1e-5, atol=1e-7)
+    if jvp and all(isinstance(a, np.ndarray) for a in args):  # (no tangent for a record or an int)
+        tangent = np.linspace(0.5, 1.5, args[0].size).reshape(args[0].shape)
+        tangents = (tangent,) + tuple(np.zeros_like(a) for a in args[1:])
+        out, t_out = sg.jvp(good, args, tangents)
+        assert_close(out, good(*args))
+        assert_close(t_out, np.sum(expected * tangent), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.bad for r in ROWS])
+def test_refusal_names_the_line_and_the_sites_hint(prog, row):
+    bad = getattr(prog, row.bad)
+    with pytest.raises(sg.CompileError) as info:
+        row.trigger(bad, row.args(prog))
+    err = info.value
+    assert row.message in err.message
+    assert row.hint in err.hint
+    if row.line:
+        assert err.filename == prog.__file__
+        assert err.lineno == _here_line(getattr(prog, row.here or row.bad))
+    site = _site_of(row)
+    assert SITES[site], f"{site} has no hint: the row belongs in EXEMPT"
+    for part in _hint_fragments(SITES[site]):
+        assert part in err.hint, (part, err.hint)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.bad for r in ROWS])
+def test_the_hints_rewrite_compiles_with_the_right_gradient(prog, row):
+    if row.check is not None:
+        row.check(prog)
+    else:
+        _check_grad_and_jvp(getattr(prog, row.good), (row.good_args or row.args)(prog), row.jvp)
+
+
+def test_every_refusal_site_is_in_the_table():
+    assert len(SITES) > 100  # the scan sees the raise sites (not a scan that finds nothing)
+    rows = {_site_of(row) for row in ROWS}
+    exempt = {_match(key): reason for key, reason in EXEMPT.items()}
+    assert not rows & set(exempt), "a site is both a row and exempt"
+    missing = sorted(site for site in SITES if site not in rows and site not in exempt)
+    assert not missing, f"raise sites with no row in ROWS and no reason in EXEMPT: {missing}"
+
+
+def test_an_exempt_site_with_a_hint_says_why_its_hint_has_no_row():
+    for key, reason in EXEMPT.items():
+        hint = SITES[_match(key)]
+        if hint.strip("{} "):
+            assert reason not in (TORCH, WRONG, NOT_YET), (key, hint)
