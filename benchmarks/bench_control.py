@@ -91,6 +91,28 @@ def euler_hand(k, v0, dt):
     return gk, gv, gdt
 
 
+def euler_hand_numpy(k, v0, dt):
+    """The same adjoint with NumPy's functions (what one writes for np.float64 inputs)."""
+    xs, vs = [1.0], [v0]
+    x, v = 1.0, v0
+    for _ in range(200):
+        a = -k * np.sin(x) - 0.1 * np.cos(x) * v
+        x, v = x + dt * v, v + dt * a
+        xs.append(x)
+        vs.append(v)
+    gx, gv, gk, gdt = 2.0 * x, 2.0 * v, 0.0, 0.0
+    for i in range(199, -1, -1):
+        x, v = xs[i], vs[i]
+        a = -k * np.sin(x) - 0.1 * np.cos(x) * v
+        gdt += gv * a + gx * v
+        ga = gv * dt
+        gk += -np.sin(x) * ga
+        gx_new = gx + ga * (-k * np.cos(x) + 0.1 * np.sin(x) * v)
+        gv = gv + gx * dt + ga * (-0.1 * np.cos(x))
+        gx = gx_new
+    return gk, gv, gdt
+
+
 def newton_loss(a, n):
     """sqrt(a) by Newton's method, at most n steps: leaves when every step is tiny."""
     x = a * 1.0
@@ -143,7 +165,9 @@ def main(argv=None):
     rows = []
     for name, loss, hand, args, wrt in (
             ("rnn T=50 h=64 b=16", rnn_loss, rnn_hand, rnn_args, (0, 1, 2)),
-            ("euler 200 steps (floats)", euler_loss, euler_hand, euler_args, (0, 1, 2))):
+            ("euler 200 steps (floats)", euler_loss, euler_hand, euler_args, (0, 1, 2)),
+            ("euler (np.float64, NumPy hand)", euler_loss, euler_hand_numpy,
+             tuple(np.float64(a) for a in euler_args), (0, 1, 2))):
         g = sg.grad(loss, wrt=wrt)
         check(g(*args), hand(*args))
         row = {"name": name, "hand": median_us(lambda hand=hand, args=args: hand(*args), repeat),
@@ -158,11 +182,21 @@ def main(argv=None):
             pass
         rows.append(row)
 
-    print(f"{'workload':28} {'hand us':>10} {'srcgrad us':>11} {'srcgrad/hand':>13} {'autograd/hand':>14}")
+    print(f"{'workload':30} {'hand us':>10} {'srcgrad us':>11} {'srcgrad/hand':>13} {'autograd/hand':>14}")
     for r in rows:
         ag = f"{r['autograd'] / r['hand']:.2f}x" if "autograd" in r else "n/a"
-        print(f"{r['name']:28} {r['hand']:10.1f} {r['srcgrad']:11.1f} "
+        print(f"{r['name']:30} {r['hand']:10.1f} {r['srcgrad']:11.1f} "
               f"{r['srcgrad'] / r['hand']:12.2f}x {ag:>14}")
+
+    print("\nRNN gradient w.r.t. Wx, Wh, b and xs (xs[t] read in the loop), by sequence length T:")
+    g = sg.grad(rnn_loss, wrt=(0, 1, 2, 3))
+    for t_len in (50, 200, 800):
+        xs = rng.standard_normal((t_len, B, n_in))
+        args = (*rnn_args[:3], xs, rnn_args[4])
+        us = median_us(lambda args=args: g(*args), repeat)
+        hand_us = median_us(lambda args=args: rnn_hand(*args), repeat)
+        print(f"  T={t_len:4d}: srcgrad {us / 1e3:7.2f} ms ({us / t_len:5.1f} us a step; "
+              f"hand without xs {hand_us / 1e3:7.2f} ms)")
 
     print("\nNewton's method with break (converges in 8 steps), by its bound n:")
     a = np.linspace(1.0, 20.0, 64)

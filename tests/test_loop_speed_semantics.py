@@ -167,3 +167,152 @@ def test_generated_loop_leaves_by_break():
     source = sg.source(g)
     assert "        break" in source
     assert "range(_tape_len)[::-1]" in source and "range(n)[::-1]" not in source
+
+
+# ---------------------------------------------------------------------- sums in adjoint loops
+def rnn(Wx, Wh, b, xs, y):
+    h = np.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
+    return np.mean((h - y) ** 2)
+
+
+def two_rows(xs, w):
+    """xs[t] and xs[t - 1] in one step: two contributions to one row sum."""
+    s = w * 0.0
+    for t in range(1, xs.shape[0]):
+        s = np.sin(s + xs[t] * w - xs[t - 1])
+    return np.sum(s * s)
+
+
+def two_loops(xs, w):
+    """Two adjoint loops summing into gradients of the same xs."""
+    a = w * 1.0
+    for t in range(xs.shape[0]):
+        a = np.tanh(a * xs[t])
+    c = w * 0.5
+    for t in range(xs.shape[0]):
+        c = c + np.cos(xs[t]) * a
+    return np.sum(c)
+
+
+def nested_rows(xs, w):
+    """An adjoint loop inside an adjoint loop, each with its sums."""
+    h = w * 1.0
+    for _k in range(2):
+        for t in range(xs.shape[0]):
+            h = np.tanh(h * w + xs[t])
+        h = h * 0.9
+    return np.sum(h * h)
+
+
+def _rnn_args(T=6, dtype=np.float64):
+    rng = np.random.default_rng(4)
+    return [a.astype(dtype) for a in (rng.standard_normal((3, 5)) * 0.4, rng.standard_normal((5, 5)) * 0.3,
+                                      rng.standard_normal(5) * 0.1, rng.standard_normal((T, 2, 3)),
+                                      rng.standard_normal((2, 5)))]
+
+
+SUMS = [
+    ("rnn", rnn, _rnn_args, (0, 1, 2, 3)),
+    ("two-rows", two_rows, lambda: [np.random.default_rng(5).standard_normal((6, 4)),
+                                    np.random.default_rng(6).standard_normal(4)], (0, 1)),
+    ("two-loops", two_loops, lambda: [np.random.default_rng(7).standard_normal((5, 3)),
+                                      np.random.default_rng(8).standard_normal(3)], (0, 1)),
+    ("nested", nested_rows, lambda: [np.random.default_rng(9).standard_normal((4, 3)) * 0.5,
+                                     np.random.default_rng(10).standard_normal(3)], (0, 1)),
+]
+
+
+@pytest.mark.parametrize("name,f,make,wrt", SUMS, ids=[c[0] for c in SUMS])
+def test_sums_in_adjoint_loops(name, f, make, wrt):
+    args = make()
+    g = sg.grad(f, wrt=wrt)
+    for _ in range(2):  # the second call reuses the variant: its buffers are fresh per call
+        grads = g(*args)
+        for i, gi in zip(wrt, grads):
+            assert_close(gi, numeric_grad(f, args, i), rtol=1e-5, atol=1e-7)
+
+
+def test_rows_of_xs_summed_in_place():
+    """The cotangent of xs[t] is added into one row of one buffer: no full-size
+    scatter per step (O(T), not O(T^2)), and W's sums are `+=`."""
+    g = sg.grad(rnn, wrt=(0, 3))
+    args = _rnn_args()
+    gWx, gxs = g(*args)
+    source = sg.source(g)
+    assert "scatter_index" not in source
+    assert "[t_1] += " in source and "_sum += " in source
+    assert_close(gxs, numeric_grad(rnn, args, 3), rtol=1e-5, atol=1e-7)
+
+
+def test_sums_in_place_with_float32():
+    """float32 arguments (a cotangent may be float64 where the buffer is float32: then
+    the sum is NumPy's, not in place)."""
+    args = _rnn_args(dtype=np.float32)
+    grads = sg.grad(rnn, wrt=(0, 3))(*args)
+    expected = sg.grad(rnn, wrt=(0, 3))(*[a.astype(np.float64) for a in args])
+    for a, e in zip(grads, expected):
+        assert_close(a, e, rtol=1e-3, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- dead carried values
+def rnn_summed_loss(Wh, xs):
+    """A loss summed in the loop: the gradient never reads its value."""
+    h = xs[0] * 0.0
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ Wh + xs[t])
+        loss = loss + np.sum(h * h)
+    return loss
+
+
+def test_a_summed_loss_is_not_computed_by_grad():
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal((4, 4)) * 0.4, rng.standard_normal((5, 3, 4))]
+    g = sg.grad(rnn_summed_loss, wrt=(0, 1))
+    for i, gi in zip((0, 1), g(*args)):
+        assert_close(gi, numeric_grad(rnn_summed_loss, args, i), rtol=1e-5, atol=1e-7)
+    forward = sg.source(g).split("# grad of:")[0]
+    assert "loss" not in forward.split("for t in")[1]  # the forward loop carries h only
+    value, _ = sg.value_and_grad(rnn_summed_loss, wrt=(0, 1))(*args)
+    assert_close(value, rnn_summed_loss(*args))
+
+
+# ---------------------------------------------------------------------- scalar code
+def euler(k, v0, dt):
+    """A pendulum, explicit Euler; `t = i * dt` from the loop index."""
+    x = 1.0
+    v = v0
+    for i in range(50):
+        t = i * dt
+        a = -k * np.sin(x) - 0.1 * np.cos(x) * v + 0.01 * np.sin(t)
+        x = x + dt * v
+        v = v + dt * a
+    return x * x + v * v
+
+
+@pytest.mark.parametrize("kind", [float, np.float64])
+def test_scalar_ode_on_python_floats(kind):
+    """np.float64 arguments run the Python-float code (`math`, no NumPy call), as
+    Python floats do; `t = i * dt` stays a Python float."""
+    args = [kind(2.0), kind(0.3), kind(0.01)]
+    g = sg.grad(euler, wrt=(0, 1, 2))
+    grads = g(*args)
+    for i, gi in enumerate(grads):
+        assert_close(gi, numeric_grad(euler, [float(a) for a in args], i), rtol=1e-5, atol=1e-8)
+    source = sg.source(g)
+    assert "xp." not in source and "math.sin(" in source
+
+
+def test_np_float64_at_a_singular_point_matches_arrays():
+    """A float64 argument takes NumPy's values where Python would raise (Note [Scalar code])."""
+    def ratio(x, y):
+        return x / y
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, grads = sg.value_and_grad(ratio, wrt=(0, 1))(np.float64(1.0), np.float64(0.0))
+        expected, arrays = sg.value_and_grad(ratio, wrt=(0, 1))(np.array(1.0), np.array(0.0))
+    assert value == expected
+    np.testing.assert_array_equal(np.asarray(grads, dtype=float), np.asarray(arrays, dtype=float))

@@ -323,11 +323,20 @@ def _copy(node):
 def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
     into = op.attrs.get("out") if _NAMESPACE.get()[1] else None  # immutable arrays: no out=
+    if "add_at" in op.attrs or "add_into" in op.attrs:  # Note [Sums in adjoint loops]
+        acc = (op.attrs.get("add_at") or op.attrs["add_into"]).name
+        at = f"[{operand_source(op.args[2], pool)}]" if "add_at" in op.attrs else ""
+        added = op_expr(op, pool) if at or not _NAMESPACE.get()[1] else op.args[1]
+        if not _NAMESPACE.get()[1]:  # immutable arrays: a new sum
+            return f"{acc} = {ast.unparse(added)}" if not at else f"{acc} = {acc} + {ast.unparse(added)}"
+        return f"{acc}{at} += {operand_source(op.args[0] if at else op.args[1], pool)}"
     if into is not None:  # srcgrad.passes.inplace: the result reuses a dead operand's buffer
         args = ", ".join(operand_source(a, pool) for a in op.args)
         return f"{targets} = xp.{op.attrs['ufunc']}({args}, out={into.name})"
     if "math" in op.attrs:  # Note [Scalar code]: Python floats in, a Python float out
         return f"{targets} = math.{op.attrs['math']}({', '.join(operand_source(a, pool) for a in op.args)})"
+    if "python_float" in op.attrs:  # an np.float64 argument as a Python float
+        return f"{targets} = float({operand_source(op.args[0], pool)})"
     if "python_value" in op.attrs:
         return f"{targets} = {operand_source(op.attrs['python_value'], pool)}"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import numbers
 
-from srcgrad.ir.core import Const, Op, Var
+import numpy
+
+from srcgrad.ir.core import Const, Op, Var, substitute
 
 # NumPy primitive -> the math function that computes it on one float
 MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
@@ -41,8 +43,17 @@ OPERATORS = frozenset({"add", "subtract", "multiply", "divide", "negative", "pos
 
 
 def python_scalars(ops: list, inputs: list, args: tuple) -> set:
-    """Mark ops that compute on Python numbers (attrs["math"]); the set of such Vars."""
+    """Mark ops that compute on Python numbers (attrs["math"]); the set of such Vars.
+
+    An `np.float64` argument (a subclass of float holding the same double) is made a
+    Python float first (`k_1 = float(k)`, attrs["python_float"]): arithmetic on NumPy
+    scalars costs a NumPy call each, and returns NumPy scalars. A `range` loop's
+    index is a Python int."""
+    floats = {v: Var("_" + v.name) for v, a in zip(inputs, args) if type(a) is numpy.float64}
+    substitute(ops, floats)
+    ops[:0] = [Op("positive", (v,), (f,), None, {"python_float": True}) for v, f in floats.items()]
     known = {v for v, a in zip(inputs, args) if isinstance(a, (float, int)) and not isinstance(a, bool)}
+    known.update(floats.values())
     _block(ops, known, {})
     return known
 
@@ -133,6 +144,8 @@ def _control(op, known, tapes):
     params = block.params[first:]
     results = block.results[first:] if op.prim == "while_loop" else block.results
     assumed = {p for p, init in zip(params, inits) if _is_scalar(init, known)}
+    if op.prim == "for_range":
+        known.add(block.params[0])  # range(...) yields Python ints
     while True:  # assume, check the body keeps them Python numbers, retract, repeat
         trial = set(known) | assumed
         for o in _all_ops(block.ops):

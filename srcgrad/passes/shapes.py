@@ -203,6 +203,7 @@ def _run_control(op, env, found, derived):
             return carried
         params = [indices[-1] if op.attrs.get("reverse") else indices[0], *carried]
         found.kinds[block.params[0]] = (int, None)
+        found.shapes[block.params[0]] = ()  # a Python int, whatever its value (`t = i * dt`)
     env.update(zip(block.params, params))
     before = [_facts(a, found) for a in op.args[-1].items]
     for p, facts in zip(block.params[1:], before):  # tentatively: the iteration reads them

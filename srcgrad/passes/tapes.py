@@ -1,4 +1,5 @@
-"""Drop tape entries nothing pops and reads (Note [Reverse mode of control flow]).
+"""Tapes and sums of adjoint loops: drop tape entries nothing pops and reads (Note
+[Reverse mode of control flow]); sum cotangents in place (Note [Sums in adjoint loops]).
 
 What a loop pushes is decided when the backward is written, before simplification;
 a value the backward read only for its shape (`xp.shape(h)` before the shape was
@@ -8,7 +9,8 @@ the forward body and from the pop in the backward body.
 
 from __future__ import annotations
 
-from srcgrad.ir.core import Pack, operand_vars
+from srcgrad.ir.core import Pack, Var, operand_vars
+from srcgrad.passes.vjp_control import hoist_invariants
 
 
 def prune_tapes(ops: list) -> None:
@@ -44,3 +46,108 @@ def _blocks(ops):
         for block in op.blocks:
             yield block
             yield from _blocks(block.ops)
+
+
+# ---------------------------------------------------------------------- sums in place
+def accumulate_in_place(ops: list, results: list, probe) -> None:
+    """Sum the cotangents of adjoint loops into their buffers.
+
+    Note [Sums in adjoint loops]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    An adjoint loop sums the cotangent of every outer value its body reads: a carried
+    `grad_W_sum`, started at `zeros_like(W)`, with `grad_W_sum + c` per iteration. Hand
+    BPTT writes `gW += c`; and for a read `xs[t]` indexed by the loop counter the
+    contribution is `scatter_index(c, shape(xs), t)`, a full-size zero array a step
+    (O(T) per step, O(T^2) a loop), where the hand writes `g_xs[t] += c`. For a variant
+    compiled for NumPy arrays (the probe knows shapes and dtypes: Note [Shape
+    specialisation]), `accumulate_in_place` writes such a sum into its buffer:
+
+    * `xp.add(grad_W_sum, c, out=grad_W_sum)` when c has the sum's shape and dtype;
+    * `grad_xs_sum[t] += c` (attrs["add_at"]) when c is `scatter_index(c', shape, t)` at
+      a Python-int index, read only by the sum, and c' has the shape and dtype of a row.
+
+    It may, because the buffer is the loop's own: the start is a `zeros_like` read by
+    nothing else in the whole function (not merged with another by CSE, not returned),
+    and inside the body the carried value is read once, by its sum, so no one sees it
+    change. After optimisation no pass reorders or merges ops, so this runs last.
+    """
+    reads = _read_counts(ops, results)
+    _accumulate(ops, reads, probe)
+
+
+def _read_counts(ops, results) -> dict:
+    count: dict = {}
+
+    def note(operand):
+        for v in operand_vars(operand):
+            count[v] = count.get(v, 0) + 1
+
+    for r in results:
+        note(r)
+    for op in _walk(ops):
+        for a in op.args:
+            note(a)
+        for block in op.blocks:
+            for r in block.results:
+                note(r)
+    return count
+
+
+def _accumulate(ops, reads, probe) -> None:
+    """Sums in place, then what no longer varies leaves the adjoint loop (`Wh.T`,
+    which specialisation wrote after the backward's own hoisting)."""
+    producer = {o: op for op in ops for o in op.outs}
+    out = []
+    for op in ops:
+        for block in op.blocks:
+            _accumulate(block.ops, reads, probe)
+        if op.prim == "for_range" and op.attrs.get("reverse") and op.blocks:
+            _sums_in_place(op, producer, reads, probe)
+            block = op.blocks[0]
+            out.extend(hoist_invariants(block.ops, [*block.params, *_all_outs(block.ops, "tape_pop")]))
+        out.append(op)
+    ops[:] = out
+
+
+def _all_outs(ops, prim):
+    return [o for op in _walk(ops) if op.prim == prim for o in op.outs]
+
+
+def _sums_in_place(loop, outer_producer, reads, probe) -> None:
+    block = loop.blocks[0]
+    inner = {o: op for op in block.ops for o in op.outs}
+    for k, (start, param) in enumerate(zip(loop.args[-1].items, block.params[1:])):
+        result = block.results[k]
+        first = outer_producer.get(start)
+        add = inner.get(result)
+        if (first is None or first.prim != "zeros_like" or not _plain(first) or reads.get(start) != 1
+                or add is None or add.prim != "add" or not _plain(add) or param not in add.args
+                or reads.get(param) != 1 or reads.get(result) != 1
+                or probe.dtypes.get(start) is None or probe.dtypes[start].kind != "f"):
+            continue
+        c = add.args[1] if add.args[0] is param else add.args[0]
+        if not isinstance(c, Var) or c is param:
+            continue
+        scatter = inner.get(c)
+        if scatter is not None and scatter.prim == "scatter_index" and _plain(scatter) and reads.get(c) == 1 \
+                and _is_int_index(scatter.args[2], probe) \
+                and probe.shapes.get(scatter.args[0]) == probe.shapes.get(start, ())[1:] \
+                and probe.dtypes.get(scatter.args[0]) == probe.dtypes[start]:
+            scatter.attrs["add_at"] = param  # `grad_xs_sum[t] += c'`
+            scatter.outs = ()
+            block.ops.remove(add)
+            block.results[k] = param
+        elif probe.shapes.get(c) == probe.shapes.get(start) and probe.dtypes.get(c) == probe.dtypes[start]:
+            add.attrs["add_into"] = param  # `grad_W_sum += c`
+            add.args, add.outs = (param, c), ()
+            block.results[k] = param
+
+
+def _is_int_index(index, probe) -> bool:
+    """A Python int (the loop counter, or arithmetic on it): basic indexing, one row."""
+    return isinstance(index, Var) and probe.kinds.get(index, (None,))[0] is int
+
+
+def _plain(op) -> bool:
+    """Rendered as its rule (no `out=`, `math`, Python value) wherever it runs."""
+    return set(op.attrs) <= {"backward"}

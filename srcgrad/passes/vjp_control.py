@@ -106,12 +106,14 @@ def _shapes_instead(needed, body, b_ops, namer):
     return out
 
 
-def _hoist_invariants(b_ops, varying):
-    """Take out of the backward loop the ops that read nothing the loop changes."""
+def hoist_invariants(b_ops, varying):
+    """Take out of the backward loop the ops that read nothing the loop changes
+    (an op that writes in place stays: Note [Sums in adjoint loops])."""
     varying = set(varying)
     hoisted = []
     for op in list(b_ops):
-        if op.blocks or rules.RULES[op.prim].effect or any(v in varying for v in op.operand_vars()):
+        if op.blocks or rules.RULES[op.prim].effect or not op.outs or any(
+                v in varying for v in op.operand_vars()):
             varying.update(op.outs)
             continue
         b_ops.remove(op)
@@ -171,7 +173,7 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
                                        .free_vars()) if v in defined and v is not index]
     needed = _shapes_instead(needed, body, b_ops, namer)
     # _shapes_instead defined new values in the body: an op reading one is not invariant
-    hoisted = _hoist_invariants(b_ops, _defined(body) | {index} | set(g_params))
+    hoisted = hoist_invariants(b_ops, _defined(body) | {index} | set(g_params))
     tracer.ops.extend(hoisted)
     until = op.attrs.get("until")  # a loop that breaks: its tape counts its iterations too
     taped = needed or is_while or until is not None
