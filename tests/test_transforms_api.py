@@ -97,6 +97,17 @@ def test_source_of_a_vjp_fn_and_vjp_of_a_function_apply():
         sg.jvp(Exp.apply, (np.zeros(2),), (np.ones(2),))
 
 
+def test_vjp_of_a_function_apply_after_linecache_was_emptied():
+    # Exp_apply's text lives only in linecache; a test (or a debugger) may empty it
+    import linecache
+
+    sg.vjp(Exp.apply, np.zeros(2))
+    linecache.clearcache()
+    sg.cache_clear()
+    out, vjp_fn = sg.vjp(Exp.apply, np.zeros(2))
+    assert_close(vjp_fn(np.array([1.0, 2.0]))[0], [1.0, 2.0])
+
+
 @pytest.mark.parametrize("bad, what", [(np.arange(3), r"an integer array \(int64\)"),
                                         (np.array([True, False]), r"an integer array \(bool\)"),
                                         (2, "the int 2"), (np.ones(2, complex), "complex")])

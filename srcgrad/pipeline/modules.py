@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+import linecache
 import os
 
 import numpy
@@ -336,7 +337,8 @@ def _apply_function(cls):
     from srcgrad.autograd.function import uses_setup_context  # the base class, not the runtime
 
     fn = _APPLY.get(cls)
-    if fn is None:
+    # its text lives in linecache only: made again if something emptied linecache since
+    if fn is None or fn.__code__.co_filename not in linecache.cache:
         params = list(inspect.signature(cls.forward).parameters)
         if not uses_setup_context(cls):
             params = params[1:]  # ctx
