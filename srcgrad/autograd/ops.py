@@ -113,7 +113,15 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
     return out
 
 
-_INACTIVE = [(False,) * n for n in range(64)]
+class _AllFalse(dict):
+    """n -> (False,) * n, made once per n (an op may have any number of operands)."""
+
+    def __missing__(self, n):
+        value = self[n] = (False,) * n
+        return value
+
+
+_INACTIVE = _AllFalse()
 
 
 class _Dual:

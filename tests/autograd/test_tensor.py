@@ -185,3 +185,12 @@ def test_train_tensor_example_reduces_the_loss():
     spec.loader.exec_module(module)
     losses = module.train(steps=150, verbose=False)
     assert losses[-1] < 0.2 * losses[0]
+
+
+def test_an_op_on_many_operands():
+    # np.stack of 70 tensors: 70 operands in one op, with and without a graph
+    plain = [sg.tensor(np.full(2, float(i))) for i in range(70)]
+    assert np.stack(plain).shape == (70, 2)
+    leaves = [sg.tensor(np.full(2, float(i)), requires_grad=True) for i in range(70)]
+    (np.stack(leaves) ** 2).sum().backward()
+    assert np.allclose(leaves[69].grad.numpy(), [138.0, 138.0])
