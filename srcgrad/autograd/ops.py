@@ -34,7 +34,7 @@ SEQUENCE_COUNT = "#arrays"
 # Rows whose NumPy result may be a view of operand 0: it shares the version counter.
 VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose", "swapaxes",
                         "moveaxis", "expand_dims", "squeeze", "getitem", "diagonal",
-                        "broadcast_to", "flip", "split"})
+                        "broadcast_to", "split"})  # flip: a copy in torch
 
 
 class _Entry:
@@ -99,11 +99,15 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
                         for a in operands])
         e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
         ans, saved = e.forward(*datas)
+        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
+            ans, saved = _owned(ans, saved)
         out = _record(e, name, ans, saved, operands)
     else:
         active = _INACTIVE[len(operands)]
         e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
         ans, _ = e.forward(*datas)
+        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
+            ans = ans.copy()
         if type(ans) is tuple:
             out = tuple(_plain(a, operands, e) for a in ans)
         else:
@@ -137,6 +141,21 @@ class _Dual:
 
 
 DUAL = _Dual()
+
+
+def _aliases(ans, d0) -> bool:
+    """Whether a row that is not a view in torch (flip, fliplr, atleast_2d, ...) returned
+    operand 0's memory, as NumPy may: the result is copied, so writing it in place never
+    changes the operand behind autograd's back."""
+    return ans is d0 or ans.base is not None and type(d0) is _ndarray and \
+        numpy.may_share_memory(ans, d0)
+
+
+def _owned(ans, saved):
+    fresh = ans.copy()
+    if saved:
+        saved = tuple(fresh if s is ans else s for s in saved)
+    return fresh, saved
 
 
 def _plain(ans, operands, e):

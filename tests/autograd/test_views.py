@@ -74,6 +74,17 @@ def test_a_reshape_that_copies_is_not_a_view():
     check(t, np.arange(6.0).reshape(2, 3))
 
 
+@pytest.mark.parametrize("make", [lambda t: t.flip(0), lambda t: np.fliplr(t),
+                                  lambda t: np.atleast_2d(t)])
+def test_ops_that_copy_in_torch_copy(make):  # NumPy returns views for these; torch does not
+    t = sg.tensor(np.arange(4.0).reshape(2, 2))
+    c = make(t)
+    assert not c._is_view()
+    c.add_(1)
+    assert t._version == 0
+    check(t, np.arange(4.0).reshape(2, 2))
+
+
 def test_detach_shares_the_counter_but_is_not_a_view():
     x = leaf([1.0, 2.0])
     d = x[:1].detach()
