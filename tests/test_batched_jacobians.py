@@ -40,6 +40,11 @@ REFUSED = {
     ("tensordot_bar", "dot-scalar", "forward"): "of a scalar operand",
     ("take", "flat", "reverse"): "`take_bar`'s result depends on the data",
     ("take_along_axis", "axis1", "reverse"): "`take_along_bar`'s result depends on the data",
+    ("pad_bar", "reflect", "forward"): "copies elements into the border",
+    ("pad_bar", "wrap", "forward"): "copies elements into the border",
+    ("repeat", "int", "reverse"): "`repeat_bar` has no batched form",
+    ("tile", "2d", "reverse"): "`tile_bar` has no batched form",
+    ("solve", "batch-vector", "forward"): "a stack of matrices with one vector",
 }
 def _module(tmp_path, rule, args):
     """A module with `p(<operands>)`, the row's primal, and `f(<operands>, w...)`, a

@@ -43,6 +43,7 @@ from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars, substitute
 from srcgrad.ir.expand import Expander
 from srcgrad.passes.batch_base import Unbatchable, _axes, _elementwise, _shift, _static
 from srcgrad.passes.batch_contract import HANDLERS as CONTRACTIONS
+from srcgrad.passes.batch_layout import HANDLERS as LAYOUT
 
 
 def fold_static(ops: list, values: dict) -> list:
@@ -517,6 +518,7 @@ def _diagonal_bar(b, op, c, shape, offset, axis1, axis2):
 _HANDLERS = {
     "zeros_like": _same_shape, "ones_like": _same_shape, "full_like": _same_shape,
     "empty_like": _same_shape, "copy": _same_shape, "astype": _same_shape,
+    "as_columns": _same_shape, "from_columns": _same_shape,  # a trailing unit axis
     "sum": _reduction, "mean": _reduction, "prod": _reduction, "max": _reduction,
     "min": _reduction, "var": _reduction, "std": _reduction,
     "cumsum": _scan, "cumprod": _scan, "norm": _norm,
@@ -541,6 +543,7 @@ def _handlers() -> dict:
     """Every batched form: the ones above and the contractions (srcgrad.passes.batch_contract)."""
     if "matmul" not in _HANDLERS:
         _HANDLERS.update(CONTRACTIONS)
+        _HANDLERS.update(LAYOUT)
     return _HANDLERS
 
 

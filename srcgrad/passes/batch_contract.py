@@ -208,8 +208,23 @@ def _einsum_bar(b, op, c, other, subscripts, shape, which):
     b.keep(Op("einsum", (), op.outs, op.loc), Const(f"{subs}->{z}{target}"), c, other, Const(True))
 
 
+def _solve(b, op, a, rhs):
+    """`solve(a, rhs_b)` for a primal matrix: a stack of right-hand sides broadcasts
+    against `a`; a batched vector is a matrix of B columns."""
+    if b.is_b(a):
+        raise Unbatchable("`solve` with a batched matrix")
+    if b.rank(rhs) >= 2:  # stacks of matrices: the batch axis goes before a's stack axes
+        return b.keep(op, a, b.pad(rhs, b.rank(a)))
+    if b.rank(a) != 2:
+        raise Unbatchable("`solve` of a stack of matrices with one vector")
+    n = b.shape(rhs)[0]
+    cols = b.call("matrix_transpose", rhs, shape=(n, b.size))  # (B, n) -> (n, B)
+    solved = b.expander.apply(rules.RULES["solve"], [a, cols], {})
+    b.keep(Op("matrix_transpose", (), op.outs, op.loc), solved)
+
+
 HANDLERS = {
     "matmul": _matmul, "dot": _dot, "inner": _inner, "vdot": _vdot, "outer": _outer,
     "matmul_bar": _matmul_bar, "tensordot": _tensordot, "einsum": _einsum,
-    "tensordot_bar": _tensordot_bar, "einsum_bar": _einsum_bar,
+    "tensordot_bar": _tensordot_bar, "einsum_bar": _einsum_bar, "solve": _solve,
 }
