@@ -559,9 +559,29 @@ def test_writes_through_container_items_and_aliases_across_an_if(fn, wrap):
                          atol=1e-7)
 
 
-@pytest.mark.parametrize("fn,message", [(write_in_loop_through_dict_item, "shares memory with `d`"),
+@pytest.mark.parametrize("fn,message", [(write_in_loop_through_dict_item, "that `d` holds was written"),
                                         (write_in_loop_into_dict_item, "that the dict `d` holds")])
 def test_writes_in_a_loop_into_an_array_a_container_holds_are_refused(fn, message):
     with pytest.raises(sg.CompileError, match=message) as info:
         sg.grad(fn)(M23[0])
     assert info.value.filename.endswith("test_never_wrong_mutation.py")
+
+
+def unpacked_then_written_in_loop(a, b):
+    pair = (a * 2.0, b * 1.0)
+    v1, v2 = pair  # `pair` still holds v2's array, and is not read again: compiles
+    v2[0] = 1.0
+    k = 0
+    while k < 2 and np.mean(v2) < 5.0:
+        k += 1
+        v2 *= 2.0
+    return np.sum(v1) * np.sum(v2 * b)
+
+
+def test_a_write_in_a_loop_into_an_array_a_container_holds_compiles_when_not_read_through_it():
+    fn = unpacked_then_written_in_loop
+    args = [np.array([0.5, -1.0]), np.array([1.5, 0.25])]
+    grads = sg.grad(fn, wrt=(0, 1))(*[a.copy() for a in args])
+    for i in range(2):
+        assert_close(grads[i], numeric_grad(lambda *x: fn(*[y.copy() for y in x]), args, i),
+                     rtol=1e-5, atol=1e-7)

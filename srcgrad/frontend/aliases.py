@@ -76,6 +76,23 @@ class BlockAliases:
         for init, param, result, out in zip(inits, params, results, outs):
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
+            if id(param) in self.held_written:  # a tuple/list/dict holds what the body wrote
+                self._poison_held(param, init)
+
+    def _poison_held(self, param, init):
+        """The containers holding a loop param's first value, written through the param
+        in the body: a loop carries arrays, not containers, so what they hold after the
+        loop is Undecided (reading it is a CompileError; fuzz seeds 388, 2878)."""
+        name, holders = self.held[id(param)]
+        loc = self.held_written[id(param)]
+        root = self._chain(init)[-1]
+        marker = Undecided(f"an array that {', '.join(f'`{h}`' for h in holders)} holds was "
+                           f"written through `{name}` inside a loop (line {loc.line if loc else '?'}"
+                           "), and a loop does not carry a tuple, list or dict",
+                           f"read it as `{name}` after the loop, or copy it out of the container "
+                           f"before the loop (`{name} = {name}.copy()`)", loc)
+        # the loop's own name is bound to its output right after (ControlFlow.close_loop)
+        self._remap(lambda r: marker if self._chain(r)[-1] is root else None)
 
     def check_loop_containers(self, node, before, after, carried):
         """A tuple, list or dict holding an array the body wrote into changes in the body
@@ -100,10 +117,17 @@ class BlockAliases:
                 continue
             root = self._chain(init)[-1]
             others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
-                             if n != name and any(self._mutable(leaf) and self._chain(leaf)[-1]
-                                                  is root for leaf in _leaves(v))})
-            if others:
-                self.shared[id(param)] = (name, others)
+                             if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
+                             and self._chain(v)[-1] is root})
+            holders = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                              if isinstance(v, (tuple, list, dict)) and any(
+                                  self._mutable(leaf) and self._chain(leaf)[-1] is root
+                                  for leaf in _leaves(v))})
+            if others or holders:
+                # only containers hold it (`v1, v2 = T`): the write is allowed and what
+                # they hold is Undecided after the loop (`held`, note_loop_outputs)
+                table = self.shared if others else self.held
+                table[id(param)] = (name, others + holders)
                 if self.is_array(init):
                     self.arrays[id(param)] = param
 
@@ -115,6 +139,8 @@ class BlockAliases:
         """A write inside a loop through a value that, on the first iteration, shares
         memory with names the loop does not see it write: refused."""
         for v in self._chain(t):
+            if id(v) in self.held:
+                self.held_written[id(v)] = self.tracer.loc
             if id(v) in self.shared:
                 name, others = self.shared[id(v)]
                 names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence"))

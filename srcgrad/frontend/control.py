@@ -432,9 +432,9 @@ class ControlFlow:
         outs = tuple(Var(self.namer.fresh(n), p.kind) for n, p in zip(carried, params))
         for init, out in zip(inits, outs):
             self.note_maybe_none(out, init)
+        self.mutation.check_loop_containers(node, scope.env, env_after, carried)
         self.mutation.note_loop_outputs(prim, args, inits, params, results[-len(params):] if params
                                         else [], outs)
-        self.mutation.check_loop_containers(node, scope.env, env_after, carried)
         self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
                            blocks=(Block(body_ops, results, block_params),)))
         scope.env.update(zip(carried, outs))

@@ -83,6 +83,8 @@ class Mutation(BlockAliases):
         # id(loop param) -> (name, other names) when the value it starts as shares memory
         # with another name's: a write through the param would reach them in NumPy
         self.shared: dict = {}
+        self.held: dict = {}  # id(loop param) -> (name, containers holding its first value)
+        self.held_written: dict = {}  # id(loop param) -> Loc of a write through it
 
     def start(self, fs_node, ops):
         self.top_ops = ops
