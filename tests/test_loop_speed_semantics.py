@@ -316,3 +316,31 @@ def test_np_float64_at_a_singular_point_matches_arrays():
         expected, arrays = sg.value_and_grad(ratio, wrt=(0, 1))(np.array(1.0), np.array(0.0))
     assert value == expected
     np.testing.assert_array_equal(np.asarray(grads, dtype=float), np.asarray(arrays, dtype=float))
+
+
+def powers_of_the_index(x):
+    """`2.0 ** i` and `1 / (i + 1)` on the loop index: Python's arithmetic on ints."""
+    s = x * 0.0
+    for i in range(-3, 3):
+        s = s + np.sin(x) * 2 ** i + x / (i + 4)
+    return s * s
+
+
+@pytest.mark.parametrize("kind", [float, np.float64, np.array])
+def test_loop_index_arithmetic_is_pythons(kind):
+    x = kind(0.7)
+    g = sg.grad(powers_of_the_index)(x)
+    assert_close(g, numeric_grad(powers_of_the_index, [0.7], 0), rtol=1e-6)
+
+
+def test_vjp_fn_sums_in_place_and_runs_twice():
+    """sg.vjp's backward sums in place too; each vjp_fn call starts its own buffers."""
+    args = _rnn_args()
+    out, vjp_fn = sg.vjp(rnn, *args)
+    first = vjp_fn(1.0)
+    second = vjp_fn(2.0)
+    for i in (0, 1, 2, 3):
+        expected = numeric_grad(rnn, args, i)
+        assert_close(first[i], expected, rtol=1e-5, atol=1e-7)
+        assert_close(second[i], 2.0 * expected, rtol=1e-5, atol=1e-7)
+    assert "scatter_index" not in sg.source(vjp_fn)

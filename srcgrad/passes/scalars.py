@@ -88,11 +88,17 @@ def _as_numpy(op, known):
               attrs={k: v for k, v in op.attrs.items() if k == "backward"})
 
 
+_INDICES = "loop indices"  # a key of `tapes`: the range indices (Python ints)
+
+
 def _block(ops, known, tapes):
     """`tapes`: tape Var -> which pushed entries are Python numbers (popped ones are)."""
     out = []
+    indices = tapes.get(_INDICES, ())
     for op in ops:
-        if not op.blocks and _may_be_singular(op):
+        # `2 ** i`, `1 / i` on a loop index: Python's int arithmetic, as the user's loop does
+        by_index = any(isinstance(a, Var) and a in indices for a in op.args)
+        if not op.blocks and _may_be_singular(op) and not by_index:
             convert = _as_numpy(op, known)
             if convert is not None:
                 out.append(convert)
@@ -146,6 +152,7 @@ def _control(op, known, tapes):
     assumed = {p for p, init in zip(params, inits) if _is_scalar(init, known)}
     if op.prim == "for_range":
         known.add(block.params[0])  # range(...) yields Python ints
+        tapes.setdefault(_INDICES, set()).add(block.params[0])
     while True:  # assume, check the body keeps them Python numbers, retract, repeat
         trial = set(known) | assumed
         for o in _all_ops(block.ops):

@@ -222,6 +222,8 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
         ops, results = optimize(ops, results, found.shapes, found.values)
     _prefer_methods(ops, found.arrays)
     ops = reusable_tapes(ops, namer)  # vjp_fn may be called more than once
+    if args is not None and optimized:  # each run of the backward makes its own sums
+        accumulate_in_place(ops, results, found)
     n_out, n_grad = len(graph.outputs), len(grad_list)
     outputs, grad_list = results[:n_out], results[n_out:n_out + n_grad]
     hook_params = list(hook_vars) if hooks else []
