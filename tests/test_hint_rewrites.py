@@ -569,6 +569,20 @@ PROGRAM = textwrap.dedent('''
             w[i] = w[i] * 2.0
         return np.sum(w * x)
 
+    def bad_read_container_after_loop(x):
+        t = (x * 1.0, x * 2.0)
+        v1, v2 = t
+        for i in range(3):
+            v2[i] = v2[i] * 3.0
+        return np.sum(t[1] * x)  # HERE
+
+    def good_read_container_after_loop(x):
+        t = (x * 1.0, x * 2.0)
+        v1, v2 = t
+        for i in range(3):
+            v2[i] = v2[i] * 3.0
+        return np.sum(v2 * x)
+
     def bad_write_through_row(x):
         m = np.stack([x, x * 2.0])
         for row in m:
@@ -708,6 +722,42 @@ PROGRAM = textwrap.dedent('''
 
     def typed_in_a_file(x):
         return np.sum(x * x)
+
+    def bad_dynamic_index(x):
+        ys = [x[0] * 2.0, x[1], x[2]]
+        return ys[np.argmax(x)]  # HERE
+
+    def good_dynamic_index(x):
+        ys = [x[0] * 2.0, x[1], x[2]]
+        return np.stack(ys)[np.argmax(x)]
+
+    def bad_star_of_array(x):
+        return np.sum(np.stack([*x]) ** 2)  # HERE
+
+    def good_star_of_array(x):
+        return np.sum(np.stack([x[0], x[1], x[2]]) ** 2)
+
+    def bad_repeat(x, n):
+        ys = [x] * n  # HERE
+        return np.sum(ys[0] * ys[1])
+
+    def good_repeat(x, n):
+        ys = [x] * 2
+        return np.sum(ys[0] * ys[1])
+
+    def bad_branch_structure(x):
+        if np.sum(x) > 0:  # HERE
+            acc = [x]
+        else:
+            acc = [x, x]
+        return np.sum(acc[0] * acc[-1])
+
+    def good_branch_structure(x):
+        if np.sum(x) > 0:
+            acc = [x, x]
+        else:
+            acc = [x, x * 2.0]
+        return np.sum(acc[0] * acc[-1])
 
     SIN = np.sin
 
@@ -911,6 +961,9 @@ ROWS = [
     Row(("frontend/aliases.py", "a write inside a loop into an array that the"),
         "bad_write_into_held_array", "an array that the list `ws` holds",
         "take the array out of `ws` before the loop as its own copy", "good_write_into_held_array"),
+    Row(("frontend/aliases.py", "holds was written through `{}` inside a loop"),
+        "bad_read_container_after_loop", "holds was written through `v2` inside a loop",
+        "read it as `v2` after the loop", "good_read_container_after_loop"),
     Row(("frontend/aliases.py", "a row of the array the loop iterates over"),
         "bad_write_through_row", "a row of the array the loop iterates over",
         "loop over `range(len(x))`", "good_write_through_row"),
@@ -934,6 +987,15 @@ ROWS = [
         line=False),  # names `<stdin>`, line 1: there is no file to point into
     Row(("frontend/parse.py", "cannot read the source of {}"), "lambda_at_a_prompt",
         "cannot read the source", "define the lambda in a file", "typed_in_a_file", line=False),
+    Row(("ir/expand.py", "indexing a tuple, list or dict with a dynamic index"),
+        "bad_dynamic_index", "dynamic index", "`np.stack(items)[i]`", "good_dynamic_index"),
+    Row(("ir/expand.py", "unpacking an array with `*`"), "bad_star_of_array", "with `*`",
+        "index its rows instead", "good_star_of_array"),
+    Row(("frontend/trace.py", "repeating a sequence a dynamic number of times"), "bad_repeat",
+        "a dynamic number of times", "`[x] * 2`", "good_repeat", args=lambda m: (X.copy(), 2)),
+    Row(("frontend/control.py", "holding differently shaped containers"), "bad_branch_structure",
+        "`acc` holding differently shaped containers", "the same structure on both paths",
+        "good_branch_structure"),
     Row(("frontend/parse.py", "it is not a Python function"), "SIN", "not a Python function",
         "pass a function defined with `def`", "good_sin", line=False),  # no source: no line
     Row(("frontend/parse.py", "only functions defined with `def`"), "bad_async_def",
@@ -1022,20 +1084,16 @@ EXEMPT = {
     ("frontend/containers.py", "{} that depends on array values"): NOT_YET,
     ("frontend/containers.py", "`dict.update` with something other than a dict"): NOT_YET,
     ("frontend/containers.py", "iterating over this value"): NOT_YET,
-    ("frontend/control.py", "holding differently shaped containers"): NOT_YET,
     ("frontend/idioms.py", "a dtype that depends on the arguments"): NOT_YET,
     ("frontend/idioms.py", "an empty list inside `np.array`"): NOT_YET,
     ("frontend/mutation.py", "augmented assignment to a dynamic or sliced container item"): NOT_YET,
     ("frontend/mutation.py", "item assignment into this value"): NOT_YET,
     ("frontend/records.py", "which is not a method defined in Python"): NOT_YET,
     ("frontend/trace.py", "a dict key that depends on the arguments"): NOT_YET,
-    ("frontend/trace.py", "repeating a sequence a dynamic number of times"): NOT_YET,
     ("ir/expand.py", "a conditional expression on array values in a formula"): NOT_YET,
     ("ir/expand.py", "the array attribute `.{}`"): NOT_YET,
-    ("ir/expand.py", "indexing a tuple, list or dict with a dynamic index"): NOT_YET,
     ("ir/expand.py", "the comparison `{}` on arrays"): NOT_YET,
     ("ir/expand.py", "the operator `{}` on arrays"): NOT_YET,
-    ("ir/expand.py", "unpacking an array with `*`"): NOT_YET,
 }
 
 

@@ -280,7 +280,9 @@ class ControlFlow:
             la, ta = _leaves(a)
             lb, tb = _leaves(b)
             if ta != tb:
-                self.fail(node, f"`{name}` holding differently shaped containers in the two branches")
+                self.fail(node, f"`{name}` holding differently shaped containers in the two branches",
+                          "give it the same structure on both paths (as many items, the same keys), "
+                          "or keep its parts in separate names")
             trees.append((ta, len(la)))
             for x, y in zip(la, lb):
                 if isinstance(x, Undecided) or isinstance(y, Undecided):

@@ -267,7 +267,8 @@ class Tracer(Expander, ControlFlow):
             return tuple(out) if isinstance(left, tuple) else out
         seq, n = (left, right) if isinstance(left, (tuple, list)) else (right, left)
         if not isinstance(n, Const):
-            self.fail(node, "repeating a sequence a dynamic number of times")
+            self.fail(node, "repeating a sequence a dynamic number of times",
+                      "repeat a literal number of times (`[x] * 2`), or use `np.tile` on an array")
         return type(seq)(items(seq) * n.value)
 
     def dynamic_ifexp(self, node, test, scope):

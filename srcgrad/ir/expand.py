@@ -191,7 +191,8 @@ class Expander:
                 if isinstance(inner, Const):
                     inner = [Const(v) for v in inner.value]
                 if not isinstance(inner, (tuple, list)):
-                    self.fail(e, "unpacking an array with `*`")
+                    self.fail(e, "unpacking an array with `*`",
+                              "index its rows instead (`x[0], x[1]` for `*x`), or use the array whole")
                 yield from inner
             else:
                 yield self.expr(e, scope)
@@ -304,7 +305,8 @@ class Expander:
         index = self.index(node.slice, scope)
         if isinstance(base, (tuple, list, dict)):
             if not isinstance(index, Const):
-                self.fail(node, "indexing a tuple, list or dict with a dynamic index")
+                self.fail(node, "indexing a tuple, list or dict with a dynamic index",
+                          "stack the items into one array and index that: `np.stack(items)[i]`")
             try:
                 picked = base[index.value]
             except (IndexError, KeyError, TypeError) as err:
