@@ -444,17 +444,25 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
+def _first_derivative(func, inputs, v, create_graph, strict, name):
+    """vhp's and hvp's common start (torch's order of checks): the inputs and `v` checked,
+    `func` run, its scalar output checked, and its gradient with a graph."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    v = _v_or_none(v, inputs, is_inputs_tuple, create_graph, name)
+    is_outputs_tuple, outputs = _as_tuple(func(*inputs), _OUTPUTS, name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    _scalar_output(outputs, is_outputs_tuple, name)
+    jac = _autograd_grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """`(func(*inputs), v^T H)` for scalar `func` (a double backward)."""
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_none(v, inputs, is_inputs_tuple, create_graph, "vhp")
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), _OUTPUTS, "vhp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        _scalar_output(outputs, is_outputs_tuple, "vhp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, create_graph, strict, "vhp")
         grads = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grads, inputs, strict, create_graph, "double_back")
     outputs = _grad_postprocess(outputs, create_graph)
@@ -466,14 +474,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """`(func(*inputs), H v)` for scalar `func` (torch's double-backward trick on the
     gradient: H v is the gradient of `u -> (u^T H)` at v)."""
     with grad_mode.enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _v_or_none(v, inputs, is_inputs_tuple, create_graph, "hvp")
-        is_outputs_tuple, outputs = _as_tuple(func(*inputs), _OUTPUTS, "hvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
-        _scalar_output(outputs, is_outputs_tuple, "hvp")
-        jac = _autograd_grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, create_graph, strict, "hvp")
         grad_jac = tuple(_zeros_like(t, requires_grad=True) for t in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
