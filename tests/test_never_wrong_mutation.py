@@ -585,3 +585,45 @@ def test_a_write_in_a_loop_into_an_array_a_container_holds_compiles_when_not_rea
     for i in range(2):
         assert_close(grads[i], numeric_grad(lambda *x: fn(*[y.copy() for y in x]), args, i),
                      rtol=1e-5, atol=1e-7)
+
+
+# Writes through a loop param that aliases another name's array on a later iteration or
+# in a nested loop (fuzz seed 4718): the shared-memory check looked at the first value of
+# the innermost loop's param only, so the write reaching `v` was dropped (a nan value).
+
+def alias_in_nested_loop(a):
+    x = a * 1.0
+    v = x
+    for _ in range(2):
+        for _ in range(2):
+            x[0] = 3.0
+    return np.sum(v * v)
+
+
+def rebound_to_alias_then_written(a):
+    x = a * 1.0
+    v = a * 2.0
+    for _ in range(3):
+        x[0] = x[0] + 1.0
+        x = v  # the next iteration writes into v
+    return np.sum(v * v)
+
+
+def fuzz_4718(x0):
+    v1 = x0
+    if x0.max() > 0.25:
+        return np.sum(x0)
+    for _ in range(2):
+        for _ in range(4):
+            x0[0:2] = 1.0
+            x0 = v1
+    return np.dot(v1[:1], x0[:1])
+
+
+@pytest.mark.parametrize("fn,message", [(alias_in_nested_loop, "shares memory with `v`"),
+                                        (rebound_to_alias_then_written, "leaves bound to the array of `v`"),
+                                        (fuzz_4718, "shares memory with `v1`")])
+def test_loop_writes_reaching_another_name_on_a_later_iteration_are_refused(fn, message):
+    with pytest.raises(sg.CompileError, match=message) as info:
+        sg.grad(fn)(np.array([-1.5, -1.9]))
+    assert info.value.filename.endswith("test_never_wrong_mutation.py")

@@ -74,10 +74,31 @@ class BlockAliases:
         runs = prim == "for_range" and (bounds is None or not all(
             isinstance(b, int) for b in bounds) or bounds[2] == 0 or len(range(*bounds)) > 0)
         for init, param, result, out in zip(inits, params, results, outs):
+            self._refuse_rebound_alias(param, result)
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
             if id(param) in self.held_written:  # a tuple/list/dict holds what the body wrote
                 self._poison_held(param, init)
+
+    def _refuse_rebound_alias(self, param, result):
+        """A body that writes through a param and ends its iteration with the name bound to
+        another name's array (`x = v` in the body): the next iteration writes into that
+        array, which the body does not see (fuzz seed 4718)."""
+        if id(param) not in self.written_params or not self._mutable(result):
+            return
+        root = self._chain(result)[-1]
+        if root is param or self._chain(root)[-1] is param:
+            return
+        names = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                        if isinstance(v, (Var, Const)) and self._mutable(v)
+                        and self._chain(v)[-1] is root})
+        if names:
+            loc = self.written_params[id(param)]
+            listed = ", ".join(f"`{n}`" for n in names)
+            self.tracer.fail(None, f"an in-place write inside a loop (line {loc.line if loc else '?'})"
+                             f" through a name that an iteration leaves bound to the array of {listed}, "
+                             "so the next iteration would write into it", "copy where the loop binds "
+                             "it (`y = x.copy()`), or write into one name only")
 
     def _poison_held(self, param, init):
         """The containers holding a loop param's first value, written through the param
@@ -123,6 +144,10 @@ class BlockAliases:
                               if isinstance(v, (tuple, list, dict)) and any(
                                   self._mutable(leaf) and self._chain(leaf)[-1] is root
                                   for leaf in _leaves(v))})
+            for table in (self.shared, self.held):  # a nested loop's param starts as the
+                if id(init) in table and not others + holders:  # enclosing loop's (seed 4718)
+                    others, holders = (table[id(init)][1], []) if table is self.shared \
+                        else ([], table[id(init)][1])
             if others or holders:
                 # only containers hold it (`v1, v2 = T`): the write is allowed and what
                 # they hold is Undecided after the loop (`held`, note_loop_outputs)
@@ -139,6 +164,7 @@ class BlockAliases:
         """A write inside a loop through a value that, on the first iteration, shares
         memory with names the loop does not see it write: refused."""
         for v in self._chain(t):
+            self.written_params[id(v)] = self.tracer.loc
             if id(v) in self.held:
                 self.held_written[id(v)] = self.tracer.loc
             if id(v) in self.shared:

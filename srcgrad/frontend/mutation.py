@@ -85,6 +85,7 @@ class Mutation(BlockAliases):
         self.shared: dict = {}
         self.held: dict = {}  # id(loop param) -> (name, containers holding its first value)
         self.held_written: dict = {}  # id(loop param) -> Loc of a write through it
+        self.written_params: dict = {}  # id(value) -> Loc of the last write through it
 
     def start(self, fs_node, ops):
         self.top_ops = ops
