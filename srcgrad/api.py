@@ -214,6 +214,10 @@ def vjp(f, *primals, has_aux=False):
     """
     hooks = contexts.current_hooks()
     recorded_in = contexts.mutation_allowed()
+    if hooks is None and recorded_in is None and not has_aux:
+        plain = modules.plain_vjp(f, primals)  # Note [The plain sg.vjp call]
+        if plain is not None:
+            return plain
     leaves, trees = pytree.flatten_args(primals)
     leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
@@ -236,17 +240,7 @@ def vjp(f, *primals, has_aux=False):
         if recorded_in is not None and contexts.mutation_allowed() is not recorded_in:
             raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
                                  "contextin which the graph was originally recorded.")  # sic, torch
-        cts, ct_tree = pytree.flatten(cotangent)
-        if ct_tree != out_tree:
-            raise ValueError(f"vjp_fn: the cotangent's structure {pytree.describe(ct_tree)} does "
-                             f"not match the output's {pytree.describe(out_tree)}")
-        for k, (ct, o) in enumerate(zip(cts, out_leaves)):
-            if arguments.shape_of(ct) != arguments.shape_of(o):
-                where = f" {k}" if len(cts) > 1 else ""
-                raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
-                                 f"output{where} has shape {numpy.shape(o)}")
-        if specialized:  # its backward was compiled for arrays of the outputs' shapes
-            cts = [c if c.__class__ is numpy.ndarray else numpy.asarray(c) for c in cts]
+        cts = arguments.check_cotangents(cotangent, out_tree, out_leaves, specialized)
         flat = bwd(saved, *cts, *aux_zeros)
         return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
 

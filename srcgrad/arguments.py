@@ -45,3 +45,21 @@ def shape_of(value) -> tuple:
     if cls is float or cls is int:
         return ()
     return numpy.shape(value)
+
+
+def check_cotangents(cotangent, out_tree, out_leaves, specialized: bool) -> list:
+    """The leaves of `vjp_fn`'s `cotangent`, checked against the output it is the
+    cotangent of: the same structure, each leaf the same shape (a clear error, never a
+    gradient of the wrong shape). A variant compiled for arrays gets arrays."""
+    cts, ct_tree = pytree.flatten(cotangent)
+    if ct_tree != out_tree:
+        raise ValueError(f"vjp_fn: the cotangent's structure {pytree.describe(ct_tree)} does "
+                         f"not match the output's {pytree.describe(out_tree)}")
+    for k, (ct, o) in enumerate(zip(cts, out_leaves)):
+        if shape_of(ct) != shape_of(o):
+            where = f" {k}" if len(cts) > 1 else ""
+            raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
+                             f"output{where} has shape {numpy.shape(o)}")
+    if specialized:  # its backward was compiled for arrays of the outputs' shapes
+        cts = [c if c.__class__ is numpy.ndarray else numpy.asarray(c) for c in cts]
+    return cts

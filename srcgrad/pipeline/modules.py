@@ -19,6 +19,7 @@ import os
 import numpy
 
 from srcgrad import backend, contexts
+from srcgrad.arguments import check_cotangents
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
@@ -313,6 +314,51 @@ class CompiledVjpHooks(Compiled):
     def _generate(self, fs, key: str) -> tuple:
         return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed()))
 
+
+
+# Note [The plain sg.vjp call]
+# Most calls of sg.vjp pass arrays and floats, with no hooks, no allow-mutation context
+# and no aux, to a function returning one array. At small sizes the Python around the
+# generated forward and backward (flattening trees, building a closure, checking the
+# cotangent's structure) cost as much as they did, so that call takes a short path:
+# the variant's forward runs at once and `vjp_fn` is a small object checking one shape.
+_PLAIN_PRIMALS = frozenset({numpy.ndarray, float, numpy.float64})
+
+
+def plain_vjp(f, primals):
+    """`(out, vjp_fn)` of sg.vjp's plain call, or None when the call is not one."""
+    for p in primals:
+        if p.__class__ not in _PLAIN_PRIMALS:
+            return None
+    compiled = compiled_vjp(source_function(f))
+    leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
+    fwd, bwd, specialized = compiled.vjp_variant(leaves)
+    if compiled.out_tree != pytree.LEAF:
+        return None
+    outs, saved = fwd(*leaves)
+    out = outs[0]
+    return out, _PlainVjpFn(bwd, saved, out, specialized, compiled)
+
+
+class _PlainVjpFn:
+    """`vjp_fn` of a plain sg.vjp call: the backward of one array output."""
+
+    __slots__ = ("bwd", "saved", "out", "shape", "specialized", "__srcgrad__")
+    __name__ = "vjp_fn"  # as the general path's closure is named (gradcheck recognises it)
+
+    def __init__(self, bwd, saved, out, specialized, compiled):
+        self.bwd, self.saved, self.out, self.specialized = bwd, saved, out, specialized
+        self.shape = getattr(out, "shape", None)
+        self.__srcgrad__ = compiled  # sg.source(vjp_fn)
+
+    def __call__(self, cotangent):
+        cls = cotangent.__class__
+        if cls is numpy.ndarray and cotangent.shape == self.shape:
+            return self.bwd(self.saved, cotangent)
+        if cls is float and self.shape == ():
+            return self.bwd(self.saved, numpy.asarray(cotangent) if self.specialized else cotangent)
+        cts = check_cotangents(cotangent, pytree.LEAF, (self.out,), self.specialized)
+        return self.bwd(self.saved, *cts)
 
 
 def source_function(f):
