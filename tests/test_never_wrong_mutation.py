@@ -627,3 +627,21 @@ def test_loop_writes_reaching_another_name_on_a_later_iteration_are_refused(fn, 
     with pytest.raises(sg.CompileError, match=message) as info:
         sg.grad(fn)(np.array([-1.5, -1.9]))
     assert info.value.filename.endswith("test_never_wrong_mutation.py")
+
+
+def alias_from_one_loop_written_in_the_next(x0):  # fuzz seed 7752
+    v1 = x0 * 1.0
+    r2 = x0 * 2.0
+    k = 0
+    while k < 2:
+        k += 1
+        r2 = v1.reshape((2,))  # after the while, r2 may be v1's array
+    for _ in range(2):
+        r2 += r2[:1]
+    return np.sum(v1)
+
+
+def test_a_loop_param_that_may_be_another_names_array_is_refused_when_written():
+    with pytest.raises(sg.CompileError, match="shares memory with `v1`") as info:
+        sg.grad(alias_from_one_loop_written_in_the_next)(np.array([1.7, 0.2]))
+    assert info.value.filename.endswith("test_never_wrong_mutation.py")

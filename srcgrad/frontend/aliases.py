@@ -137,12 +137,13 @@ class BlockAliases:
                     not isinstance(init, Const):
                 continue
             root = self._chain(init)[-1]
-            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+            roots = {id(root)} | {id(r) for r in self._merged_roots(root)}  # a branch's or
+            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()  # loop's
                              if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
-                             and self._chain(v)[-1] is root})
+                             and id(self._chain(v)[-1]) in roots})  # other paths (seed 7752)
             holders = sorted({n for scope in self._scopes() for n, v in scope.env.items()
                               if isinstance(v, (tuple, list, dict)) and any(
-                                  self._mutable(leaf) and self._chain(leaf)[-1] is root
+                                  self._mutable(leaf) and id(self._chain(leaf)[-1]) in roots
                                   for leaf in _leaves(v))})
             for table in (self.shared, self.held):  # a nested loop's param starts as the
                 if id(init) in table and not others + holders:  # enclosing loop's (seed 4718)
@@ -183,6 +184,20 @@ class BlockAliases:
     def _merged_paths(self, t) -> bool:
         """`t`'s storage is, on some path, a branch output's other source."""
         return any(self._mutable(s) for s in self.merged.get(id(self._chain(t)[-1]), ()))
+
+    def _merged_roots(self, top) -> list:
+        """The storages `top` is on some path (branch and loop merges, transitively)."""
+        roots, todo, seen = [], [top], set()
+        while todo:
+            t = self._chain(todo.pop())[-1]
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            for s in self.merged.get(id(t), ()):
+                if self._mutable(s):
+                    roots.append(self._chain(s)[-1])
+                    todo.append(s)
+        return roots
 
     def _poison_merged(self, top, loc):
         """`top` (the written storage's root) is a branch output: on some path it is the
