@@ -609,6 +609,32 @@ PROGRAM = textwrap.dedent('''
         y[0] = 0.0
         return np.sum(x * x) + np.sum(y * y)
 
+    def bad_self_view_write(x):
+        y = x * 1.0
+        y[:2] = y[1:]  # HERE
+        return np.sum(y * y)
+
+    def good_self_view_write(x):
+        y = x * 1.0
+        y[:2] = y[1:].copy()
+        return np.sum(y * y)
+
+    def bad_loop_rebinds_to_alias(x):
+        y = x * 1.0
+        v = x * 2.0
+        for _ in range(3):  # HERE (the loop; the message names the write's line)
+            y[0] = y[0] + 1.0
+            y = v
+        return np.sum(v * v)
+
+    def good_loop_rebinds_to_alias(x):
+        y = x * 1.0
+        v = x * 2.0
+        for _ in range(3):
+            y[0] = y[0] + 1.0
+            y = v.copy()
+        return np.sum(v * v) + np.sum(y * y)
+
     def bad_view_or_copy(x):
         if np.sum(x) > 0.26:
             w = x.reshape(3)
@@ -970,6 +996,11 @@ ROWS = [
     Row(("frontend/aliases.py", "changed this value on some paths only"), "bad_write_on_one_path",
         "on some paths only", "copy explicitly where it is bound", "good_write_on_one_path",
         args=lambda m: (X.copy(), np.array([1.0]))),
+    Row(("frontend/mutation.py", "assigning into an array a view of that same array"),
+        "bad_self_view_write", "a view of that same array", "assign a copy", "good_self_view_write"),
+    Row(("frontend/aliases.py", "through a name that an iteration leaves bound to the array of"),
+        "bad_loop_rebinds_to_alias", "leaves bound to the array of `v`", "copy where the loop binds it",
+        "good_loop_rebinds_to_alias"),
     Row(("frontend/mutation.py", "this value may or may not have been changed"),
         "bad_view_or_copy", "view or a copy", "copy explicitly where you mean a copy",
         "good_view_or_copy"),

@@ -645,3 +645,38 @@ def test_a_loop_param_that_may_be_another_names_array_is_refused_when_written():
     with pytest.raises(sg.CompileError, match="shares memory with `v1`") as info:
         sg.grad(alias_from_one_loop_written_in_the_next)(np.array([1.7, 0.2]))
     assert info.value.filename.endswith("test_never_wrong_mutation.py")
+
+
+# Assigning into an array a view of itself (fuzz seed 9079): NumPy copies element by
+# element where two strided views overlap, so its result depends on memory order; the
+# compiled code would read every value as before the write. Refused, on every path.
+
+def self_view_write(a):
+    x = a * 1.0
+    x[:, 0] = x.ravel()[:4]
+    return np.sum(x * x)
+
+
+def self_view_write_on_some_path(a):
+    x = a * 1.0
+    x[:, 0] = x.ravel()[1:5] if np.mean(x) < -10.0 else x.ravel()[:4]
+    return np.sum(x)
+
+
+def self_view_write_copied(a):
+    x = a * 1.0
+    x[:, 0] = x.ravel()[:4].copy()
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("fn", [self_view_write, self_view_write_on_some_path])
+def test_assigning_a_view_of_the_array_itself_is_refused(fn):
+    with pytest.raises(sg.CompileError, match="a view of that same array") as info:
+        sg.grad(fn)(np.arange(12.0).reshape(4, 3))
+    assert "(...).copy()" in info.value.hint
+
+
+def test_assigning_a_copy_of_a_view_of_the_array_itself_is_right():
+    a = np.arange(12.0).reshape(4, 3) * 0.1
+    g = sg.grad(self_view_write_copied)(a)
+    assert_close(g, numeric_grad(self_view_write_copied, (a,), 0))

@@ -276,8 +276,27 @@ class Mutation(BlockAliases):
             tr.error(node, f"'{type(base.value).__name__}' object does not support item assignment")
         if not isinstance(base, (Var, Const)):
             tr.fail(node, "item assignment into this value")
+        if self._views_of(value, self._chain(base)[-1]):
+            # NumPy copies element by element where the two strided views overlap (fuzz seed
+            # 9079: `x[:, 0] = x.ravel()[:4]` reads elements it has already written), so its
+            # result depends on memory order; compiled code would read the values as before.
+            tr.fail(node, "assigning into an array a view of that same array",
+                    "assign a copy: `x[...] = (...).copy()`")
         new = tr.apply(rules.RULES["setitem"], [base, index, value], {}, node)
         self.write(base, new, node, "subscript")
+
+    def _views_of(self, value, root) -> bool:
+        """Whether `value` is, on some path (branch merges included), a view of `root`."""
+        todo, seen = [value], set()
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if id(v) in self.views and self._chain(v)[-1] is root:
+                return True
+            todo.extend(self.merged.get(id(v), ()))
+        return False
 
     def write_out(self, out, result, node):
         """`f(..., out=c)`: c's storage holds `result`; the call returns c."""
