@@ -326,6 +326,17 @@ def test_control_flow_falls_back_to_one_pass_per_seed():
     np.testing.assert_allclose(got, numeric_jacobian(f, [x], 0)[0], rtol=1e-6, atol=1e-8)
 
 
+def test_a_constant_stacked_with_batched_values_falls_back():
+    # fuzz seed 3713: np.array([np.sum(x), 0.1, 0.5]) broadcasts the constants along the
+    # batch, which folded to an array constant (a crash); now one pass per seed
+    def f(x):
+        return np.max(np.array([np.sum(x), 0.1, 0.5]))
+
+    for x in (np.full((2, 3), 0.01), np.full((2, 3), 1.0)):
+        jac = sg.jacobian(f, mode="forward")
+        np.testing.assert_allclose(jac(x), numeric_jacobian(f, [x], 0)[0], rtol=1e-6, atol=1e-8)
+
+
 def test_results_survive_the_next_call():
     """Workspace buffers are reused across calls (srcgrad.passes.workspace): what a call
     returned must not change when the next call, at other arguments, runs."""

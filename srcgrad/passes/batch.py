@@ -208,6 +208,8 @@ class _Batcher:
         """Emit `prim(*args)` (batched operands) and return its batched result; `shape`:
         the result's unbatched shape, for later ops that read it."""
         v = self.expander.apply(rules.RULES[prim], list(args), {})
+        if not isinstance(v, Var):  # folded: a constant would be baked into the module
+            raise Unbatchable(f"`{prim}` of a constant (fuzz seed 3713)")
         self.out[-1].attrs["backward"] = True
         self.batched.add(v)
         if shape is not None:
