@@ -341,8 +341,11 @@ def _sink_broadcast(op, facts):
 def _broadcast_of(v, facts) -> bool:
     """Whether `v` is a scalar broadcast to a constant shape."""
     inner = facts.producer.get(v)
+    # A constant scalar (sg.grad's seed 1.0) is left to the algebra of `_identity`, which
+    # folds it into one factor (`-0.015625 * (y - e)`); a cotangent argument (sg.vjp's) is not.
     return (inner is not None and inner.prim == "broadcast_to" and isinstance(inner.args[1], Const)
-            and (_is_scalar(inner.args[0], facts.scalars) or _zero_d(inner.args[0], facts)))
+            and isinstance(inner.args[0], Var)
+            and (inner.args[0] in facts.scalars or _zero_d(inner.args[0], facts)))
 
 
 def _zero_d(a, facts) -> bool:
