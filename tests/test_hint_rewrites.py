@@ -635,6 +635,16 @@ PROGRAM = textwrap.dedent('''
             y = v.copy()
         return np.sum(v * v) + np.sum(y * y)
 
+    def bad_chosen_view_written(x):
+        v = np.reshape(x if x[:1] < -0.95 else x[:1], ())
+        x[[0, 1]] += x[:1]
+        return v  # HERE
+
+    def good_chosen_view_written(x):
+        v = np.reshape(x if x[:1] < -0.95 else x[:1], ()).copy()
+        x[[0, 1]] += x[:1]
+        return v
+
     def bad_view_or_copy(x):
         if np.sum(x) > 0.26:
             w = x.reshape(3)
@@ -1001,6 +1011,9 @@ ROWS = [
     Row(("frontend/aliases.py", "through a name that an iteration leaves bound to the array of"),
         "bad_loop_rebinds_to_alias", "leaves bound to the array of `v`", "copy where the loop binds it",
         "good_loop_rebinds_to_alias"),
+    Row(("frontend/mutation.py", "on some paths this value is the array written at line"),
+        "bad_chosen_view_written", "on some paths this value is the array written",
+        "copy explicitly where it is chosen", "good_chosen_view_written"),
     Row(("frontend/mutation.py", "this value may or may not have been changed"),
         "bad_view_or_copy", "view or a copy", "copy explicitly where you mean a copy",
         "good_view_or_copy"),

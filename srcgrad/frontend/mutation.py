@@ -277,23 +277,22 @@ class Mutation(BlockAliases):
         if not isinstance(base, (Var, Const)):
             tr.fail(node, "item assignment into this value")
         if self._views_of(value, self._chain(base)[-1]):
-            # NumPy copies element by element where the two strided views overlap (fuzz seed
-            # 9079: `x[:, 0] = x.ravel()[:4]` reads elements it has already written), so its
-            # result depends on memory order; compiled code would read the values as before.
+            # NumPy copies overlapping strided views element by element (seed 9079: `x[:, 0] =
+            # x.ravel()[:4]`), so its result depends on memory order; compiled code's does not
             tr.fail(node, "assigning into an array a view of that same array",
                     "assign a copy: `x[...] = (...).copy()`")
         new = tr.apply(rules.RULES["setitem"], [base, index, value], {}, node)
         self.write(base, new, node, "subscript")
 
     def _views_of(self, value, root) -> bool:
-        """Whether `value` is, on some path (branch merges included), a view of `root`."""
+        """Whether `value` is, on some path (branch merges included), `root` or its view."""
         todo, seen = [value], set()
         while todo:
             v = todo.pop()
             if id(v) in seen:
                 continue
             seen.add(id(v))
-            if id(v) in self.views and self._chain(v)[-1] is root:
+            if v is root or (id(v) in self.views and self._chain(v)[-1] is root):
                 return True
             todo.extend(self.merged.get(id(v), ()))
         return False
@@ -373,6 +372,10 @@ class Mutation(BlockAliases):
                                        "copy explicitly where you mean a copy (`.copy()`), or "
                                        "write through the original array's index "
                                        "(`x[1:] *= 2`)", loc)
+                elif id(chain[-1]) in self.merged and self._views_of(chain[-1], cur):  # seed 21388
+                    result = Undecided(f"on some paths this value is the array written at line "
+                                       f"{loc.line if loc else '?'} or a view of it, on others "
+                                       "not", "copy explicitly where it is chosen (`.copy()`)", loc)
             memo[id(t)] = result
             return result
 
