@@ -245,8 +245,6 @@ def test_mark_dirty_example():
         b.backward()
 
 
-@pytest.mark.skipif(not hasattr(sg.Tensor, "index_add_"), reason="Tensor.index_add_ comes with "
-                    "issue 13 part A's in-place methods")
 def test_mark_non_differentiable_sort_example():
     class Func(Function):
         @staticmethod
