@@ -344,3 +344,25 @@ def test_vjp_fn_sums_in_place_and_runs_twice():
         assert_close(first[i], expected, rtol=1e-5, atol=1e-7)
         assert_close(second[i], 2.0 * expected, rtol=1e-5, atol=1e-7)
     assert "scatter_index" not in sg.source(vjp_fn)
+
+
+def _zeros_beside_a_loop(x0, x2):
+    y1 = np.tile(x2.ravel(), 6).reshape((4, 3, 2))
+    for i in range(4):
+        y1[i] = np.reshape(x0.reshape((6, 1)), (3, 2))
+    unused = np.zeros_like(x0)  # CSE merges the adjoint sum's start with this forward value
+    return np.sum(y1.ravel()[:3] ** 2)
+
+
+def test_a_forward_zeros_merged_with_a_sum_start_is_not_summed_into():
+    """The adjoint loop sums into its start only when that is a backward op: a forward
+    `zeros_like` merged with it is one of sg.vjp's residuals, which every vjp_fn call
+    reads (fuzz seed 50848: the second call returned first + second gradient)."""
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=(3, 2)), rng.normal(size=(4, 1))]
+    _, vjp_fn = sg.vjp(_zeros_beside_a_loop, *args)
+    first, second = vjp_fn(1.0), vjp_fn(2.0)
+    for i in (0, 1):
+        expected = numeric_grad(_zeros_beside_a_loop, args, i)
+        assert_close(first[i], expected, rtol=1e-5, atol=1e-7)
+        assert_close(second[i], 2.0 * expected, rtol=1e-5, atol=1e-7)

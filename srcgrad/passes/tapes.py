@@ -69,7 +69,10 @@ def accumulate_in_place(ops: list, results: list, probe) -> None:
     It may, because the buffer is the loop's own: the start is a `zeros_like` read by
     nothing else in the whole function (not merged with another by CSE, not returned),
     and inside the body the carried value is read once, by its sum, so no one sees it
-    change. After optimisation no pass reorders or merges ops, so this runs last.
+    change. The start must be a backward op: a forward `zeros_like` that CSE merged it
+    with (`y5 = np.zeros_like(x0)`, read by nothing) is a residual of sg.vjp's split
+    program, saved once and read by every `vjp_fn` call, so summing into it would
+    carry the first call's gradient into the next (fuzz seed 50848). After optimisation no pass reorders or merges ops, so this runs last.
     """
     reads = _read_counts(ops, results)
     _accumulate(ops, reads, probe)
@@ -121,6 +124,7 @@ def _sums_in_place(loop, outer_producer, reads, probe) -> None:
         first = outer_producer.get(start)
         add = inner.get(result)
         if (first is None or first.prim != "zeros_like" or not _plain(first) or reads.get(start) != 1
+                or not first.attrs.get("backward")
                 or add is None or add.prim != "add" or not _plain(add) or param not in add.args
                 or reads.get(param) != 1 or reads.get(result) != 1
                 or probe.dtypes.get(start) is None or probe.dtypes[start].kind != "f"):
