@@ -337,3 +337,26 @@ def diag_both_ways(x):
 
 def test_diag():
     _check(diag_both_ways, rng.standard_normal(6))
+
+
+def _at_with_own_view(x):
+    y = x * 1.0
+    np.subtract.at(y, slice(0, 4), y[:1])
+    return np.sum(y * x)
+
+
+def _at_with_a_copy(x):
+    y = x * 1.0
+    np.subtract.at(y, slice(0, 4), y[:1].copy())
+    return np.sum(y * x)
+
+
+def test_ufunc_at_with_a_view_of_its_target_is_refused():
+    """NumPy's `ufunc.at` is unbuffered: `b` viewing `a` changes while the writes go
+    (`y[0] -= y[0]` makes every later `y[i] -= y[0]` subtract 0). The compiler reads b
+    once, so it refuses, and the hint's rewrite compiles and matches NumPy."""
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    with pytest.raises(CompileError, match=r"view of `a`"):
+        sg.grad(_at_with_own_view)(x)
+    assert_close(sg.grad(_at_with_a_copy)(x), numeric_grad(_at_with_a_copy, [x], 0))
+    assert_close(sg.value_and_grad(_at_with_a_copy)(x)[0], _at_with_a_copy(x))
