@@ -24,6 +24,7 @@ the names they change, which would cut the sharing between names:
 
 from __future__ import annotations
 
+import gast
 import numpy
 
 from srcgrad.ir.core import Const, Var
@@ -136,15 +137,21 @@ class BlockAliases:
             if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
                     not isinstance(init, Const):
                 continue
-            root = self._chain(init)[-1]
-            roots = {id(root)} | {id(r) for r in self._merged_roots(root)}  # a branch's or
-            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()  # loop's
+            roots, memo = self._storages(init), {}  # a branch's or loop's other paths too
+            others = sorted({n for scope in self._scopes() for n, v in scope.env.items()
                              if n != name and isinstance(v, (Var, Const)) and self._mutable(v)
-                             and id(self._chain(v)[-1]) in roots})  # other paths (seed 7752)
+                             and self._storages(v, memo) & roots})  # (seeds 7752, 28752)
             holders = sorted({n for scope in self._scopes() for n, v in scope.env.items()
                               if isinstance(v, (tuple, list, dict)) and any(
-                                  self._mutable(leaf) and id(self._chain(leaf)[-1]) in roots
+                                  self._mutable(leaf) and self._storages(leaf, memo) & roots
                                   for leaf in _leaves(v))})
+            # a container the body reads sees, from the second iteration on, what the
+            # previous one wrote through the param: writing through it is refused like a
+            # write through a plain alias (fuzz seed 24688: `v = t[1]; while ...: v *= g(t[1])`)
+            read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} - {
+                c.split("[")[0] for c in carried}  # a carried container holds the params
+            others += [h for h in holders if h in read]
+            holders = [h for h in holders if h not in read]
             for table in (self.shared, self.held):  # a nested loop's param starts as the
                 if id(init) in table and not others + holders:  # enclosing loop's (seed 4718)
                     others, holders = (table[id(init)][1], []) if table is self.shared \
@@ -181,44 +188,41 @@ class BlockAliases:
                                  f"should not reach {names}; otherwise write into one name only")
 
 
-    def _merged_paths(self, t) -> bool:
-        """`t`'s storage is, on some path, a branch output's other source."""
-        return any(self._mutable(s) for s in self.merged.get(id(self._chain(t)[-1]), ()))
-
-    def _merged_roots(self, top) -> list:
-        """The storages `top` is on some path (branch and loop merges, transitively)."""
-        roots, todo, seen = [], [top], set()
+    def _storages(self, t, memo=None) -> set:
+        """The ids of every storage `t` may be on some path: each value up its view chain
+        and, through branch and loop merges (transitively), each source's. Two values
+        whose storages meet may share memory at run time (Note [Aliases across blocks])."""
+        if memo is not None and id(t) in memo:
+            return memo[id(t)]
+        out: set = set()
+        todo = [t]
         while todo:
-            t = self._chain(todo.pop())[-1]
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            for s in self.merged.get(id(t), ()):
-                if self._mutable(s):
-                    roots.append(self._chain(s)[-1])
-                    todo.append(s)
-        return roots
+            for c in self._chain(todo.pop()):
+                if id(c) in out:
+                    break
+                out.add(id(c))
+                todo.extend(s for s in self.merged.get(id(c), ()) if self._mutable(s))
+        if memo is not None:
+            memo[id(t)] = out
+        return out
 
-    def _poison_merged(self, top, loc):
-        """`top` (the written storage's root) is a branch output: on some path it is the
-        storage of another name, which the write changed there and not elsewhere
-        (Note [Aliases across blocks])."""
-        roots, todo, seen = [], [top], set()
-        while todo:
-            t = self._chain(todo.pop())[-1]
-            if id(t) in seen:  # a loop param is its init or the body's result, which may be it
-                continue
-            seen.add(id(t))
-            for s in self.merged.get(id(t), ()):
-                if self._mutable(s):
-                    roots.append(self._chain(s)[-1])
-                    todo.append(s)
-        if not roots:
-            return
-        marker = Undecided(f"the in-place write at line {loc.line if loc else '?'} "
-                           f"(`{loc.text if loc else ''}`) changed this value on some paths only: "
-                           "the written name was bound to it on some paths only (in one branch "
-                           "of an if/else or conditional expression, or by a loop's iterations)",
-                           "copy explicitly where it is bound (`y = x.copy()`) or write into the "
-                           "original name", loc)
-        self._remap(lambda r: marker if any(self._chain(r)[-1] is root for root in roots) else None)
+    def _on_some_paths(self, loc) -> Undecided:
+        return Undecided(f"the in-place write at line {loc.line if loc else '?'} "
+                         f"(`{loc.text if loc else ''}`) changed this value on some paths only: "
+                         "the written name was bound to it on some paths only (in one branch "
+                         "of an if/else or conditional expression, or by a loop's iterations)",
+                         "copy explicitly where it is bound (`y = x.copy()`) or write into the "
+                         "original name", loc)
+
+    def _poison_merged(self, t, loc):
+        """`t`'s storage was written (or rebound, if `t` is a scalar) by a write that
+        reaches, on some paths only, the storage of other names: a branch output or loop
+        value that is `t` on some path, or that `t` is on some path (Note [Aliases across
+        blocks]). Names holding `t`'s own storage for certain are left to the caller."""
+        written, memo = self._storages(t), {}
+        root = self._chain(t)[-1]
+        if not self.merged:
+            return  # no merge anywhere: nothing shares it on some paths only
+        marker = self._on_some_paths(loc)
+        self._remap(lambda r: marker if self._chain(r)[-1] is not root
+                    and self._storages(r, memo) & written else None)

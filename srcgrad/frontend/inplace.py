@@ -1,0 +1,209 @@
+"""In-place statements: `x op= v`, `x[i] = v`, `x.sort()`, `out=` (Note [Mutation at trace time]).
+
+Each statement works out which storage it writes and what that storage holds
+afterwards, then hands the write to `Mutation.write` (srcgrad.frontend.mutation),
+which rebinds every name sharing it. `x op= v` on a name is the delicate one: it
+writes into an ndarray but only rebinds a scalar.
+"""
+
+from __future__ import annotations
+
+import gast
+import numpy
+
+from srcgrad import rules
+from srcgrad.ir.core import Const, Var
+
+
+class InPlaceStatements:
+    """Mixed into Mutation (srcgrad.frontend.mutation): `tracer`, `write`, `_chain`,
+    `history`, `write_log`, `saved` and the alias bookkeeping are Mutation's."""
+
+    def aug_assign(self, node, scope):
+        tr = self.tracer
+        target, optype = node.target, type(node.op)
+        if isinstance(target, gast.Name):
+            load = gast.Name(target.id, gast.Load(), None, None)
+            old = tr.expr(load, scope)
+            mark = len(self.write_log)
+            rhs = tr.expr(node.value, scope)
+            old = self._reread(load, old, scope, mark)
+            if isinstance(old, list) and optype in (gast.Add, gast.Mult):
+                from srcgrad.frontend.containers import _iterate
+
+                self.guard_region(node, "changing a list", container=True)
+                if optype is gast.Add:  # `lst += items` extends the list itself
+                    old.extend(_iterate(tr, rhs, node))
+                else:
+                    old[:] = tr.binop(optype, old, rhs, node)
+                return
+            new = tr.binop(optype, old, rhs, node)
+            if isinstance(old, Const) and not isinstance(old.value, numpy.ndarray):
+                tr.bind(target, new, scope)  # an immutable Python value: rebinding
+                return
+            if not isinstance(old, (Var, Const)):
+                tr.bind(target, new, scope)
+                return
+            self._refuse_shared(old, node, f"`{target.id} {_OPS.get(optype, 'op')}= ...`")
+            refs = self._family_refs(old) + self.saved.references(old)
+            if refs <= 1:  # only this name sees the storage for certain: in place == rebinding
+                bound = self._guard_input(old, new)
+                self.history[id(bound)] = old
+                # names that are its storage on some paths only (`y = x if c else z; y += 1`,
+                # or `z = x if c else w; x += 1`) change on those paths only (Note [Aliases
+                # across blocks]; fuzz seeds 28843, 21400); `y` itself reads the same either way
+                self._poison_merged(old, tr.loc)
+                tr.bind(target, bound, scope)
+            elif self.is_array(old):
+                self.write(old, new, node, "name")
+            else:
+                self.saved.written(old, False, tr.loc)
+                op = _OPS.get(optype, "op")
+                self._poison_family(old, node, f"`{target.id} {op}= ...` writes into `{target.id}` "
+                                    "if it is an ndarray (changing every name that shares it) but "
+                                    "only rebinds it if it is a scalar, and the compiler cannot "
+                                    "tell which", f"write `{target.id} = {target.id} {op} ...` to "
+                                    "leave the other names unchanged")
+                self._poison_merged(old, tr.loc)
+                tr.bind(target, new, scope)
+        elif isinstance(target, gast.Subscript):
+            # Python's order: the target and its index, the item read, then the right side
+            # (which may write into the same array: the store goes into what it holds then)
+            base = tr.expr(target.value, scope)
+            index = tr.index(target.slice, scope)
+            if isinstance(base, (tuple, list, dict)):
+                from srcgrad.frontend.containers import set_item
+
+                key = index.value if isinstance(index, Const) else None
+                if key is None or isinstance(key, slice):
+                    tr.fail(node, "augmented assignment to a dynamic or sliced container item")
+                try:
+                    current = base[key]
+                except (IndexError, KeyError, TypeError) as err:
+                    tr.error(node, f"cannot evaluate this item: {err}")
+                rhs = tr.expr(node.value, scope)
+                set_item(tr, base, index, tr.binop(optype, current, rhs, node), node)
+                return
+            self._check_local(target, scope)
+            current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
+            mark = len(self.write_log)
+            rhs = tr.expr(node.value, scope)
+            base = self._reread(target.value, base, scope, mark)
+            self.store(base, index, tr.binop(optype, current, rhs, node), node)
+        else:
+            tr.fail(node, f"augmented assignment to `{type(target).__name__}`",
+                    "assign to a name or an array item")
+
+    def _reread(self, node, old, scope, mark):
+        """What the storage `old` was read from holds after the right side of `x op= ...`
+        ran: `old` itself unless that right side wrote into arrays (an inlined helper
+        writing through a view of x: NumPy's in-place op sees its write; fuzz seed 316)."""
+        if len(self.write_log) == mark or not isinstance(old, (Var, Const)) or not all(
+                isinstance(n, _PURE_NODES) for n in gast.walk(node)):
+            return old  # nothing written, or re-reading would run a call again
+        now = self.tracer.expr(node, scope)
+        same = isinstance(now, (Var, Const)) and self.origin(now) is self.origin(old)
+        return now if same else old
+
+    def inplace_method(self, call, scope) -> bool:
+        """`x.sort()` / `x.fill(v)` as a statement on an array: a write into x. True when
+        handled; other ndarray methods that write in place are refused."""
+        tr = self.tracer
+        func = call.func
+        if not isinstance(func, gast.Attribute) or func.attr not in _INPLACE_METHODS:
+            return False
+        base = tr.expr(func.value, scope)
+        if not isinstance(base, (Var, Const)) or (isinstance(base, Const) and not isinstance(
+                base.value, numpy.ndarray)):
+            return False  # a list's `.sort()`, an object's method: an ordinary call
+        if func.attr not in ("sort", "fill") or call.keywords or len(call.args) > 1:
+            tr.fail(call, f"the in-place array method `.{func.attr}()`",
+                    "use the NumPy function that returns a new array and assign it")
+        self._check_local(gast.Subscript(value=func.value, slice=None, ctx=gast.Store()), scope)
+        args = [tr.expr(a, scope) for a in call.args]
+        if func.attr == "sort":
+            new = tr.apply(rules.RULES["sort"], [base, *args], {}, call)
+        else:
+            new = tr.apply(rules.RULES["setitem"], [base, Const(Ellipsis), args[0]], {}, call)
+        self.write(base, new, call, "out")
+        return True
+
+    def store_subscript(self, target, value, scope):
+        tr = self.tracer
+        base = tr.expr(target.value, scope)
+        index = tr.index(target.slice, scope)
+        if isinstance(base, (tuple, list, dict)):
+            from srcgrad.frontend.containers import set_item
+
+            set_item(tr, base, index, value, target)
+            return
+        self._check_local(target, scope)
+        self.store(base, index, value, target)
+
+    def store(self, base, index, value, node):
+        """`base[index] = value` on an array tvalue."""
+        tr = self.tracer
+        if isinstance(base, Const) and not isinstance(base.value, numpy.ndarray):
+            tr.error(node, f"'{type(base.value).__name__}' object does not support item assignment")
+        if not isinstance(base, (Var, Const)):
+            tr.fail(node, "item assignment into this value")
+        if self._views_of(value, self._chain(base)[-1]):
+            # NumPy copies overlapping strided views element by element (seed 9079: `x[:, 0] =
+            # x.ravel()[:4]`), so its result depends on memory order; compiled code's does not
+            tr.fail(node, "assigning into an array a view of that same array",
+                    "assign a copy: `x[...] = (...).copy()`")
+        new = tr.apply(rules.RULES["setitem"], [base, index, value], {}, node)
+        self.write(base, new, node, "subscript")
+
+    def _views_of(self, value, root) -> bool:
+        """Whether `value` is, on some path (branch merges included), `root` or its view."""
+        todo, seen = [value], set()
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if v is root or (id(v) in self.views and self._chain(v)[-1] is root):
+                return True
+            todo.extend(self.merged.get(id(v), ()))
+        return False
+
+    def write_out(self, out, result, node):
+        """`f(..., out=c)`: c's storage holds `result`; the call returns c."""
+        tr = self.tracer
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if isinstance(out, Const) and out.value is None:
+            return result
+        if not isinstance(out, (Var, Const)) or not isinstance(result, (Var, Const)):
+            tr.fail(node, "this `out=` argument", "assign the result instead: `c = np.f(...)`")
+        if isinstance(out, Const) and not isinstance(out.value, numpy.ndarray):
+            tr.error(node, "`out=` must be an array")
+        # NumPy casts into out's dtype and requires the result's shape to be out's.
+        shaped = tr.apply(rules.RULES["broadcast_to"],
+                          [result, tr.apply(rules.RULES["shape"], [out], {}, node)], {}, node)
+        return self.write(out, shaped, node, "out")
+
+
+    def _check_local(self, target, scope):
+        """Item assignment must write into a local array, not a global or an attribute."""
+        node = target.value
+        while isinstance(node, gast.Subscript):
+            node = node.value
+        if isinstance(node, gast.Name) and scope.owner(node.id) is not None:
+            return
+        what = f"`{node.id}`" if isinstance(node, gast.Name) else "this value"
+        self.tracer.error(target, f"writing into {what}, which is not a local variable of the "
+                          "compiled function (a global, closure value or attribute), is not "
+                          "supported", "copy it into a local first (`w = w.copy()`) and return "
+                          "the result")
+
+
+# Expressions that read names, attributes, items and constants only (re-read after a write).
+_PURE_NODES = (gast.Name, gast.Attribute, gast.Subscript, gast.Constant, gast.Slice, gast.Tuple,
+               gast.Load, gast.UnaryOp, gast.USub, gast.BinOp, gast.operator)
+
+_INPLACE_METHODS = frozenset({"sort", "fill", "put", "partition", "resize", "itemset", "setfield",
+                              "byteswap"})
+_OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+        gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%"}
