@@ -18,9 +18,10 @@ import inspect
 import numpy
 
 from srcgrad import arguments, backend, contexts
-from srcgrad.codegen import emit
 from srcgrad.codegen.cache import default_cache
+from srcgrad.codegen.loader import render_dispatcher  # not emit: a cache hit renders nothing else
 from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
+from srcgrad.frontend import transforms
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import modules
@@ -92,7 +93,7 @@ class _Dispatch:
                 self.globals[f"_default{i}"] = p.default
                 params.append(f"{name}=_default{i}")
         name = self.fn.__name__ if self.fn.__name__.isidentifier() else "_lambda"  # `<lambda>`
-        text = emit.render_dispatcher(name, params, self.params, list(guards))
+        text = render_dispatcher(name, params, self.params, list(guards))
         code = compile(text, f"<srcgrad dispatch {self.fn.__qualname__}>", "exec")
         namespace = self.globals
         exec(code, namespace)  # noqa: S102 (our own generated text)
@@ -178,6 +179,7 @@ class _Dispatch:
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):
+    fn = transforms.plain_function(fn)  # functools.partial: a function of its open parameters
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
     transformed = _Dispatch(fn, compiled).function
@@ -212,7 +214,7 @@ def vjp(f, *primals, has_aux=False):
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
-    hooks = contexts.current_hooks()
+    f, hooks = transforms.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
     if hooks is None and recorded_in is None and not has_aux:
         plain = modules.plain_vjp(f, primals)  # Note [The plain sg.vjp call]
@@ -275,7 +277,7 @@ def jvp(f, primals, tangents, *, has_aux=False):
     # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
     p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
                           for ls in (p_leaves, t_leaves))
-    fn = modules.source_function(f)
+    fn = transforms.plain_function(modules.source_function(f))
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
@@ -341,3 +343,7 @@ def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="nump
     else:
         indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
     return modules.standalone_module(func, indices, single, mode, optimize, namespace=backend)
+
+
+transforms.register(modules, grad=grad, value_and_grad=value_and_grad, vjp=vjp, jvp=jvp,  # inside
+                    jacobian=jacobian, hessian=hessian)  # compiled code: their generated programs

@@ -710,7 +710,7 @@ PROGRAM = textwrap.dedent('''
     JACOBIAN = sg.jacobian(inner)
 
     def bad_jacobian_inside(x):
-        return np.sum(JACOBIAN(x) ** 2)
+        return np.sum(JACOBIAN(x) ** 2)  # HERE
 
     def inner_0(x):
         return inner(x)[0]
@@ -799,6 +799,87 @@ PROGRAM = textwrap.dedent('''
 
     def good_sin(x):
         return np.sum(np.sin(x))
+
+    # ------------------------------------------------------------------ issue 11, H2
+    def bad_array_dtype(x):
+        return np.sum(np.array([x[0], x[1]], dtype=x.dtype) ** 2)  # HERE
+
+    def good_array_dtype(x):
+        return np.sum(np.array([x[0], x[1]], dtype=np.float64) ** 2)
+
+    def bad_dict_key(x):
+        d = {x.shape[0]: x * 2.0}  # HERE
+        return np.sum(d[3] ** 2)
+
+    def good_dict_key(x):
+        d = {0: x * 2.0}
+        return np.sum(d[0] ** 2)
+
+    @dataclasses.dataclass
+    class Layer:
+        w: np.ndarray
+        act = np.tanh
+
+    def bad_record_callable(x, layer):
+        return np.sum(layer.act(x * layer.w))  # HERE
+
+    def good_record_callable(x, layer):
+        return np.sum(np.tanh(x * layer.w))
+
+    def cube_sum(v):
+        return np.sum(v ** 3)
+
+    def scaled_cube(v, s):
+        return np.sum(v ** 3) * s
+
+    def pair_product(p):
+        return np.sum(p[0] * p[1])
+
+    def product(a, b):
+        return np.sum(a * b)
+
+    GRAD_CUBE = sg.grad(cube_sum)
+
+    def bad_transform_option(x):
+        d = sg.grad(cube_sum, wrt=x.ndim - 1)(x)  # HERE
+        return np.sum(d * x)
+
+    def good_transform_option(x):
+        d = sg.grad(cube_sum, wrt=0)(x)
+        return np.sum(d * x)
+
+    def bad_transform_of_nested(x):
+        h = lambda v: np.sum(v ** 3) * x[0]
+        return np.sum(sg.grad(h)(x))  # HERE
+
+    def good_transform_of_nested(x):
+        return np.sum(sg.grad(scaled_cube)(x, x[0]))
+
+    def bad_transform_of_container(x):
+        _, t = sg.jvp(pair_product, ((x, x * 2.0),), ((x, x),))  # HERE
+        return t
+
+    def good_transform_of_container(x):
+        _, t = sg.jvp(product, (x, x * 2.0), (x, x))
+        return t
+
+    def bad_internal_call(x):
+        return np.sum(x ** 2) + len(sg.source(GRAD_CUBE))  # HERE
+
+    def good_internal_call(x):
+        return np.sum(x ** 2)
+
+    def bad_loop_over_number(x):
+        s = 0.0
+        for i in x.shape[0]:  # HERE
+            s = s + x[i] ** 2
+        return s
+
+    def good_loop_over_number(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i] ** 2
+        return s
 ''')
 
 X = np.array([0.3, 0.7, 1.2])
@@ -1049,8 +1130,28 @@ ROWS = [
     Row(("pipeline/programs.py", "to return one scalar"), "bad_two_outputs", "one scalar",
         "has_aux=True", None, line=False, check=_with_aux),  # names the def line, not the return
     Row(("jacobians.py", "calling a jacobian or hessian from compiled code"), "bad_jacobian_inside",
-        "calling a jacobian or hessian", "call sg.grad inside", "good_jacobian_inside",
-        line=False),  # raised by the callee's entry(): no location (reported)
+        "calling a jacobian or hessian", "call sg.grad inside", "good_jacobian_inside"),
+    Row(("frontend/idioms.py", "a dtype that depends on the arguments"), "bad_array_dtype",
+        "a dtype that depends", "`dtype=np.float64`", "good_array_dtype"),
+    Row(("frontend/trace.py", "a dict key that depends on the arguments"), "bad_dict_key",
+        "a dict key", "use constant keys", "good_dict_key"),
+    Row(("frontend/records.py", "which is not a method defined in Python"), "bad_record_callable",
+        "`Layer.act`", "call the function it holds directly", "good_record_callable",
+        args=lambda m: (X.copy(), m.Layer(m.W.copy())), jvp=False),
+    Row(("frontend/transforms.py", "of a value computed in the compiled function"),
+        "bad_transform_option", "of a value computed", "a function defined at module level",
+        "good_transform_option"),
+    Row(("frontend/transforms.py", "of a function defined inside the compiled function"),
+        "bad_transform_of_nested", "defined inside the compiled function",
+        "define the function at module level", "good_transform_of_nested"),
+    Row(("frontend/transforms.py", "of a tuple, list or dict argument"),
+        "bad_transform_of_container", "of a tuple, list or dict argument",
+        "pass the arrays as separate arguments", "good_transform_of_container"),
+    Row(("frontend/transforms.py", "calling `{}.{}`"), "bad_internal_call",
+        "calling `srcgrad.api.source`", "call this outside the compiled function",
+        "good_internal_call"),
+    Row(("frontend/trace.py", "a `for` loop over a number"), "bad_loop_over_number",
+        "'int' object is not iterable", "loop over `range(n)`", "good_loop_over_number"),
     Row(("codegen/emit.py", "has no equivalent in {}"), "bad_einsum",
         "`einsum` has no equivalent in array_api_strict", "write it with Array-API functions",
         None, args=_square, trigger=_strict, check=_strict_rewrite),
@@ -1119,6 +1220,30 @@ EXEMPT = {
     ("frontend/mutation.py", "{}"): PASSED_ON,  # _poison_family's Undecided(message, hint)
     ("ir/expand.py", "{}"): PASSED_ON,  # error(): CompileError.at(loc, message, hint)
     ("ir/expand.py", "{} is not supported in compiled code"): PASSED_ON,  # fail()
+    ("frontend/trace.py", "{} (in the generated code of `{}`, called here)"): PASSED_ON,
+    ("frontend/trace.py", "{} (in the generated code of `{}`)"): PASSED_ON,
+    ("frontend/trace.py", "{}"): PASSED_ON,  # _generated_entry: the callee's error, at the call
+    ("frontend/transforms.py", "{}"): WRONG,  # has_aux=True of f not returning (out, aux)
+    ("frontend/transforms.py", "`sg.{}`: {}"): WRONG,  # options sg.grad refuses outside too
+    ("frontend/transforms.py", "its first argument must be a function"): WRONG,
+    ("frontend/transforms.py", "must be a tuple or list (one per argument of f)"): WRONG,
+    ("frontend/transforms.py", "`sg.jvp` takes (f, primals, tangents"): WRONG,
+    ("frontend/transforms.py", "`sg.vjp` takes (f, *primals"): WRONG,
+    ("frontend/transforms.py", "primals but {} tangents"): WRONG,
+    ("frontend/transforms.py", "vjp_fn takes one cotangent"): WRONG,
+    ("frontend/transforms.py", "vjp_fn: the cotangent is {}"): WRONG,
+    ("frontend/transforms.py", "the method `.{}()` of a vjp_fn"): WRONG,
+    ("frontend/transforms.py", "the attribute `.{}` of a vjp_fn"): WRONG,
+    ("frontend/transforms.py", "assigning to `.{}` of a vjp_fn"): NOT_YET,
+    ("frontend/transforms.py", "has_aux must be True or False when compiling"): NOT_YET,
+    ("frontend/transforms.py", "srcgrad's transforms are not loaded"):
+        "internal: srcgrad.api registers the transforms when it is imported, before any runs",
+    ("frontend/idioms.py", "where `b` is a view of `a`"):
+        "its .copy() rewrite is tested in tests/test_idioms.py (f0d4636)",
+    ("frontend/idioms.py", "the method `.{}()` of a functools.partial"): WRONG,
+    ("frontend/idioms.py", "a functools.partial of a value that is not a function"): WRONG,
+    ("frontend/idioms.py", "the attribute `.{}` of a functools.partial"): NOT_YET,
+    ("frontend/idioms.py", "assigning to `.{}` of a functools.partial"): NOT_YET,
     ("frontend/trace.py", "calls nest too deeply to compile"):
         "Python's recursion limit met before 64 inlined calls; its hint is the depth row's",
     ("frontend/fence.py", "`async for`"): ASYNC,
@@ -1128,12 +1253,10 @@ EXEMPT = {
     ("frontend/containers.py", "{} that depends on array values"): NOT_YET,
     ("frontend/containers.py", "`dict.update` with something other than a dict"): NOT_YET,
     ("frontend/containers.py", "iterating over this value"): NOT_YET,
-    ("frontend/idioms.py", "a dtype that depends on the arguments"): NOT_YET,
-    ("frontend/idioms.py", "an empty list inside `np.array`"): NOT_YET,
+    ("frontend/idioms.py", "an empty list inside `np.array`"):
+        "an empty list beside traced values is ragged: NumPy raises too (np.array([[1.0], []]))",
     ("frontend/inplace.py", "augmented assignment to a dynamic or sliced container item"): NOT_YET,
     ("frontend/inplace.py", "item assignment into this value"): NOT_YET,
-    ("frontend/records.py", "which is not a method defined in Python"): NOT_YET,
-    ("frontend/trace.py", "a dict key that depends on the arguments"): NOT_YET,
     ("ir/expand.py", "a conditional expression on array values in a formula"): NOT_YET,
     ("ir/expand.py", "the array attribute `.{}`"): NOT_YET,
     ("ir/expand.py", "the comparison `{}` on arrays"): NOT_YET,

@@ -4,6 +4,7 @@ reverse-mode gradient and forward-mode tangent are checked against central diffe
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -337,6 +338,92 @@ def diag_both_ways(x):
 
 def test_diag():
     _check(diag_both_ways, rng.standard_normal(6))
+
+
+# ---------------------------------------------------------------- functools.partial
+def scaled_sum(x, a, b=1.0):
+    return np.sum(np.sin(x) * a) + b * np.sum(x ** 2)
+
+
+def calls_a_partial(x):
+    p = functools.partial(scaled_sum, a=2.0)  # a partial made outside, called inside
+    return PARTIAL_OUTSIDE(x) + p(x, b=0.5)
+
+
+PARTIAL_OUTSIDE = functools.partial(scaled_sum, a=3.0, b=-1.0)
+
+
+@pytest.mark.parametrize("p, extra", [(functools.partial(scaled_sum, a=2.0), {"b": 0.5}),
+                                      (functools.partial(scaled_sum, a=np.array([1.0, -2.0, 0.5]),
+                                                         b=3.0), {}),
+                                      (functools.partial(scaled_sum, b=0.25), {"a": 1.5})],
+                         ids=["keyword", "array-keyword", "open-middle"])
+def test_transforms_of_a_partial(p, extra):
+    """grad / jvp / vjp / value_and_grad of functools.partial, against the function it
+    calls; `extra`: the other parameters it leaves open (sg.jvp takes every parameter,
+    in the order of the function's signature)."""
+    x = rng.standard_normal(3)
+    expected = numeric_grad(lambda v: p(v, **extra), [x], 0)
+    assert_close(sg.grad(p)(x, **extra), expected, rtol=1e-6, atol=1e-8)
+    value, g = sg.value_and_grad(p)(x, **extra)
+    assert_close(value, p(x, **extra), rtol=1e-12)
+    assert_close(g, expected, rtol=1e-6, atol=1e-8)
+    direction = rng.standard_normal(3)
+    primals, tangents = (x, *extra.values()), (direction, *[0.0 for _ in extra])
+    _, tangent = sg.jvp(p, primals, tangents)
+    assert_close(tangent, np.sum(expected * direction), rtol=1e-6, atol=1e-8)
+    _, vjp_fn = sg.vjp(p, *primals)
+    assert_close(vjp_fn(1.0)[0], expected, rtol=1e-6, atol=1e-8)
+
+
+def test_partial_of_positional_arguments_and_inside_compiled_code():
+    x = rng.standard_normal(3)
+    p = functools.partial(scaled_sum, x)  # the array is bound: the gradient is w.r.t. `a`
+    assert_close(sg.grad(p)(0.7), numeric_grad(lambda a: scaled_sum(x, a), [0.7], 0), rtol=1e-6)
+    _check(calls_a_partial, x)
+
+
+# ---------------------------------------------------------------- iterating a number
+def loop_over_a_shape_item(x):
+    s = 0.0
+    for v in x.shape[0]:
+        s = s + v
+    return np.sum(x) * s
+
+
+def loop_over_len(x):
+    s = 0.0
+    for v in len(x):
+        s = s + v * x[0]
+    return s
+
+
+@pytest.mark.parametrize("fn", [loop_over_a_shape_item, loop_over_len], ids=lambda f: f.__name__)
+def test_a_loop_over_a_number_is_refused_as_python_refuses_it(fn):
+    with pytest.raises(TypeError):  # Python: 'int' object is not iterable
+        fn(rng.standard_normal(3))
+    with pytest.raises(CompileError, match="'int' object is not iterable") as info:
+        sg.grad(fn)(rng.standard_normal(3))
+    assert info.value.text.startswith("for v in")
+
+
+# ---------------------------------------------------------------- dict()/list() of constants
+def dict_of_constants_written(x):
+    d = dict(a=np.stack([3.0]))  # all constant: still a dict the code may write into
+    d["b"] = x * 2.0
+    return np.sum(d["a"] * d["b"])
+
+
+def list_of_constants_appended(x):
+    ys = list((1.0, 2.0))
+    ys.append(np.sum(x ** 2))
+    return ys[0] * ys[-1] + ys[1]
+
+
+@pytest.mark.parametrize("fn", [dict_of_constants_written, list_of_constants_appended],
+                         ids=lambda f: f.__name__)
+def test_dict_and_list_of_constants_can_be_changed(fn):
+    _check(fn, rng.standard_normal(3))
 
 
 def _at_with_own_view(x):

@@ -25,11 +25,13 @@ on as before.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy
 
 from srcgrad import rules
+from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir.core import Const, Var
 
 NOT_LOWERED = object()
@@ -58,6 +60,8 @@ def lower_call(tracer, callee, args, kwargs, node):
         return _stacking(tracer, stacking, args, node)
     if array_like:
         return _array(tracer, callee, args, kwargs, node)
+    if callee is functools.partial and args and not kwargs.keys() & {"func"}:
+        return _partial(args, kwargs)
     if getattr(callee, "__name__", None) == "at" and \
             getattr(callee, "__self__", None) in _SCATTER_UFUNCS:
         return _ufunc_at(tracer, _SCATTER_UFUNCS[callee.__self__], args, kwargs, node)
@@ -93,7 +97,8 @@ def _array(tracer, callee, args, kwargs, node):
     obj = args[0]
     dtype = args[1] if len(args) == 2 else kwargs.get("dtype", Const(None))
     if not isinstance(dtype, Const):
-        tracer.fail(node, "a dtype that depends on the arguments")
+        tracer.fail(node, "a dtype that depends on the arguments",
+                    "name the dtype (`dtype=np.float64`): compiled code computes in float64")
     static = _static(obj)
     if static is not NOT_LOWERED:
         return Const(callee(static, dtype=dtype.value))
@@ -186,3 +191,33 @@ def _fold_constant(callee, args, kwargs):
         return Const(callee(*values, **kw))
     except Exception:  # let the tracer say it has no rule for the call
         return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- functools.partial
+def _partial(args, kwargs):
+    """`functools.partial(f, ...)` in compiled code: of constants, the partial itself
+    (a constant the tracer calls); else a `BoundCall` holding the traced values."""
+    if all(isinstance(a, Const) for a in args) and all(isinstance(v, Const) for v in kwargs.values()):
+        return Const(functools.partial(args[0].value, *(a.value for a in args[1:]),
+                                       **{k: v.value for k, v in kwargs.items()}))
+    return BoundCall(args[0], list(args[1:]), dict(kwargs))
+
+
+class BoundCall(TraceObject):
+    """A functools.partial of traced values: calling it calls its function with them first."""
+
+    def __init__(self, func, args, kwargs):
+        self.func, self.args, self.kwargs = func, args, kwargs
+
+    def trace_method(self, tracer, name, args, kwargs, node):
+        if name != "__call__":
+            tracer.fail(node, f"the method `.{name}()` of a functools.partial")
+        if not isinstance(self.func, Const):
+            tracer.fail(node, "a functools.partial of a value that is not a function")
+        return tracer.call(self.func.value, self.args + list(args), {**self.kwargs, **kwargs}, node)
+
+    def trace_getattr(self, tracer, name, node):
+        tracer.fail(node, f"the attribute `.{name}` of a functools.partial in compiled code")
+
+    def trace_setattr(self, tracer, name, value, node):
+        tracer.fail(node, f"assigning to `.{name}` of a functools.partial")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
+import os
+import re
 import textwrap
+import weakref
 from dataclasses import dataclass, field
 
 import gast
@@ -79,6 +83,8 @@ def _last_line(code) -> int:
 
 def parse_function(fn) -> FunctionSource:
     """Parse `fn`'s source; CompileError when there is none to read."""
+    if isinstance(fn, functools.partial):
+        fn = partial_function(fn)
     compiled = getattr(fn, "__srcgrad__", None)
     if compiled is not None:
         # A transform's result runs generated code: that code is what gets parsed
@@ -168,3 +174,80 @@ def _parse_lambda(fn, code) -> FunctionSource:
     source = "".join(lines[lam.lineno - 1:lam.end_lineno])
     return FunctionSource(fn=fn, node=node, source=source, filename=code.co_filename,
                           line_offset=0, col_offset=0, globals=fn.__globals__, closure=closure)
+
+
+# `# grad of: s = s + f(x)  (model.py:12)`: a generated statement's user line (templates/)
+_ORIGIN = re.compile(r"^\s*# (?:grad of: |tangent of: )?(.*?)\s+\((\S+?):(\d+)\)\s*$")
+
+
+def user_line(filename: str, lineno: int) -> Loc | None:
+    """The user's line behind line `lineno` of a generated module: the origin comment
+    codegen writes above each statement group (None when there is none)."""
+    lines = linecache.getlines(filename)
+    for line in reversed(lines[:lineno]):
+        found = _ORIGIN.match(line)
+        if found:
+            text, path, number = found.groups()
+            return Loc(_full_path(path), int(number), 0, text.strip())
+    return None
+
+
+def _full_path(path: str) -> str:
+    """The file a generated comment's short path (relative, or a base name) names: the
+    source file srcgrad read it from (in linecache) when exactly one matches."""
+    if os.path.exists(path):
+        return os.path.abspath(path)
+    tail = os.sep + os.path.basename(path)
+    found = [f for f in list(linecache.cache) if f.endswith(tail) and os.path.isabs(f)]
+    return found[0] if len(found) == 1 else path
+
+
+def is_generated(fs) -> bool:
+    """Whether `fs` is a transform's generated function (grad(grad(f)) traces one)."""
+    return fs.globals.get("__name__") == "srcgrad.generated"
+
+
+_PARTIALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # partial -> its function
+
+
+def partial_function(p):
+    """A plain function for `functools.partial(f, *args, **keywords)`: its parameters are
+    `f`'s positional parameters the partial leaves open, and it calls `f` with the bound
+    values, which compiled code reads as constants (globals of the function), as
+    `jax.grad(partial(f, a=2.0))` does. Other partials (of builtins, or leaving
+    `*args`) are returned as they are, and refused where their source is read."""
+    made = _PARTIALS.get(p)
+    if made is not None:
+        return made
+    fn = p.func
+    while isinstance(fn, functools.partial):  # partial(partial(f, a), b): flattened by Python
+        fn = fn.func
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return p
+    if not isinstance(fn, type(partial_function)) or any(
+            q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) for q in params):
+        return p
+    bound, ns = [], {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
+    for i, value in enumerate(p.args):
+        ns[f"_arg{i}"] = value
+        bound.append(f"_arg{i}")
+    open_params, signature = [q.name for q in params[len(p.args):] if q.name not in p.keywords], []
+    for q in params[len(p.args):]:
+        if q.name in p.keywords:
+            continue
+        if q.default is not q.empty:
+            ns[f"_default_{q.name}"] = q.default
+        signature.append(q.name if q.default is q.empty else f"{q.name}=_default_{q.name}")
+    for i, (key, value) in enumerate(p.keywords.items()):
+        ns[f"_kw{i}"] = value
+        bound.append(f"{key}=_kw{i}")
+    name = f"{fn.__name__}_partial"
+    call = ", ".join(bound[:len(p.args)] + [f"{q}={q}" for q in open_params] + bound[len(p.args):])
+    text = f"def {name}({', '.join(signature)}):\n    return _fn({call})\n"
+    filename = f"<srcgrad partial {fn.__qualname__} {id(p):x}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
+    made = _PARTIALS[p] = ns[name]
+    return made

@@ -48,7 +48,8 @@ class Record(TraceObject):
             return tracer.inline(parse_function(attr.__func__), list(args), kwargs, node)
         if not inspect.isfunction(attr):
             tracer.fail(node, f"calling `{self.cls.__name__}.{name}`, which is not a method "
-                        "defined in Python")
+                        "defined in Python", "call the function it holds directly (`np.tanh(x)` "
+                        "for `act = np.tanh`), or define the method with `def`")
         return tracer.inline(parse_function(attr), [self, *args], kwargs, node)
 
     def __repr__(self):

@@ -56,3 +56,8 @@ class TraceObject:
 
     def trace_method(self, tracer, name, args, kwargs, node):
         raise NotImplementedError
+
+
+class NestedFunction:
+    """Base of a `def` or lambda inside a compiled function as the tracer holds it
+    (srcgrad.frontend.trace._NestedDef): traced at each call, no Python function."""

@@ -11,6 +11,7 @@ native tuple/list/dict of tvalues (a static container of possibly dynamic values
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 
@@ -18,12 +19,12 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import containers, idioms, records
+from srcgrad.frontend import containers, gradients, idioms, records, transforms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING, resolve
-from srcgrad.frontend.scope import Scope, TraceObject
+from srcgrad.frontend.scope import NestedFunction, Scope, TraceObject
 from srcgrad.ir.core import Const, Graph, Var
 from srcgrad.ir.expand import Expander, Namer, describe
 from srcgrad.ir.tree import LEAF, flatten
@@ -51,6 +52,11 @@ def _builtin_hint(fn) -> str:
     return "use the NumPy function instead"
 
 
+def _const(value):
+    """A Python value as a tvalue (tvalues, such as a NestedDef's defaults, stay as they are)."""
+    return value if isinstance(value, (Var, Const, tuple, list, dict, TraceObject)) else Const(value)
+
+
 def is_temp(var: Var) -> bool:
     return var.name.startswith("_")
 
@@ -63,6 +69,7 @@ class Tracer(Expander, ControlFlow):
         self.depth = 0
         self.scopes: list = []  # the Scopes of the functions being traced, outermost first
         self.mutation = Mutation(self)  # Note [Mutation at trace time]
+        self.python_ints: dict = {}  # id(Var) -> Var: a shape's item, `x.size`, `x.ndim`
 
     # ------------------------------------------------------------------ entry points
     def trace_function(self, fs, arg_trees=None) -> Graph:
@@ -100,6 +107,8 @@ class Tracer(Expander, ControlFlow):
         self.scopes.append(scope)
         try:
             result = self.trace_body(fs.node.body, scope)
+        except CompileError as err:
+            raise _at_user_line(fs, err) from None
         finally:
             self.scopes.pop()
         result = self.mutation.check_decided(result, None)
@@ -249,7 +258,8 @@ class Tracer(Expander, ControlFlow):
         for k, v in zip(node.keys, node.values):
             key = self.expr(k, scope) if k is not None else None
             if not isinstance(key, Const):
-                self.fail(node, "a dict key that depends on the arguments")
+                self.fail(node, "a dict key that depends on the arguments",
+                          "use constant keys (`{'a': x}`, `{0: x}`), or a list indexed by position")
             out[key.value] = self.expr(v, scope)
         return out
 
@@ -307,6 +317,12 @@ class Tracer(Expander, ControlFlow):
             return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):
             return self.inline_nested(callee, args, kwargs, node)
+        if isinstance(callee, functools.partial):  # its bound values are constants
+            return self.call(callee.func, [_const(a) for a in callee.args] + list(args),
+                             {**{k: _const(v) for k, v in callee.keywords.items()}, **kwargs}, node)
+        lowered = transforms.lower_call(self, callee, args, kwargs, node)  # sg.grad(f) inside
+        if lowered is not transforms.NOT_LOWERED:
+            return lowered
         lowered = idioms.lower_call(self, callee, args, kwargs, node)  # Note [Lowered idioms]
         if lowered is not idioms.NOT_LOWERED:
             return lowered
@@ -323,19 +339,52 @@ class Tracer(Expander, ControlFlow):
         if inner is not None:
             # A transformed function called from compiled code: trace the code it runs,
             # the generated source (this is how grad(grad(f)) and jvp(grad(f)) work).
-            callee = inner.entry()
+            return self.inline_generated(self._generated_entry(inner, node), args, kwargs, node)
         if isinstance(callee, types.FunctionType):
+            transforms.internal_call(self, callee, node)  # never srcgrad's own Python
             from srcgrad.frontend.parse import parse_function
             return self.inline(parse_function(callee), args, kwargs, node)
         if callee is math.fsum and len(args) == 1:  # fsum over a list: a plain sum
             return self.builtin(sum, args, kwargs, node)
         self.no_rule(callee, node)
 
+    def _generated_entry(self, compiled, node):
+        """The generated function a transform called from compiled code runs; an error
+        compiling it that names no line of its own is reported at this call."""
+        try:
+            return compiled.entry()
+        except CompileError as err:
+            if err.lineno:
+                raise
+            self.error(node, err.message, err.hint)
+
+    def inline_generated(self, fn, args, kwargs, node):
+        """Trace a transform's generated function called at `node` (Note [Transforms in
+        compiled code]): an error in the generated text is reported at the user's call."""
+        from srcgrad.frontend.parse import parse_function
+
+        lowered = gradients.inline(self, fn, args, kwargs)  # a loop's gradient, as IR
+        if lowered is not gradients.NOT_LOWERED:
+            return lowered
+        try:
+            return self.inline(parse_function(fn), args, kwargs, node)
+        except CompileError as err:
+            if err.lineno and fn.__code__.co_filename != err.filename:
+                raise  # already at a user's line (a custom Function's backward)
+            name = getattr(fn, "__name__", "f")
+            self.error(node, f"{err.message} (in the generated code of `{name}`, called here)",
+                       err.hint)
+
     def builtin(self, fn, args, kwargs, node):
         static = all(isinstance(a, Const) for a in args) and all(
             isinstance(v, Const) for v in kwargs.values())
         if static:
-            return Const(fn(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()}))
+            value = fn(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
+            if fn is dict:  # a new dict the code may write into (`d['b'] = x`): a native one
+                return {k: Const(v) for k, v in value.items()}
+            if fn is list:
+                return [Const(v) for v in value]
+            return Const(value)
         if fn is abs and len(args) == 1:
             return self.apply(rules.RULES["abs"], args, {}, node)
         if fn is len and len(args) == 1 and isinstance(args[0], Var):
@@ -365,10 +414,22 @@ class Tracer(Expander, ControlFlow):
             self.mutation.note_view(rule.name, operands, folded)
 
     def note_op(self, rule, operands, outs) -> None:
+        if len(outs) == 1 and (rule.name in ("size", "ndim") or rule.name == "getitem"
+                               and self.mutation.is_shape(operands[0])
+                               and isinstance(operands[1], Const) and isinstance(operands[1].value, int)):
+            self.python_ints[id(outs[0])] = outs[0]  # a number, never iterated (_length)
         if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:
                 self.mutation.note_view(rule.name, operands, outs[0])
+
+    def _length(self, array):
+        """The item count of a `for` over a traced value (srcgrad.frontend.loops): a
+        number is refused as Python refuses it, not iterated as a 0-d array."""
+        if id(array) in self.python_ints:
+            self.error(None, "a `for` loop over a number: 'int' object is not iterable",
+                       "loop over `range(n)` for the numbers 0 .. n-1")
+        return super()._length(array)
 
     # ------------------------------------------------------------------ user functions
     def inline(self, fs, args, kwargs, node):
@@ -437,7 +498,20 @@ class Tracer(Expander, ControlFlow):
         fence(fs)
         return Scope(env, lambda name: resolve(name, fs), fs.loc)
 
-class _NestedDef:
+def _at_user_line(fs, err: CompileError) -> CompileError:
+    """An error inside a generated function being differentiated again (grad(grad(f))),
+    moved to the user's line that generated code came from (its origin comment)."""
+    from srcgrad.frontend.parse import is_generated, user_line
+
+    if not is_generated(fs) or err.filename != fs.filename:
+        return err
+    loc = user_line(err.filename, err.lineno)
+    if loc is None:
+        return err
+    return CompileError.at(loc, f"{err.message} (in the generated code of `{fs.name}`)", err.hint)
+
+
+class _NestedDef(NestedFunction):
     """A `def` or lambda inside a compiled function: traced at each call, in a scope
     whose free names read the defining scope's bindings at call time (closures capture
     variables). Defaults are evaluated once, at the definition, as Python does."""

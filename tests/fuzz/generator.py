@@ -97,6 +97,8 @@ class Generator:
         # concatenate, np.add.at for a `+=` write, ...) are drawn from their own stream,
         # so a seed's program keeps its structure whatever spellings are added.
         self.idioms = random.Random(seed ^ 0x1D1011)
+        # sg.grad of a helper and functools.partial inside f (issue 11, H2): a third stream
+        self.inside = random.Random(seed ^ 0x2E57ED)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -474,6 +476,13 @@ class Generator:
             args.append(f"scale={self.const()}")
         elif kind == "none" and self.chance(0.5):
             args.append(self.pick(["", "b="]) + self.expr(s, depth))
+        r = self.inside.random()
+        if s == () and r < 0.15:  # a transform called in compiled code: d helper / d a0
+            self.features.add("nested_grad")
+            return f"sg.grad({name})({', '.join(args)})"
+        if kind == "default" and r < 0.6 and not any(a.startswith("scale=") for a in args):
+            self.features.add("partial")
+            return f"functools.partial({name}, scale={self.const()})({', '.join(args)})"
         return f"{name}({', '.join(args)})"
 
     def e_global(self, s, depth):
@@ -924,6 +933,8 @@ class Generator:
         body = self.block(1, self.rng.randint(1, self.max_stmts))
         body.append(f"    return {self.result()}")
         header = ["import math", "", "import numpy as np", "",
+                  *(["import functools"] if "partial" in self.features else []),
+                  *(["import srcgrad as sg"] if "nested_grad" in self.features else []),
                   "from srcgrad.autograd import Function",
                   "from srcgrad.autograd.function import once_differentiable", "",
                   f"ARGS = {args!r}", f"OUTPUT = {self.output!r}", *self.consts, ""]
