@@ -4,16 +4,20 @@ eager runtime, and a disk-cache hit does not import the compiler (issue 15, star
 Each case runs in a fresh interpreter, since this test process has imported everything.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
+
+import numpy as np
 
 RUNTIME = ("srcgrad.autograd.tensor", "srcgrad.autograd.engine")
 
 
-def _imported_after(script: str, tmp_path, cache_dir) -> dict:
+def _imported_after(script: str, tmp_path, cache_dir, prefixes=("srcgrad",)) -> dict:
     module = tmp_path / "user_loss.py"
     module.write_text(textwrap.dedent("""
         import numpy as np
@@ -25,7 +29,7 @@ def _imported_after(script: str, tmp_path, cache_dir) -> dict:
         import json, sys
         sys.path.insert(0, {str(tmp_path)!r})
         {textwrap.indent(textwrap.dedent(script), "        ").strip()}
-        print(json.dumps(sorted(m for m in sys.modules if m.startswith("srcgrad"))))
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith({tuple(prefixes)!r}))))
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "SRCGRAD_CACHE_DIR": str(cache_dir)}, timeout=300)
@@ -61,6 +65,139 @@ def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
                 "srcgrad.passes.jvp", "srcgrad.codegen.templates"}
     assert not loaded & compiler, loaded & compiler
     assert not loaded & set(RUNTIME)
+
+
+def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp_path):
+    """Issue 15: a hit imports only the transforms, the cache key (from the function's code
+    object: Note [Quick keys]), the cache, the loader and the generated module's helpers."""
+    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast")
+    for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
+        _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
+        loaded = _imported_after(GRAD_CALL, tmp_path, cache, heavy)
+        if "srcgrad.pipeline.programs" not in loaded:
+            break
+    assert "srcgrad.pipeline.programs" not in loaded  # a hit
+    assert not loaded & {"srcgrad.rules.table", "srcgrad.rules.core", "jinja2", "gast",
+                         "srcgrad.codegen.emit", "srcgrad.frontend.parse"}, loaded
+
+
+def _user_module(directory, name, body, module_name=None):
+    directory.mkdir(exist_ok=True)
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    spec = importlib.util.spec_from_file_location(module_name or name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+QUICK = """
+    import numpy as np
+
+    K = {k}
+    W = np.arange(3.0) * {w}
+
+    def helper(x):
+        return x * {scale}
+
+    def f(x, c={c}):
+        return np.sum(np.tanh(helper(x)) * K * W + hm.SHIFT * c)
+"""
+
+
+def _quick_key_of(tmp_path, tag, k=2.0, w=1.0, scale=3.0, c=1.0, shift=0.5):
+    """The quick key of `f` in a module written from QUICK into its own directory (the
+    same file name each time: it is part of the key, as messages name it)."""
+    from srcgrad.pipeline import keys
+
+    helpers = _user_module(tmp_path / tag, "quick_helpers", f"SHIFT = {shift}\n")
+    mod = _user_module(tmp_path / tag, "quick_mod", QUICK.format(k=k, w=w, scale=scale, c=c))
+    mod.hm = helpers
+    key = keys.quick_key(mod.f, ("grad", (0,), True, False, None))
+    assert key is not None
+    return key[0]
+
+
+def test_the_quick_key_changes_with_everything_the_function_reads(tmp_path):
+    base = _quick_key_of(tmp_path, "base")
+    assert _quick_key_of(tmp_path, "same") == base
+    changed = [_quick_key_of(tmp_path, "k", k=3.0),  # a global constant
+               _quick_key_of(tmp_path, "w", w=2.0),  # a global array's contents
+               _quick_key_of(tmp_path, "scale", scale=4.0),  # a helper's source
+               _quick_key_of(tmp_path, "c", c=2.0),  # a default
+               _quick_key_of(tmp_path, "shift", shift=1.5)]  # a user module's member
+    assert len({base, *changed}) == 6
+
+
+def test_the_quick_key_is_none_where_it_cannot_see_everything():
+    from srcgrad.pipeline import keys
+
+    options = ("grad", (0,), True, False, None)
+    assert keys.quick_key(lambda x: np.sum(x), options) is None  # named by its assignment
+
+    class Opaque:
+        scale = 2.0
+
+    obj = Opaque()
+
+    def f(x):
+        return np.sum(x * obj.scale)
+
+    assert keys.quick_key(f, options) is None  # an object: only the parsed fingerprint decides
+
+
+def test_a_rebound_global_recompiles_on_the_quick_path(tmp_path, monkeypatch):
+    """The quick key's bindings guard the variant as the parsed ones do (Note [Bindings])."""
+    import srcgrad as sg
+
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    mod = _user_module(tmp_path, "rebound", """
+        import numpy as np
+        K = 2.0
+        def f(x):
+            return np.sum(x * x) * K
+    """)
+    from srcgrad.pipeline import modules
+
+    x = np.arange(3.0)
+    assert np.allclose(sg.grad(mod.f)(x), 4.0 * x)  # compiled, and written to the disk cache
+    modules._MEMORY.clear()
+    g = sg.grad(mod.f)
+    assert np.allclose(g(x), 4.0 * x)  # from the disk
+    assert g.__srcgrad__._fs is None  # not parsed: the key and bindings came from the code
+    mod.K = 5.0
+    assert np.allclose(g(x), 10.0 * x)
+
+
+def test_the_probe_frees_each_value_after_its_last_use():
+    """Issue 15: the probe runs the unoptimised program on the first call's arrays; a
+    chain of large temporaries must not all be alive at once (Note [The probe's memory])."""
+    from srcgrad.frontend.parse import parse_function
+    from srcgrad.passes.shapes import probe
+    from srcgrad.pipeline import programs
+
+    def chain(x):
+        a = x * 2.0
+        b = np.sin(a)
+        c = b + 1.0
+        d = np.exp(c)
+        e = d * 3.0
+        dead = e * e  # noqa: F841 (nothing reads it)
+        h = np.tanh(e)
+        return np.sum(h)
+
+    graph, _ = programs.trace(parse_function(chain))
+    x = np.ones(2**20)  # 8 MB
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        found = probe(graph.ops, graph.inputs, (x,))
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert found.shapes  # it ran
+    assert peak < 3 * x.nbytes, f"{peak / x.nbytes:.1f} arrays alive at once"
 
 
 def test_runtime_names_still_resolve():

@@ -30,7 +30,6 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -176,6 +175,8 @@ class ModuleCache:
         path = self.path_for(key)
         if not self.usable:
             return ""
+        import tempfile  # a write only (a miss): a hit's process need not import it (issue 15)
+
         data = _encode(source, key)
         tmp = None
         try:

@@ -34,3 +34,20 @@ def load_module(source: str, filename: str, namespace: dict | None = None) -> di
         ns.update(namespace)
     exec(code, ns)
     return ns
+
+
+def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
+    """The function a transform returns: O(1) guards on argument shapes pick the
+    variant compiled for them (Note [Shape specialisation]); anything else misses.
+
+    Written with an f-string, not a template, and kept here rather than in the
+    renderer (srcgrad.codegen.emit): it is rendered when a transform is created and
+    again on each miss, so a process whose modules come from the disk cache renders
+    it too, and it should import neither jinja2 nor the renderer (issue 15).
+    """
+    call = ", ".join(args)
+    lines = [f"def {name}({', '.join(params)}):"]
+    if guards:
+        lines += [f"    if {' and '.join(guards)}:", f"        return _impl({call})"]
+    lines.append(f"    return _miss({call})")
+    return "\n".join(lines) + "\n"

@@ -107,60 +107,97 @@ def probe(ops: list, inputs: list, args: tuple) -> Probe:
     return found
 
 
-def _execute(ops, env, found, derived):
+def _execute(ops, env, found, derived, keep=()):
     """Run ops, noting the shapes, kinds and shape-derived values that are facts.
 
     A fact follows from facts: an op's output shape is one when its operands' shapes
     (and the values it reads as parameters) are; a control-flow op's outputs get facts
     only where every way through it agrees (`_run_control`). The values themselves
     are the first call's data and decide nothing."""
+    dead = _dead_after(ops, keep)
+    for i, op in enumerate(ops):
+        _run_op(op, env, found, derived)
+        for v in dead.get(i, ()):
+            env.pop(v, None)  # Note [The probe's memory]
+
+
+# Note [The probe's memory]
+# The probe runs the unoptimised program (forward and backward, every temporary the
+# simplifier will later fold away) on the first call's real arrays. Keeping every value
+# until the end made the first call's peak memory the sum of all of them: 62 MB on the
+# 1024x512 MLP where a steady call needs 28 MB, 192 MB against 61 MB on a 10**6-element
+# elementwise loss (issue 15; now 34 and 65 MB, benchmarks/bench_startup.py). So each value is dropped from the environment after its last reader
+# in its own op list; a value a nested block reads counts as read by the block's op (so
+# it lives through the whole loop or branch), and a block's results live until the op
+# that runs the block has taken them. Only facts (shapes, kinds, shape-derived values)
+# outlive the probe, and those are taken when the op runs.
+def _dead_after(ops, keep) -> dict:
+    """op index -> the values defined in `ops` that no later op of `ops` (nor `keep`, a
+    block's results) reads: they may go once that op has run."""
+    last: dict = {}
+    for i, op in enumerate(ops):
+        for v in op.operand_vars():
+            if v in last:  # defined in this list (SSA: before its readers)
+                last[v] = i
+        for o in op.outs:
+            last[o] = i
+    for r in keep:
+        for v in operand_vars(r):
+            last.pop(v, None)
+    dead: dict = {}
+    for v, i in last.items():
+        dead.setdefault(i, []).append(v)
+    return dead
+
+
+def _run_op(op, env, found, derived) -> None:
+    """Run one op on `env`, noting the facts of its outputs."""
     shapes = found.shapes
-    for op in ops:
-        rule = rules.RULES[op.prim]
-        if rule.io:  # print: the user's program prints when it runs, not when it compiles
-            continue
-        try:
-            if rule.control:
-                outs = _run_control(op, env, found, derived)
-            else:
-                namespace = dict(rules.FORMULA_GLOBALS)
-                namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
-                result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
-                if op.prim == "tape_pop":
-                    outs = result
-                else:
-                    outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
-        except ProbeFailed:
-            raise
-        except Exception as err:
-            raise ProbeFailed(f"{op.prim}: {err}") from err
-        for o, value in zip(op.outs, outs):
-            env[o] = value
+    rule = rules.RULES[op.prim]
+    if rule.io:  # print: the user's program prints when it runs, not when it compiles
+        return
+    try:
         if rule.control:
-            continue
-        if op.prim == "tape_push":
-            tape, items = op.args[0], op.args[1].items
-            found.pushes[tape] = items if found.pushes.get(tape, items) == items else ()
-            continue
-        if op.prim == "tape_pop":  # an entry has the facts of what was pushed
-            for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
-                _set_facts(o, _facts(pushed, found), found)
-                if pushed in derived:  # a shape pushed: the same on every iteration
-                    derived.add(o)
-                if pushed in found.values:
-                    found.values[o] = found.values[pushed]
-            continue
-        if _stable(op, rule, env, shapes, derived):
-            if op.prim in _SHAPE_FACTS or all(
-                    v in derived for v in op.operand_vars()) and not _reads_arrays(op, env) \
-                    and not op.prim.startswith("tape_"):  # a tape's length is a trip count
-                derived.update(op.outs)
-                found.values.update((o, env[o]) for o in op.outs if isinstance(env[o], (tuple, int)))
-            for o in op.outs:
-                shapes[o] = numpy.shape(env[o])
-        if all(v in found.kinds for v in op.operand_vars()):
-            for o in op.outs:
-                _note_kind(found, o, env[o])
+            outs = _run_control(op, env, found, derived)
+        else:
+            namespace = dict(rules.FORMULA_GLOBALS)
+            namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
+            result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
+            if op.prim == "tape_pop":
+                outs = result
+            else:
+                outs = result if len(op.outs) > 1 or callable(rule.nout) else (result,)
+    except ProbeFailed:
+        raise
+    except Exception as err:
+        raise ProbeFailed(f"{op.prim}: {err}") from err
+    for o, value in zip(op.outs, outs):
+        env[o] = value
+    if rule.control:
+        return
+    if op.prim == "tape_push":
+        tape, items = op.args[0], op.args[1].items
+        found.pushes[tape] = items if found.pushes.get(tape, items) == items else ()
+        return
+    if op.prim == "tape_pop":  # an entry has the facts of what was pushed
+        for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):
+            _set_facts(o, _facts(pushed, found), found)
+            if pushed in derived:  # a shape pushed: the same on every iteration
+                derived.add(o)
+            if pushed in found.values:
+                found.values[o] = found.values[pushed]
+        return
+    if _stable(op, rule, env, shapes, derived):
+        if op.prim in _SHAPE_FACTS or all(
+                v in derived for v in op.operand_vars()) and not _reads_arrays(op, env) \
+                and not op.prim.startswith("tape_"):  # a tape's length is a trip count
+            derived.update(op.outs)
+            found.values.update((o, env[o]) for o in op.outs if isinstance(env[o], (tuple, int)))
+        for o in op.outs:
+            shapes[o] = numpy.shape(env[o])
+    if all(v in found.kinds for v in op.operand_vars()):
+        for o in op.outs:
+            _note_kind(found, o, env[o])
 
 
 def _run_control(op, env, found, derived):
@@ -219,7 +256,7 @@ def _run_control(op, env, found, derived):
 
 
 def _run_block(block, env, found, derived):
-    _execute(block.ops, env, found, derived)
+    _execute(block.ops, env, found, derived, block.results)
     return [_value(r, env) for r in block.results]
 
 
@@ -232,7 +269,7 @@ def _run_aside(block, env, found, derived) -> bool:
         if env.get(v, 0) is None and v in found.shapes:
             aside[v] = _stand_in(found.shapes[v], found.kinds.get(v))
     try:
-        _execute(block.ops, aside, found, derived)
+        _execute(block.ops, aside, found, derived, block.results)
     except ProbeFailed:
         _forget(list(_all_outs(block)), found, derived)
         return False

@@ -20,13 +20,9 @@ import numpy
 
 from srcgrad import backend, contexts
 from srcgrad.arguments import check_cotangents
-from srcgrad.codegen import emit, names
+from srcgrad.codegen import names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
-from srcgrad.frontend import records
-from srcgrad.frontend.classes import applied_class
-from srcgrad.frontend.parse import parse_function
-from srcgrad.frontend.resolve import fingerprint, global_bindings
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import keys
@@ -59,11 +55,27 @@ class Compiled:
 
     def parsed(self):
         if self._fs is None:
+            from srcgrad.frontend.resolve import global_bindings
+
             fs = parse_function(self.fn)
             self._fs = dataclasses.replace(fs, arg_trees=self.arg_trees) if self.arg_trees else fs
             self.fn_name = self._fs.name
             self.bindings = tuple(global_bindings(self._fs))
         return self._fs
+
+    def cache_key(self, options: tuple) -> str | None:
+        """A variant's cache key: the quick one when the function has it (Note [Quick
+        keys] in srcgrad.pipeline.keys: no parsing, no rule table, so a disk-cache hit
+        imports neither), else the parsed function's. Before the function is parsed,
+        the quick fingerprint's bindings and name stand in for the parsed ones."""
+        if self.kind in ("grad", "value_and_grad") and not self.arg_trees:
+            quick = keys.quick_key(self.fn, options)
+            if quick is not None:
+                key, bindings, name = quick
+                if self._fs is None:
+                    self.bindings, self.fn_name = tuple(bindings), name
+                return key
+        return keys.cache_key(self.parsed(), options)
 
     # Note [Bindings]
     # Generated code bakes in what a function's free names were bound to when it was
@@ -96,9 +108,8 @@ class Compiled:
             return self._entries(self.load_for(target))
         full = inspect.signature(self.fn).bind(*args)
         full.apply_defaults()
-        fs = self.parsed()
-        key = keys.cache_key(fs, self.options(shapes))
-        ns = self._load(fs, key, lambda: self._generate(fs, key or "uncached", tuple(full.args)))
+        key = self.cache_key(self.options(shapes))
+        ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", tuple(full.args)))
         return self._entries(ns)
 
     def _entries(self, ns):
@@ -146,7 +157,7 @@ class Compiled:
                     fs, self.wrt, trees, **options)  # so from a generated line, as for arrays
             return _module(fs, cache or "uncached", _programs().Functions([source], (), dict(pool.values)))
 
-        impl = self._load(fs, cache, generate)[entry_names(self)[0]]
+        impl = self._load(cache, generate)[entry_names(self)[0]]
         wrt, single, with_value, has_aux = self.wrt, self.single, self.kind == "value_and_grad", self.has_aux
 
         def call(*args):
@@ -164,6 +175,8 @@ class Compiled:
 
     def fingerprint(self) -> str | None:
         """For a compiled function referenced from other compiled code."""
+        from srcgrad.frontend.resolve import fingerprint
+
         fp = fingerprint(parse_function(self.fn))
         return None if fp is None else f"{self.kind}:{self.options()!r}:{fp}"
 
@@ -172,9 +185,8 @@ class Compiled:
         other compiled code traces when it calls this transform)."""
         mode = mutation_allowed()
         if mode not in self.namespaces:
-            fs = self.parsed()
-            key = keys.cache_key(fs, self.options())
-            self.namespaces[mode] = self._load(fs, key, lambda: self._generate(fs, key or "uncached"))
+            key = self.cache_key(self.options())
+            self.namespaces[mode] = self._load(key, lambda: self._generate(self.parsed(), key or "uncached"))
         return self.namespaces[mode]
 
     def load_for(self, target) -> dict:
@@ -182,17 +194,20 @@ class Compiled:
         (Note [Array namespaces] in srcgrad.backend)."""
         mode = mutation_allowed()
         if (mode, target.key) not in self.namespaces:
-            fs = self.parsed()
-            key = keys.cache_key(fs, self.options() + target.key)
+            key = self.cache_key(self.options() + target.key)
 
             def generate():
+                from srcgrad.codegen import emit
+
                 with emit.namespace(target.spelling, target.mutable, target.describe(), target.xp):
-                    return self._generate(fs, key or "uncached")
-            self.namespaces[mode, target.key] = self._load(fs, key, generate, target)
+                    return self._generate(self.parsed(), key or "uncached")
+            self.namespaces[mode, target.key] = self._load(key, generate, target)
         return self.namespaces[mode, target.key]
 
-    def _load(self, fs, key, generate, target=backend.NUMPY) -> dict:
+    def _load(self, key, generate, target=backend.NUMPY) -> dict:
         """Module globals for `key`: from memory, the disk cache, or `generate()`."""
+        if callable(target):  # the older call `_load(fs, key, generate)` (srcgrad.jacobians)
+            key, generate, target = generate, target, backend.NUMPY
         hit = _MEMORY.get(key) if key else None
         if hit is not None:
             ns, self.module_source, self.out_tree = hit
@@ -205,8 +220,8 @@ class Compiled:
             path = cache.put(key, source) if key and not constants else ""
         else:
             path = str(cache.path_for(key))
-            out_tree = self._out_tree_from_source(fs)
-        filename = path or pseudo_filename(key or f"{fs.name}-{id(self.fn):x}")
+            out_tree = self._out_tree_from_source()
+        filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
         namespace = {**backend.module_globals(target), **constants}
         ns = load_module(source, filename, namespace)
         self.module_source, self.out_tree = source, out_tree
@@ -214,10 +229,10 @@ class Compiled:
             _MEMORY[key] = (ns, source, out_tree)
         return ns
 
-    def _out_tree_from_source(self, fs):
+    def _out_tree_from_source(self):
         if self.kind != "vjp":
             return None
-        graph, _ = _programs().trace(fs)  # the vjp output structure is not in the module text
+        graph, _ = _programs().trace(self.parsed())  # the vjp output structure is not in the module text
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
@@ -251,6 +266,8 @@ def guard_value(a):
 def records_key(trees) -> tuple:
     """The source of every record class in `trees` (Note [Records]): its methods are
     inlined into the generated code, so editing them must change the cache key."""
+    from srcgrad.frontend import records
+
     found: dict = {}
 
     def walk(t):
@@ -272,6 +289,8 @@ def mutation_allowed() -> bool:
 
 def _module(fs, key: str, program) -> tuple:
     """(module text, constants, out tree) of a program's generated functions."""
+    from srcgrad.codegen import emit  # the renderer: a miss only (a hit loads the cached text)
+
     module = emit.render_module(program.sources, version=VERSION,
                                 origin=f"{short_path(fs.filename)}:{fs.name}", key=key,
                                 helpers=emit.helpers_used(program.sources),
@@ -367,6 +386,8 @@ def source_function(f):
     For a function returned by a transform (`sg.grad(g)`) that is the generated
     function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
     """
+    from srcgrad.frontend.classes import applied_class
+
     inner = getattr(f, "__srcgrad__", None)
     if inner is not None:
         return inner.entry()
@@ -406,8 +427,8 @@ class CompiledJvp(Compiled):
         super().forget()
         self._entry = None
 
-    def _out_tree_from_source(self, fs):
-        graph, _ = _programs().trace(fs)
+    def _out_tree_from_source(self):
+        graph, _ = _programs().trace(self.parsed())
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
@@ -459,6 +480,8 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
                       namespace: str = "numpy") -> str:
     """A module that runs with NumPy alone: `grad_<func>` (mode "reverse"), `<func>_jvp`
     ("forward") or both (`srcgrad emit`)."""
+    from srcgrad.codegen import emit
+
     fs = parse_function(func)
     if mode not in ("reverse", "forward", "both"):
         raise ValueError(f"mode={mode!r}: choose 'reverse', 'forward' or 'both'")
@@ -475,6 +498,8 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
 
 
 def _standalone(fs, wrt, single, mode, optimize, namespace, command) -> str:
+    from srcgrad.codegen import emit
+
     sources, constants = [], {}
     if mode in ("reverse", "both"):
         source, pool = _programs().gradient_program(fs, wrt, single=single, optimized=optimize)
@@ -498,6 +523,14 @@ def clear() -> None:
     _VJP.clear()
     _VJP_HOOKS.clear()
     _JVP.clear()
+
+
+def parse_function(fn):
+    """srcgrad.frontend.parse's, imported on first use: a quick key (Note [Quick keys])
+    and a disk-cache hit need no parsing, so no gast."""
+    from srcgrad.frontend.parse import parse_function as parse
+
+    return parse(fn)
 
 
 def _programs():

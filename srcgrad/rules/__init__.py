@@ -2,6 +2,16 @@
 
 `lookup_callable`, `lookup_method` and `lookup_attribute` map what user code
 calls to a rule; `FORMULA_GLOBALS` is the namespace rule formulas are resolved in.
+
+Note [The table on demand]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A generated module needs only the helpers (`FORMULA_GLOBALS`, `HELPER_NAMES`), so
+they are bound when this package is imported. The table itself (`RULES`, the
+lookups, `defrule`) is imported on first use of one of those names (PEP 562):
+building its ~300 rows and resolving their targets costs tens of milliseconds, and a
+process whose modules all come from the disk cache never needs them (issue 15).
+Every layer may keep `from srcgrad import rules` at its top: only reading
+`rules.RULES` (or a lookup) pays for the table.
 """
 
 from __future__ import annotations
@@ -12,8 +22,6 @@ import math
 import numpy
 
 from srcgrad.rules import helpers
-from srcgrad.rules import table as _table  # noqa: F401  (fills RULES)
-from srcgrad.rules.core import RULES, Rule, defrule, table_fingerprint
 
 __all__ = ["RULES", "Rule", "defrule", "table_fingerprint", "lookup_callable",
            "lookup_method", "lookup_attribute", "FORMULA_GLOBALS", "HELPER_NAMES"]
@@ -21,6 +29,45 @@ __all__ = ["RULES", "Rule", "defrule", "table_fingerprint", "lookup_callable",
 # Formulas name NumPy as `xp` and the helpers by their bare names.
 HELPER_NAMES = tuple(helpers.__all__)
 FORMULA_GLOBALS = {"xp": numpy, "math": math, **{n: getattr(helpers, n) for n in HELPER_NAMES}}
+
+_LAZY = frozenset({"RULES", "Rule", "defrule", "table_fingerprint", "lookup_callable",
+                   "lookup_method", "lookup_attribute"})
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'srcgrad.rules' has no attribute {name!r}")
+    _load_table()
+    return globals()[name]
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+def _load_table() -> None:
+    """Import the table and bind its names here (Note [The table on demand])."""
+    core = importlib.import_module("srcgrad.rules.core")  # not `from srcgrad.rules import`:
+    importlib.import_module("srcgrad.rules.table")  # that asks this module's __getattr__; fills RULES
+
+    by_id, by_method, by_attr = _index(core.RULES)
+    rules = core.RULES
+
+    def lookup_callable(obj):
+        hit = by_id.get(id(obj))
+        return rules[hit[1]] if hit is not None and hit[0] is obj else None
+
+    def lookup_method(name: str):
+        rule = by_method.get(name)
+        return rules[rule] if rule else None
+
+    def lookup_attribute(name: str):
+        rule = by_attr.get(name)
+        return rules[rule] if rule else None
+
+    globals().update(RULES=rules, Rule=core.Rule, defrule=core.defrule,
+                     table_fingerprint=core.table_fingerprint, lookup_callable=lookup_callable,
+                     lookup_method=lookup_method, lookup_attribute=lookup_attribute)
 
 
 def _resolve(dotted: str):
@@ -31,9 +78,9 @@ def _resolve(dotted: str):
     return obj
 
 
-def _index():
+def _index(rules: dict):
     by_id, by_method, by_attr = {}, {}, {}
-    for rule in RULES.values():
+    for rule in rules.values():
         for dotted in rule.targets:
             try:
                 obj = _resolve(dotted)
@@ -45,21 +92,3 @@ def _index():
         if rule.attribute:
             by_attr[rule.attribute] = rule.name
     return by_id, by_method, by_attr
-
-
-_BY_ID, _BY_METHOD, _BY_ATTRIBUTE = _index()
-
-
-def lookup_callable(obj) -> Rule | None:
-    hit = _BY_ID.get(id(obj))
-    return RULES[hit[1]] if hit is not None and hit[0] is obj else None
-
-
-def lookup_method(name: str) -> Rule | None:
-    rule = _BY_METHOD.get(name)
-    return RULES[rule] if rule else None
-
-
-def lookup_attribute(name: str) -> Rule | None:
-    rule = _BY_ATTRIBUTE.get(name)
-    return RULES[rule] if rule else None
