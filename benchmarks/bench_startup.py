@@ -1,0 +1,174 @@
+"""Start-up costs (issue 15): `import srcgrad`, a fresh process's first gradient, and the
+first call's peak memory.
+
+    python benchmarks/bench_startup.py [--runs 5] [--src DIR] [--json]
+
+Every number comes from fresh interpreters (this process imports nothing of srcgrad):
+
+* import: `import srcgrad` alone, median of `--runs` processes;
+* first gradient, MLP loss (32x32 -> 64 -> 10): `sg.grad(loss)` plus its first call, in
+  a process that has imported NumPy and run the hand gradient once (BLAS set up), so
+  only srcgrad's imports and work are charged. *cold*: an empty disk cache (the
+  compile); *warm*: the module already on disk (a hit). Also shown less one steady
+  call, which is the gradient's own arithmetic;
+* peak memory (tracemalloc, NumPy's buffers included) of the first call (cold cache:
+  compile, probe and the call) and of a steady call, for mlp_b1024_512-1024-10 and
+  elementwise_1e6, with the hand-written gradient's peak for reference.
+
+The child processes may write bytecode (under a temporary PYTHONPYCACHEPREFIX, one
+throwaway run first) even where PYTHONDONTWRITEBYTECODE is set, as an installed package
+has its .pyc files; without them every process compiles srcgrad's sources (~60 ms).
+`--src DIR` runs another copy of srcgrad's sources (e.g. `git archive` of an older
+commit) for before/after comparisons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LATENCY = "mlp_b32_32-64-10"
+MEMORY = ("mlp_b1024_512-1024-10", "elementwise_1e6")
+
+_IMPORT = r"""
+import time
+t = time.perf_counter()
+import srcgrad
+print(time.perf_counter() - t)
+"""
+
+_FIRST = r"""
+import json, statistics, sys, time
+sys.path.append(sys.argv[1])  # benchmarks, examples; srcgrad from PYTHONPATH first
+import numpy as np
+from benchmarks import workloads
+wl = workloads.BY_NAME[sys.argv[2]]
+args = tuple(wl.make_inputs().values())
+wl.hand(*args)
+t0 = time.perf_counter()
+import srcgrad as sg
+g = sg.grad(wl.loss, wrt=wl.wrt)
+g(*args)
+first = time.perf_counter() - t0
+steady = []
+for _ in range(20):
+    t = time.perf_counter()
+    g(*args)
+    steady.append(time.perf_counter() - t)
+print(json.dumps({"first": first, "steady": statistics.median(steady),
+                  "compiled": "srcgrad.pipeline.programs" in sys.modules,
+                  "table": "srcgrad.rules.table" in sys.modules}))
+"""
+
+_MEMORY = r"""
+import json, sys, tracemalloc
+sys.path.append(sys.argv[1])  # benchmarks, examples; srcgrad from PYTHONPATH first
+import numpy as np
+from benchmarks import workloads
+wl = workloads.BY_NAME[sys.argv[2]]
+args = tuple(wl.make_inputs().values())
+wl.hand(*args)
+import srcgrad as sg
+from srcgrad import api  # imports outside the measured region
+
+def peak(fn):
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out = fn()
+    top = tracemalloc.get_traced_memory()[1] - base
+    del out
+    return top
+
+tracemalloc.start()
+hand = peak(lambda: wl.hand(*args))
+g = sg.grad(wl.loss, wrt=wl.wrt)
+first = peak(lambda: g(*args))
+steady = max(peak(lambda: g(*args)) for _ in range(3))
+print(json.dumps({"hand": hand, "first": first, "steady": steady}))
+"""
+
+
+def _env(src: str, cache_dir: str, pycache: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["SRCGRAD_CACHE_DIR"] = cache_dir
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    if src != str(ROOT):
+        env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _run(code: str, argv: list, env: dict) -> str:
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=tempfile.gettempdir(),
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip()[-2000:])
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def measure(runs: int, src: str) -> dict:
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
+        pycache = os.path.join(tmp, "pycache")
+        warm_dir = os.path.join(tmp, "warm-cache")
+        env = _env(src, warm_dir, pycache)
+        _run(_FIRST, [str(ROOT), LATENCY], env)  # bytecode written; the module cached
+        out["import_s"] = statistics.median(float(_run(_IMPORT, [], env)) for _ in range(runs))
+
+        cold = []
+        for i in range(runs):
+            cold_env = _env(src, os.path.join(tmp, f"cold-{i}"), pycache)
+            cold.append(json.loads(_run(_FIRST, [str(ROOT), LATENCY], cold_env)))
+        warm = [json.loads(_run(_FIRST, [str(ROOT), LATENCY], env)) for _ in range(runs)]
+        for name, rows in (("cold", cold), ("warm", warm)):
+            out[f"first_{name}_s"] = statistics.median(r["first"] for r in rows)
+            out[f"first_{name}_less_steady_s"] = statistics.median(r["first"] - r["steady"] for r in rows)
+        out["warm_hits_compiled"] = sum(r["compiled"] for r in warm)  # a miss: files changed
+        out["warm_hits_imported_table"] = sum(r["table"] for r in warm)
+        out["steady_s"] = statistics.median(r["steady"] for r in warm)
+
+        for name in MEMORY:
+            mem_env = _env(src, os.path.join(tmp, f"mem-{name}"), pycache)
+            out[f"memory_{name}"] = json.loads(_run(_MEMORY, [str(ROOT), name], mem_env))
+    return out
+
+
+def report(r: dict) -> None:
+    ms = 1e3
+    print(f"import srcgrad                        {r['import_s'] * ms:7.2f} ms")
+    print(f"first gradient, cold (empty cache)    {r['first_cold_s'] * ms:7.2f} ms"
+          f"   (less one steady call: {r['first_cold_less_steady_s'] * ms:.2f} ms)")
+    print(f"first gradient, warm (disk-cache hit) {r['first_warm_s'] * ms:7.2f} ms"
+          f"   (less one steady call: {r['first_warm_less_steady_s'] * ms:.2f} ms)")
+    print(f"steady call                           {r['steady_s'] * ms:7.3f} ms   "
+          f"({LATENCY}; warm runs that compiled: {r['warm_hits_compiled']}, "
+          f"that imported the rule table: {r['warm_hits_imported_table']})")
+    for name in MEMORY:
+        m = r[f"memory_{name}"]
+        print(f"peak memory {name:<24s} first call {m['first'] / 2**20:7.1f} MB, steady "
+              f"{m['steady'] / 2**20:6.1f} MB (first/steady {m['first'] / m['steady']:.2f}x), "
+              f"hand {m['hand'] / 2**20:6.1f} MB")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per timing (median)")
+    parser.add_argument("--src", default=str(ROOT), help="srcgrad sources to run (default: this checkout)")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    args = parser.parse_args(argv)
+    result = measure(args.runs, str(Path(args.src).resolve()))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        report(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
