@@ -1,0 +1,58 @@
+"""A loop's gradient called inside compiled code, inlined as IR.
+
+`sg.grad(g)(x)` in a function that is itself compiled traces the generated gradient
+(Note [Transforms in compiled code] in srcgrad.frontend.transforms). When `g` has a
+loop, that text holds a tape (a Python list the forward loop appends to) and an
+adjoint loop over `range(...)[::-1]` that pops it, which the tracer does not read
+back; instead the gradient's IR, built by the pipeline with the tracer's own namer,
+is spliced into the trace (Note [Transforms of loop gradients] in
+srcgrad.pipeline.programs), and the passes differentiate its tape ops again.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from srcgrad.ir import tree as pytree
+from srcgrad.ir.core import Const, Var, substitute
+
+NOT_LOWERED = object()
+_BUILD: list = []  # [srcgrad.pipeline.programs.gradient_graph], registered on its import
+
+
+def register(build) -> None:
+    _BUILD[:] = [build]
+
+
+def inline(tracer, fn, args, kwargs):
+    """The traced value of generated gradient `fn` called on `args`, or NOT_LOWERED
+    (not a loop's gradient, or arguments the generated source's trace handles)."""
+    if not _BUILD or getattr(fn, "__srcgrad_gradient__", None) is None:
+        return NOT_LOWERED
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return NOT_LOWERED  # the source's trace reports the bad call
+    bound.apply_defaults()
+    values = list(bound.arguments.values())
+    if not all(isinstance(v, (Var, Const, int, float)) for v in values):
+        return NOT_LOWERED
+    built = _BUILD[0](fn, tracer.mutation.saved.allow, tracer.namer)
+    if built is None:
+        return NOT_LOWERED
+    graph, _ = built
+    mapping = {p: v if isinstance(v, (Var, Const)) else Const(v) for p, v in zip(graph.inputs, values)}
+    substitute(graph.ops, mapping)
+    outputs = [mapping.get(r, r) if isinstance(r, Var) else r for r in graph.outputs]
+    _primal(graph.ops)
+    tracer.ops.extend(graph.ops)
+    return pytree.unflatten(graph.out_tree, outputs)
+
+
+def _primal(ops) -> None:
+    """The inlined gradient is the caller's primal code: its ops lose the `backward`
+    mark, which places an op among the backward lines of a generated gradient."""
+    for op in ops:
+        op.attrs.pop("backward", None)
+        for block in op.blocks:
+            _primal(block.ops)
