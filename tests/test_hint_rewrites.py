@@ -502,13 +502,13 @@ PROGRAM = textwrap.dedent('''
         return sum(ys)
 
     def bad_augmented_alias(x):
-        y = x[0]
+        y = (x * 2.0)[0]  # of a computed array (of an argument it is decided at run time)
         z = y
         y += 1.0
         return z * y  # HERE
 
     def good_augmented_alias(x):
-        y = x[0]
+        y = (x * 2.0)[0]
         z = y
         y = y + 1.0
         return z * y
@@ -646,21 +646,23 @@ PROGRAM = textwrap.dedent('''
         return v
 
     def bad_view_or_copy(x):
+        y = x * 2.0  # computed: its layout is the generated code's (an argument's is decided)
         if np.sum(x) > 0.26:
-            w = x.reshape(3)
+            w = y.reshape(3)
             w[[1]] = 1.0
-        s = x[0] * 0.0  # HERE
+        s = y[0] * 0.0  # HERE
         for i in range(2):
-            s = s + x[i]
+            s = s + y[i]
         return s
 
     def good_view_or_copy(x):
+        y = x * 2.0
         if np.sum(x) > 0.26:
-            w = x.reshape(3).copy()
+            w = y.reshape(3).copy()
             w[[1]] = 1.0
-        s = x[0] * 0.0
+        s = y[0] * 0.0
         for i in range(2):
-            s = s + x[i]
+            s = s + y[i]
         return s
 
     def bad_view_after_write(x):

@@ -138,6 +138,7 @@ def alias_on_one_path_read_again(a, c):
 
 def undecided_write_in_one_branch(x0, x2, c):
     v2 = x0
+    x2 = x2 * 1.0  # computed here: its layout is not the caller's (Note [Views of arguments])
     if c[0] > 0.35:
         pass
     else:
@@ -147,6 +148,7 @@ def undecided_write_in_one_branch(x0, x2, c):
 
 
 def undecided_view_in_branch_then_loop(x1):
+    x1 = x1 * 1.0
     if np.sum(x1) > 0.26:
         w5 = x1.reshape(2)
         w5[[1]] = 1.0
@@ -158,7 +160,7 @@ def undecided_view_in_branch_then_loop(x1):
 
 REFUSED = [
     ("undecided-in-one-branch", undecided_write_in_one_branch,
-     [np.array([0.5]), np.array([0.3]), np.array([0.0])], "rebinds it if it is a scalar"),
+     [np.array([0.5]), np.array([0.3]), np.array([0.0])], "view or a copy"),
     ("undecided-branch-then-loop", undecided_view_in_branch_then_loop, [np.array([0.5, 0.5])],
      "view or a copy"),
     ("alias-write-in-loop", alias_write_in_loop, [A], "shares memory with `x`"),
@@ -318,14 +320,14 @@ def undecided_inside_a_tuple_read(x0):
     return np.sum(pair[0])
 
 
-def test_a_container_leaf_undecided_in_one_branch():
+@pytest.mark.parametrize("fn", [undecided_inside_a_tuple, undecided_inside_a_tuple_read])
+def test_a_container_leaf_written_in_one_branch(fn):
+    # `v2 *= ...` on an argument: in place where it is an ndarray, decided at run time
+    # (Note [Views of arguments]); `pair[0]` reads the write on that path
     for x in (np.array([[0.25], [0.2], [0.7]]), np.array([[0.05], [0.02], [0.9]])):
-        value, g = sg.value_and_grad(undecided_inside_a_tuple)(x.copy())
-        assert_close(value, undecided_inside_a_tuple(x.copy()))
-        assert_close(g, numeric_grad(lambda a: undecided_inside_a_tuple(a.copy()), [x], 0),
-                     rtol=1e-5, atol=1e-7)
-        with pytest.raises(sg.CompileError, match="rebinds it if it is a scalar"):
-            sg.grad(undecided_inside_a_tuple_read)(x.copy())
+        value, g = sg.value_and_grad(fn)(x.copy())
+        assert_close(value, fn(x.copy()))
+        assert_close(g, numeric_grad(lambda a: fn(a.copy()), [x], 0), rtol=1e-5, atol=1e-7)
 
 
 # A nested loop inside `for i, row in enumerate(x)` dropped its enclosing loop's hidden
@@ -524,12 +526,13 @@ def write_in_loop_through_dict_item(a):
 
 
 def write_in_loop_into_dict_item(a):
-    d = {"w": a * 1.0}
+    w = a * 1.0
+    d = {"w": w}  # `w` shares the array (unshared, the dict is carried: test_containers_in_blocks)
     k = 0
     while k < 2:
         d["w"][0, k] = 1.0
         k += 1
-    return np.sum(d["w"] * d["w"])
+    return np.sum(d["w"] * d["w"]) + np.sum(w)
 
 
 def write_in_loop_copied_out(a):
@@ -835,3 +838,120 @@ def test_a_loop_write_into_an_array_a_tuple_holds_and_the_body_reads_is_refused(
     assert_close(value, held_array_copied(np.ones(2), t))
     expected = numeric_grad(lambda s: held_array_copied(np.ones(2), (t[0], s)), (t[1],), 0)
     assert_close(gt[1], expected)
+
+
+# Views of arguments (Note [Views of arguments] in srcgrad.frontend.layout): whether
+# `x.reshape(...)` / `x.ravel()` / `x[i]` of an argument is a view is NumPy's answer at run
+# time, on the caller's own array: C-ordered and Fortran-ordered arguments of one shape
+# share a variant and each gets NumPy's value and gradient.
+
+def write_through_reshape_of_argument(x):
+    w = x.reshape(-1)
+    w *= np.min(x)
+    w += x.ravel()  # a second write through the same view-or-copy
+    return np.sum(x * x) + np.sum(w)
+
+
+def reshape_view_read_after_a_write_into_the_argument(x):
+    v = x.ravel()
+    x[0] = 5.0 * x[1]
+    return np.sum(v * v) + np.sum(x)
+
+
+def row_or_scalar_read_after_a_write_into_the_argument(x):
+    r = x[1]
+    x[0] = 3.0 * x[1]
+    return np.sum(r * r) + np.sum(x)
+
+
+def write_through_reshape_in_one_branch(x, c):
+    if c[0] > 0.0:
+        w = x.reshape((1, -1))
+        w[0, :1] = 2.0 * w[0, 1:2]
+    return np.sum(x * x)
+
+
+def _layout_grad(fn, x, rest, eps=1e-6):
+    """Central differences that keep x's memory order (np.copy would make it C-ordered,
+    and NumPy's own answer to 'view or copy' with it)."""
+    g = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        up, down = x.copy(order="K"), x.copy(order="K")
+        up[idx] += eps
+        down[idx] -= eps
+        g[idx] = (fn(up, *rest) - fn(down, *rest)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("fn,rest", [
+    (write_through_reshape_of_argument, ()),
+    (reshape_view_read_after_a_write_into_the_argument, ()),
+    (row_or_scalar_read_after_a_write_into_the_argument, ()),
+    (write_through_reshape_in_one_branch, (np.array([1.0]),)),
+    (write_through_reshape_in_one_branch, (np.array([-1.0]),))])
+@pytest.mark.parametrize("shape", [(4,), (2, 3)])
+def test_a_view_of_an_argument_is_decided_by_its_layout_at_run_time(fn, rest, shape):
+    base = np.linspace(-0.9, 1.3, int(np.prod(shape))).reshape(shape)
+    h = sg.value_and_grad(fn)
+    for x in (base, np.asfortranarray(base)):  # one variant: the guard does not see layout
+        value, g = h(x.copy(order="K"), *rest)
+        assert_close(value, fn(x.copy(order="K"), *rest))
+        assert_close(g, _layout_grad(fn, x, rest), rtol=1e-5, atol=1e-6)
+        _, t_out = sg.jvp(fn, (x.copy(order="K"), *rest), (np.ones(shape),) + tuple(
+            np.zeros_like(r) for r in rest))
+        assert_close(t_out, np.sum(_layout_grad(fn, x, rest)), rtol=1e-5, atol=1e-6)
+
+
+# `x op= v` on an argument (or an integer-indexed view of one) that another name shares:
+# in place where it is an ndarray at run time, a rebinding where it is a NumPy scalar
+# (a row of a matrix, an element of a vector, a float argument). Decided at run time.
+
+def augmented_row_or_element_with_an_alias(x):
+    w = x[1]
+    z = w
+    w += np.sum(x)
+    return np.sum(z * x) + np.sum(w)
+
+
+def augmented_argument_with_an_alias(x):
+    w = x
+    w += np.exp(np.tanh(np.sum(w)))
+    return np.sum(x * x) + np.sum(w)
+
+
+def augmented_row_then_a_view_read(x):
+    w = x[0]
+    w *= np.maximum(np.sum(w), 0.25)
+    v = x[1:]
+    return np.sum(x) * np.sum(v) + np.sum(w)
+
+
+@pytest.mark.parametrize("fn", [augmented_row_or_element_with_an_alias, augmented_argument_with_an_alias,
+                                augmented_row_then_a_view_read])
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_augmented_assignment_on_an_argument_is_decided_at_run_time(fn, shape):
+    x = np.linspace(-0.9, 1.3, int(np.prod(shape))).reshape(shape)
+    value, g = sg.value_and_grad(fn)(x.copy())
+    assert_close(value, fn(x.copy()))
+    assert_close(g, _layout_grad(fn, x, ()), rtol=1e-5, atol=1e-6)
+    out, t_out = sg.jvp(fn, (x.copy(),), (np.ones(shape),))
+    assert_close(out, fn(x.copy()))
+    assert_close(t_out, np.sum(_layout_grad(fn, x, ())), rtol=1e-5, atol=1e-6)
+
+
+def test_augmented_assignment_on_a_float_argument_only_rebinds():
+    fn = augmented_argument_with_an_alias
+    for x in (0.7, np.float64(0.7)):
+        value, g = sg.value_and_grad(fn)(x)
+        assert_close(value, fn(x))  # x unchanged: 0.49 + (0.7 + e^tanh(0.7))
+        assert_close(g, (fn(x + 1e-6) - fn(x - 1e-6)) / 2e-6, rtol=1e-5)
+
+
+def test_an_augmented_alias_of_a_computed_value_is_still_refused():
+    def computed(x):
+        y = x[0] * 1.0  # computed: a view or a scalar by what the generated code holds
+        z = y
+        y += 1.0
+        return np.sum(z * y)
+    with pytest.raises(sg.CompileError, match="rebinds it if it is a scalar"):
+        sg.grad(computed)(np.ones((2, 2)))

@@ -206,3 +206,32 @@ def test_runtime_names_still_resolve():
     assert sg.Tensor is sg.autograd.Tensor
     assert callable(sg.grad) and callable(sg.no_grad)
     assert "Tensor" in dir(sg)
+
+
+def test_an_installed_copy_is_fingerprinted_by_its_install_not_by_a_walk(tmp_path):
+    """Issue 15: the compiler fingerprint of a site-packages copy is computed once per
+    installation (its version and the stamps an install writes), not by a walk over its
+    files in every process; a reinstall (new stamps) changes it."""
+    import shutil
+
+    import srcgrad
+
+    site = tmp_path / "lib" / "site-packages"
+    shutil.copytree(os.path.dirname(srcgrad.__file__), site / "srcgrad",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("from srcgrad.pipeline import keys; import srcgrad; "
+            "print(keys.compiler_fingerprint(), srcgrad.__file__)")
+
+    def fingerprint():
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                              cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(site)})
+        assert proc.returncode == 0, proc.stderr
+        fp, where = proc.stdout.split()
+        assert where.startswith(str(site))
+        return fp
+
+    first = fingerprint()
+    (site / "srcgrad" / "passes" / "dce.py").write_text("# edited in place: not walked, not seen\n")
+    assert fingerprint() == first
+    os.utime(site / "srcgrad" / "_version.py", ns=(1, 1))  # a reinstall writes every file anew
+    assert fingerprint() != first

@@ -26,7 +26,11 @@ integer index returns a view of a row or an immutable scalar depending on ndim; 
 on a name writes into an ndarray but rebinds a scalar. Then the names whose value
 would differ are bound to an `Undecided` marker, and *reading* one later is a
 CompileError naming both lines and a rewrite that says what the user means. A
-program that never reads them again compiles (both meanings agree).
+program that never reads them again compiles (both meanings agree). Where the
+array in question is an argument as the caller passed it (or a view made of one
+before any write), the generated code holds the very same object, and NumPy's
+answer is read from it at run time instead (Note [Views of arguments] in
+srcgrad.frontend.layout).
 
 Arguments: compiled transforms are functional. An argument written in place is
 copied first (`setitem` copies), so calling `sg.grad(f)(x)` never changes the
@@ -48,6 +52,7 @@ from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend.aliases import BlockAliases, Undecided
 from srcgrad.frontend.inplace import InPlaceStatements
+from srcgrad.frontend.layout import ArgumentViews
 from srcgrad.frontend.versions import SavedWrites
 from srcgrad.ir.core import Const, Var
 
@@ -65,12 +70,14 @@ _ARRAY_RESULTS = frozenset({"setitem", "zeros", "ones", "full", "zeros_like", "o
 CERTAIN, INT, UNKNOWN = "view", "int", "unknown"
 
 
-class Mutation(InPlaceStatements, BlockAliases):
+class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
     def __init__(self, tracer):
         self.tracer = tracer
         self.inputs: list = []  # the graph's input Vars
         # id(view) -> (view, parent, rule name, other operands, CERTAIN / INT / UNKNOWN)
         self.views: dict = {}
+        # id(view) -> a run-time flag: whether it is a view (Note [Views of arguments])
+        self.view_flags: dict = {}
         self.arrays: dict = {}  # id(tvalue) -> tvalue known to be a writable ndarray
         self.checked: set = set()  # ids of inputs given their no_alias check
         self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
@@ -129,6 +136,8 @@ class Mutation(InPlaceStatements, BlockAliases):
             UNKNOWN if name in ("reshape", "ravel") else CERTAIN)
         if how is not None:
             self.views[id(out)] = (out, base, name, tuple(operands[1:]), how)
+            if how != CERTAIN:
+                self.note_view_flag(name, operands, out, how)
 
     def note_array(self, rule_name, out):
         if rule_name in _ARRAY_RESULTS:
@@ -148,12 +157,17 @@ class Mutation(InPlaceStatements, BlockAliases):
 
     # ------------------------------------------------------------------ statements
     # ------------------------------------------------------------------ the write
-    def write(self, old, new, node, how):
-        """`old`'s storage now holds `new`: rebind every name that shares it."""
+    def write(self, old, new, node, how, flagged=False):
+        """`old`'s storage now holds `new`: rebind every name that shares it.
+
+        `flagged`: the write happens only where `old` is an ndarray at run time
+        (ArgumentViews.write_if_array): an integer index above it was a view, and the
+        rebinding is returned (a function of each tvalue) instead of applied."""
         tr = self.tracer
-        self.guard_region(node, "an in-place write")
+        if not flagged:  # (a flagged write is checked before its block: write_if_array)
+            self.guard_region(node, "an in-place write")
         self._refuse_shared(old, node, "an in-place write")
-        if how != "dirty":  # a Function's output replacing its written input: not a new write
+        if how != "dirty" and not flagged:  # a Function's output replacing its written input
             self.saved.written(old, how != "name", tr.loc)
         new = self._guard_input(old, new)
         updates = {id(old): new}
@@ -161,9 +175,10 @@ class Mutation(InPlaceStatements, BlockAliases):
         cur, cur_new, unsure = old, new, None
         while id(cur) in self.views:
             _, parent, rule, rest, kind = self.views[id(cur)]
-            if kind == INT and how != "name":
+            if kind == INT and (how != "name" or flagged):
                 kind = CERTAIN  # item assignment worked: it was an array, hence a view
-            if kind != CERTAIN:
+            step = None if kind == CERTAIN else self.view_flags.get(id(cur))
+            if kind != CERTAIN and step is None:
                 self.views[id(cur_new)] = (cur_new, parent, rule, rest, kind)
                 unsure = (parent, rule)
                 break
@@ -171,8 +186,13 @@ class Mutation(InPlaceStatements, BlockAliases):
             # The write-back makes the parent *from* the child (`b = v.T`): that is no
             # view of the child to record (it would make a cycle of views).
             self.views.pop(id(written), None)
+            if step is not None:  # a view of an argument, or not (Note [Views of arguments])
+                written = self.select_view(step, written, parent)
             parent_new = self._guard_input(parent, written)
-            self.views[id(cur_new)] = (cur_new, parent_new, rule, rest, CERTAIN)
+            if step is None:
+                self.views[id(cur_new)] = (cur_new, parent_new, rule, rest, CERTAIN)
+            else:
+                self.note_flagged_view(cur_new, parent_new, rule, rest, kind, step)
             updates[id(parent)] = parent_new
             self.history[id(parent_new)] = parent
             cur, cur_new = parent, parent_new
@@ -216,6 +236,8 @@ class Mutation(InPlaceStatements, BlockAliases):
             return result
 
         written, reach = (self._storages(cur), {}) if self.merged else (set(), {})
+        if flagged:
+            return remap
         self._remap(remap)
         return new
 
@@ -242,6 +264,13 @@ class Mutation(InPlaceStatements, BlockAliases):
         value = top_new
         for view in reversed(below):
             _, _, rule, rest, kind = self.views[id(view)]
+            step = None if kind == CERTAIN else self.view_flags.get(id(view))
+            if step is not None:  # Note [Views of arguments]
+                parent = value
+                derived = self.tracer.apply(rules.RULES[rule], [parent, *rest], {})
+                value = self.select_view(step, derived, view)
+                self.note_flagged_view(value, parent, rule, rest, kind, step)
+                continue
             if kind != CERTAIN:
                 return Undecided("this view may or may not see the in-place write at line "
                                  f"{loc.line if loc else '?'}: it was made by `{rule}`, which "

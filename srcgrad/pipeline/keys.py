@@ -72,14 +72,30 @@ def compiler_fingerprint() -> str:
     false miss (a file touched but unchanged) recompiles; a stale hit would need an edit
     that keeps both size and nanosecond mtime. One `os.scandir` walk, no pathlib and no
     import of the renderer: this runs on every disk-cache hit.
+
+    An installed copy (in site-packages, not an editable checkout) is identified once per
+    installation: its version and the stamps of its `__init__.py` and `_version.py`,
+    which every (re)install writes anew. Editing an installed copy's files in place is
+    not seen; `srcgrad cache clear` after such an edit.
     """
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts: list = []
+    if installed(package):
+        for name in ("__init__.py", "_version.py"):
+            st = os.stat(os.path.join(package, name))
+            parts.append(f"\0{name}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.sha256(f"{VERSION}:{package}{''.join(parts)}".encode()).hexdigest()[:16]
     _scan(package, (".py", ".j2"), True, parts)  # a wheel holds srcgrad/templates/*.j2
     _scan(os.path.join(os.path.dirname(package), "templates"), (".j2",), False, parts)  # a checkout
     h = hashlib.sha256(VERSION.encode())
     h.update("".join(parts).encode())
     return h.hexdigest()[:16]
+
+
+def installed(package: str) -> bool:
+    """Whether srcgrad's package directory is an installed copy (site-packages), whose
+    files only an install writes, rather than a source checkout someone edits."""
+    return os.path.basename(os.path.dirname(package)) in ("site-packages", "dist-packages")
 
 
 def cache_key(fs, options: tuple) -> str | None:

@@ -1,0 +1,126 @@
+"""Views of arguments, and `x op= v` on them, decided at run time (Note [Views of arguments]).
+
+Note [Views of arguments]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+Whether `x.reshape(-1)` / `x.ravel()` is a view of `x` or a copy depends on x's memory
+layout, and whether `x[i]` is a view of a row or an immutable scalar on x's rank and
+on i; the shape-generic trace knows neither (Note [Mutation at trace time]). When `x`
+is an argument as the caller passed it (or a view the program made of one before any
+write), the generated code holds that very object and runs the same view operation on
+it, so NumPy's own answer is at hand at run time: `storage_written(x, view)` (the view
+is an ndarray sharing x's buffer), computed right where the view is made. A write
+through the view then reaches x as `where(flag, <x with the write>, x)`, and a view of
+x made before a write into x reads `where(flag, <the view of the new x>, <itself>)`.
+Both operands have the same shape (a reshape keeps the elements, an index write puts
+back what it read), so the select never fails on the path not taken; the flag is a
+run-time value the probe never folds (it reads arrays), so a variant decides nothing
+from its first call's layout.
+
+`x op= v` where x is such an argument or view, and another name shares it, writes
+into x if it is an ndarray and only rebinds it if it is a NumPy scalar (a float
+argument, an element of a vector): `storage_written(x, x)` says which, and a `cond` on
+it runs the write (and the re-derivation of every name sharing x) on the ndarray path
+only, since there the written value may not fit back into the array (`w = x[1];
+w += np.ones(3)` rebinds a scalar w to an array, which `x[1] = w` would reject).
+After it, a name whose relation to x differs between the two paths is recorded as a
+merge of both (Note [Aliases across blocks]): a later write reaching it is Undecided.
+
+Values the compiled code computed itself (`y = x * 2.0`) are not covered: the generated
+code may compute them differently from the user's program (folded, fused, written into
+a reused buffer), so their layout need not be NumPy's; they keep the Undecided marker.
+"""
+
+from __future__ import annotations
+
+from srcgrad import rules
+from srcgrad.frontend.aliases import Undecided
+from srcgrad.ir.core import Block, Const, Op, Pack, Var
+
+
+class ArgumentViews:
+    """Mixed into Mutation (srcgrad.frontend.mutation): `tracer`, `views`, `history`,
+    `inputs`, `arrays` and `_chain` are Mutation's."""
+
+    def note_view_flag(self, name, operands, out, how) -> None:
+        """`out = name(*operands)` is a view of its first operand or not depending on
+        run-time facts (`how`: not certain); record NumPy's answer where it can be had."""
+        parent = operands[0]
+        if name == "ravel" or name == "reshape" and _nonempty_shape(operands[1]):
+            self.arrays[id(out)] = out  # a reshape to a shape with axes is an ndarray
+        if isinstance(out, Var) and self._user_object(parent):
+            self.view_flags[id(out)] = self.tracer.apply(rules.RULES["storage_written"],
+                                                         [parent, out], {})
+
+    def _user_object(self, t) -> bool:
+        """`t` is an argument as the caller passed it, or a view made of one before any
+        write into it (Note [Views of arguments])."""
+        chain = self._chain(t)
+        if any(id(c) in self.history for c in chain):
+            return False
+        root = chain[-1]
+        return isinstance(root, Var) and any(v is root for v in self.inputs)
+
+    def select_view(self, flag, view_value, otherwise):
+        """`view_value` where the step was a view at run time, else `otherwise`."""
+        return self.tracer.apply(rules.RULES["where"], [flag, view_value, otherwise], {})
+
+    def note_flagged_view(self, value, parent, rule, rest, kind, flag) -> None:
+        """`value` is a view of `parent` iff `flag` (a write through it reaches `parent`
+        on that condition)."""
+        self.views[id(value)] = (value, parent, rule, rest, kind)
+        self.view_flags[id(value)] = flag
+
+
+    def write_if_array(self, old, new, node) -> None:
+        """`x op= v` where x is an argument or a view of one that may be an ndarray or a
+        NumPy scalar (Note [Views of arguments]): the names sharing x's storage read the
+        write where x is an ndarray at run time, and keep their value where it is a
+        scalar (which `op=` only rebinds). The caller binds x itself to `new`."""
+        tr = self.tracer
+        self.guard_region(node, "an in-place write")
+        flag = tr.apply(rules.RULES["storage_written"], [old, old], {})  # x is an ndarray
+        self.saved.written(old, False, tr.loc)
+        outer, then_ops, checked = tr.ops, [], set(self.checked)
+        tr.ops = then_ops
+        try:
+            remap = self.write(old, new, node, "name", flagged=True)
+            pairs, seen = [], set()
+            for t in self._references():
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    r = remap(t)
+                    if r is not None:
+                        pairs.append((t, r))
+        finally:
+            tr.ops = outer
+        self.checked = checked  # the check ran on one path only
+        self.views.pop(id(new), None)  # its recorded parent is the block's: not visible here
+        self.view_flags.pop(id(new), None)
+        self.arrays.pop(id(new), None)
+        decided = [(t, r) for t, r in pairs if not isinstance(r, Undecided)]
+        outs = [Var(tr.namer.fresh(t.name if isinstance(t, Var) else "w"),
+                    t.kind if isinstance(t, Var) else "array") for t, _ in decided]
+        tr.ops.append(Op("cond", (flag,), tuple(outs), tr.loc, blocks=(
+            Block(then_ops, [r for _, r in decided]), Block([], [t for t, _ in decided]))))
+        mapping = {id(t): r for t, r in pairs}
+        mapping.update((id(t), out) for (t, _), out in zip(decided, outs))
+        for (t, r), out in zip(decided, outs):
+            entry = self.views.get(id(t))
+            parent = mapping.get(id(entry[1])) if entry is not None else None
+            if isinstance(parent, Var):  # a view of the written array on both paths
+                _, _, rule, rest, kind = entry
+                self.views[id(out)] = (out, parent, rule, rest, kind)
+                if id(t) in self.view_flags:
+                    self.view_flags[id(out)] = self.view_flags[id(t)]
+            else:  # it may be `new`'s storage (an ndarray written in place) or not
+                self.merged[id(out)] = (r, t, new)
+        self._remap(lambda t: mapping.get(id(t)))
+
+
+def _nonempty_shape(shape) -> bool:
+    """A reshape target with at least one axis (the result is an ndarray; to `()` a NumPy
+    scalar may stay a scalar)."""
+    if isinstance(shape, Const):
+        v = shape.value
+        return isinstance(v, int) or isinstance(v, tuple) and len(v) > 0
+    return isinstance(shape, Pack) and len(shape.items) > 0
