@@ -19,19 +19,40 @@ def _differentiable_args(op):
     rule = rules.RULES[op.prim]
     if rule.control:  # Note [Regions]: through everything the op and its blocks read
         return [(None, v) for v in dict.fromkeys(op.operand_vars())]
+    if op.prim == "tape_pop":  # what was pushed (Note [Reverse mode over adjoint loops])
+        return [(None, op.args[0])]
+    if op.prim == "tape_push":
+        return [(None, op.args[1])]
     if rule.nondiff or rule.static_out:
         return []
     return [(p, a) for p, a in zip(rule.params, op.args) if p in rule.vjp]
 
 
 def active_vars(ops: list, wrt: list, outputs: list) -> set:
-    varied = {v for v in wrt if v.kind == "array"}
+    tapes = tape_vars(ops)
+    varied = {v for v in wrt if v.kind == "array"} | tapes
     for op in ops:
         if any(v in varied for _, a in _differentiable_args(op) for v in operand_vars(a)):
             varied.update(o for o in op.outs if o.kind == "array")
-    useful = {v for v in outputs if isinstance(v, Var)}
+    useful = {v for v in outputs if isinstance(v, Var)} | tapes
     for op in reversed(ops):
-        if any(o in useful for o in op.outs):
+        if any(o in useful for o in op.outs) or (tapes and op.prim == "tape_push") or (
+                tapes and op.blocks and any(v in tapes for v in op.operand_vars())):
             for _, a in _differentiable_args(op):
                 useful.update(operand_vars(a))
     return varied & useful
+
+
+def tape_vars(ops: list) -> set:
+    """The tapes `ops` push or pop (a program holding a loop's gradient, differentiated
+    again: Note [Reverse mode over adjoint loops] in srcgrad.passes.vjp). Each counts
+    as varied and useful: what is popped depends on what was pushed, a link no operand
+    shows, so every popped array is varied and every pushed one useful (an over-
+    approximation: a tape that holds nothing varied costs zero cotangents)."""
+    found = set()
+    for op in ops:
+        if op.prim in ("tape_push", "tape_pop"):
+            found.add(op.args[0])
+        for block in op.blocks:
+            found |= tape_vars(block.ops)
+    return found

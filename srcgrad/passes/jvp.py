@@ -28,7 +28,7 @@ from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
-from srcgrad.passes.jvp_control import forward_region
+from srcgrad.passes.jvp_control import TAPE_OPS, forward_region, forward_tape
 from srcgrad.passes.simplify import _classify
 
 
@@ -60,6 +60,10 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
         if rule.control:  # tangents beside the values in its blocks (passes/jvp_control.py)
             for pre in forward_region(op, tangents, namer, forward):
                 record(pre)
+            record(op)
+            continue
+        if op.prim in TAPE_OPS:  # Note [Tangents on tapes] in srcgrad.passes.jvp_control
+            forward_tape(op, tangents, namer)
             record(op)
             continue
         record(op)

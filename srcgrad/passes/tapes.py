@@ -72,7 +72,8 @@ def accumulate_in_place(ops: list, results: list, probe) -> None:
     change. The start must be a backward op: a forward `zeros_like` that CSE merged it
     with (`y5 = np.zeros_like(x0)`, read by nothing) is a residual of sg.vjp's split
     program, saved once and read by every `vjp_fn` call, so summing into it would
-    carry the first call's gradient into the next (fuzz seed 50848). After optimisation no pass reorders or merges ops, so this runs last.
+    carry the first call's gradient into the next (fuzz seed 50848). After optimisation
+    no pass reorders or merges ops, so this runs last.
     """
     reads = _read_counts(ops, results)
     _accumulate(ops, reads, probe)
@@ -107,7 +108,11 @@ def _accumulate(ops, reads, probe) -> None:
         if op.prim == "for_range" and op.attrs.get("reverse") and op.blocks:
             _sums_in_place(op, producer, reads, probe)
             block = op.blocks[0]
-            out.extend(hoist_invariants(block.ops, [*block.params, *_all_outs(block.ops, "tape_pop")]))
+            hoisted = hoist_invariants(block.ops, [*block.params, *_all_outs(block.ops, "tape_pop")])
+            for new in hoisted:  # beside its loop: among the primal lines where the loop is
+                if not op.attrs.get("backward"):  # (a loop's gradient inlined in compiled code)
+                    new.attrs.pop("backward", None)
+            out.extend(hoisted)
         out.append(op)
     ops[:] = out
 

@@ -26,10 +26,11 @@ from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
 from srcgrad.passes.activity import active_vars
 from srcgrad.passes.simplify import _classify, shape_classes
-from srcgrad.passes.vjp_control import reverse_region
+from srcgrad.passes.vjp_control import TapeCotangents, reverse_region
 
 
-def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=frozenset()) -> tuple:
+def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=frozenset(),
+            tapes=None) -> tuple:
     """(backward ops, {wrt var: cotangent operand or None}).
 
     `seeds` pairs output operands with their cotangents (a Var input of the
@@ -37,7 +38,16 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     `(pack, unpack)` Vars of the saved-tensor-hook variant (srcgrad.passes.hooks),
     makes custom Functions pack and unpack what they save. `zero_edges` lists
     `(id(op), param)` edges known to carry no derivative (srcgrad.passes.invariance).
+    `tapes`: the cotangent tapes of the blocks' enclosing call (Note [Reverse mode over
+    adjoint loops] in srcgrad.passes.vjp_control); a call given none owns them.
     """
+    own_tapes = tapes is None
+    if own_tapes:
+        tapes = TapeCotangents()
+
+    def reverse_block(b_ops, b_wrt, b_seeds, b_namer):
+        return reverse(b_ops, b_wrt, b_seeds, b_namer, tapes=tapes)
+
     active = active_vars(ops, wrt, [v for v, _ in seeds])
     classes = shape_classes(ops)
     tracer = Expander(namer)
@@ -67,9 +77,19 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     pending: list = []  # (forward op, op to insert before it): loops' tapes
 
     for op in reversed(ops):
-        if not any(o in contributions for o in op.outs):
-            continue
         rule = rules.RULES[op.prim]
+        if op.prim == "tape_push":  # Note [Reverse mode over adjoint loops]
+            tracer.loc = op.loc
+            for arg, ct in tapes.reverse_push(op, tracer, namer):
+                _distribute(arg, ct, active, contributions)
+            continue
+        if op.prim == "tape_pop":  # also for a nested loop's tape alone (no cotangent of its own)
+            if any(o in contributions or o in tapes.cotangent for o in op.outs):
+                tracer.loc = op.loc
+                tapes.reverse_pop(op, [total(o) for o in op.outs], tracer, namer)
+            continue
+        if not any(o in contributions for o in op.outs) and not (rule.control and tapes.pushes_in(op)):
+            continue
         # ---- custom Functions (Note [Custom Functions] in srcgrad.frontend.function)
         if op.prim == "custom_call":
             tracer.loc = op.loc
@@ -88,7 +108,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
         if rule.control:  # Note [Reverse mode of control flow]
             tracer.loc = op.loc
             cts = [total(o) for o in op.outs]
-            for arg, ct in reverse_region(op, cts, tracer, namer, active, pending, reverse):
+            for arg, ct in reverse_region(op, cts, tracer, namer, active, pending, reverse_block):
                 _distribute(arg, ct, active, contributions)
             continue
         if rule.nondiff:
@@ -121,6 +141,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
                 ct = _split_sequence(tracer, arg, ct)  # NumPy made the list an array
             _distribute(arg, ct, active, contributions, mask)
     grads = {w: total(w) for w in wrt}
+    if own_tapes:  # the cotangent tapes start empty before the backward
+        tracer.ops[:0] = tapes.creations
     for new in tracer.ops:
         new.attrs["backward"] = True
     for before, new in pending:

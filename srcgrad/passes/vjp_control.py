@@ -50,6 +50,79 @@ def _defined(block) -> set:
     return set(block.params) | {o for op in block.ops for o in op.outs}
 
 
+# ---------------------------------------------------------------------- tapes, reversed again
+class TapeCotangents:
+    """Note [Reverse mode over adjoint loops]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Reverse mode over a program that holds a loop's gradient (`sg.grad(sg.grad(f))`,
+    a reverse-mode Jacobian of a gradient: Note [Transforms of loop gradients] in
+    srcgrad.pipeline.programs): its forward loop L1 pushes `(v1, v2)` on a tape T
+    every iteration, its adjoint loop L2 pops them in reverse order. The value popped
+    at an iteration *is* the value pushed at the same iteration, so the cotangent of a
+    popped value belongs to the pushed one; no operand shows that link (activity
+    analysis treats every tape as varied and useful: srcgrad.passes.activity).
+
+    So the cotangents travel on a tape too, the other way. Reversing L2 gives a loop
+    L2' over the same indices in forward order (the reverse of a reversed range), whose
+    body, the reverse of L2's body, ends with the reverse of L2's `pop(T)`: a push of
+    the popped values' cotangents (zeros where none) on a cotangent tape CT. Reversing
+    L1 gives the usual reversed loop L1', whose body starts with the reverse of L1's
+    `push(T, ...)`: `pop(CT)`, whose entries are the cotangents of the pushed values.
+    L2' runs before L1' (L2 ran after L1) and pushes iteration 0 first; L1' pops
+    iteration n-1 first: last in, first out, as for T. CT is created empty at the
+    start of the whole backward (`creations`); L1' pops only where L2' pushes (a
+    push is reversed only when its tape's pop was).
+
+    Nested loops: the inner forward loop's tape T_in is made in the outer forward body
+    and pushed on the outer tape To; the outer adjoint body pops it as another Var,
+    T_in', which the inner adjoint loop pops. The reverse of the outer adjoint body
+    reaches the inner adjoint loop first (giving T_in' a cotangent tape), then the pop
+    of To, which notes that item k of To's entries was T_in'; the reverse of the
+    outer forward body reaches its push of To first, whose item k is T_in: T_in's
+    cotangent tape is T_in''s, before the inner forward loop is reversed. One
+    cotangent tape serves every outer iteration: the inner pushes of outer iteration
+    i come after those of i - 1 and are popped before them.
+    """
+
+    def __init__(self):
+        self.cotangent: dict = {}  # tape -> its cotangent tape
+        self.creations: list = []  # the cotangent tapes' tape_new ops
+        self.popped_tapes: dict = {}  # (tape, k) -> the tape popped as item k of its entries
+
+    def pushes_in(self, op) -> bool:
+        """Whether a block of `op` pushes on a tape whose pops were reversed."""
+        return any(o.prim == "tape_push" and o.args[0] in self.cotangent or self.pushes_in(o)
+                   for b in op.blocks for o in b.ops)
+
+    def reverse_pop(self, op, cts, tracer, namer) -> None:
+        """`values = pop(T)` reversed: push the values' cotangents on T's cotangent tape."""
+        tape = self.cotangent.get(op.args[0])
+        if tape is None:
+            tape = self.cotangent[op.args[0]] = Var(namer.fresh("_ct_tape"), "static")
+            self.creations.append(Op("tape_new", (), (tape,), op.loc))
+        for k, o in enumerate(op.outs):
+            if o in self.cotangent:  # a nested loop's tape (its own pops were reversed first)
+                self.popped_tapes[op.args[0], k] = o
+        items = [Const(None) if o.kind != "array" else ct if ct is not None else _zeros_like(o, tracer)
+                 for o, ct in zip(op.outs, cts)]
+        tracer.ops.append(Op("tape_push", (tape, Pack(tuple(items))), (), op.loc, {"effect": True}))
+
+    def reverse_push(self, op, tracer, namer) -> list:
+        """`push(T, values)` reversed: pop the values' cotangents; [(value, cotangent)]."""
+        tape = self.cotangent.get(op.args[0])
+        if tape is None:
+            return []
+        items = op.args[1].items
+        for k, v in enumerate(items):
+            popped = self.popped_tapes.get((op.args[0], k))
+            if popped is not None:  # the pushed tape is the one its adjoint popped
+                self.cotangent[v] = self.cotangent[popped]
+        outs = tuple(Var(namer.fresh("grad_" + v.name.lstrip("_") + "_t"), v.kind) if isinstance(v, Var)
+                     else Var(namer.fresh("_unused"), "static") for v in items)
+        tracer.ops.append(Op("tape_pop", (tape,), outs, op.loc))
+        return [(v, o) for v, o in zip(items, outs) if isinstance(v, Var) and v.kind == "array"]
+
+
 # ---------------------------------------------------------------------- cond
 def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
     pred = op.args[0]
@@ -212,8 +285,9 @@ def _reverse_loop(op, cts, tracer, namer, active, pending, reverse_block):
         bounds = _ran_bounds(op.args[:3], tracer.apply(rules.RULES["tape_len"], [tape], {}), tracer)
     else:
         bounds = op.args[:3]
+    # an adjoint loop's own reverse runs forward (Note [Reverse mode over adjoint loops])
     tracer.ops.append(Op("for_range", (*bounds, Pack(tuple(start))), outs, op.loc,
-                         {"backward": True, "reverse": True}, (block,)))
+                         {"backward": True, "reverse": not op.attrs.get("reverse")}, (block,)))
     pairs = [(init, out) for (_, _, init, _, _), out in zip(carried, outs) if isinstance(init, Var)]
     return pairs + list(zip(free, outs[len(carried):]))
 
@@ -233,13 +307,29 @@ def reusable_tapes(ops: list, namer) -> list:
     """`ops` with each adjoint loop popping a copy of its tape (`list(tape)`), never the
     tape itself: `sg.vjp`'s backward may run again (`vjp_fn` called twice, a Jacobian
     row by row) on the same saved tapes. A tape nested in another's entries is copied
-    where its own adjoint loop starts."""
+    where its own adjoint loop starts. A cotangent tape (Note [Reverse mode over adjoint
+    loops]) is the backward's own, pushed and popped there: each run starts its own
+    copy of it, once (a nested loop's pops span the outer loop's iterations)."""
+    own: dict = {}  # cotangent tape -> the backward's copy
+    for op in ops:
+        if op.prim == "tape_new" and op.attrs.get("backward"):
+            own[op.outs[0]] = Var(namer.fresh(op.outs[0].name), "static")
+    substitute(ops, own)
+    out = []
+    for op in _copied_pops(ops, namer, set(own.values())):
+        out.append(op)
+        if op.prim == "tape_new" and op.outs[0] in own:  # (the saved empty list, copied)
+            out.append(Op("tape_copy", op.outs, (own[op.outs[0]],), op.loc, {"backward": True}))
+    return out
+
+
+def _copied_pops(ops: list, namer, own: set) -> list:
     out = []
     for op in ops:
         for block in op.blocks:
-            block.ops = reusable_tapes(block.ops, namer)
-        if op.attrs.get("reverse") and op.blocks:
-            for pop in (o for o in op.blocks[0].ops if o.prim == "tape_pop"):
+            block.ops = _copied_pops(block.ops, namer, own)
+        if op.prim == "for_range" and op.attrs.get("backward") and op.blocks:  # (reversed or not)
+            for pop in (o for o in op.blocks[0].ops if o.prim == "tape_pop" and o.args[0] not in own):
                 tape = pop.args[0]
                 copy = Var(namer.fresh(tape.name), "static")
                 out.append(Op("tape_copy", (tape,), (copy,), op.loc, {"backward": True}))

@@ -245,8 +245,11 @@ class Compiled:
         return _module(fs, key, _programs().Functions([source], (), dict(pool.values)))
 
     def entry(self, index: int = 0):
-        ns = self.load()
-        return ns[entry_names(self)[index]]
+        fn = self.load()[entry_names(self)[index]]
+        if self.kind == "grad" and not self.has_aux and not self.arg_trees:
+            # its IR, for a transform of it (Note [Transforms of loop gradients] in programs)
+            fn.__srcgrad_gradient__ = self
+        return fn
 
 
 def guard_value(a):

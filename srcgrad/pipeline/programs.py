@@ -13,10 +13,12 @@ import numpy
 from srcgrad import rules
 from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError
+from srcgrad.frontend import gradients
 from srcgrad.frontend.fence import fence
 from srcgrad.frontend.parse import FunctionSource
 from srcgrad.frontend.trace import Tracer
-from srcgrad.ir.core import Const, Var
+from srcgrad.ir import tree as pytree
+from srcgrad.ir.core import Const, Graph, Var
 from srcgrad.ir.expand import Expander, Namer
 from srcgrad.passes import hooks as hooks_pass
 from srcgrad.passes import saved as saved_pass
@@ -44,15 +46,73 @@ class Functions:
     out_tree: object = None  # vjp: the primal output's tree definition
 
 
-def trace(fs: FunctionSource, allow_mutation: bool = False):
+def trace(fs: FunctionSource, allow_mutation: bool = False, args=None):
     """`allow_mutation`: traced under `allow_mutation_on_saved_tensors` (Note [Saved
     values written in place] in srcgrad.frontend.versions)."""
+    gradient = gradient_graph(fs.fn, allow_mutation)
+    if gradient is not None:
+        return gradient
+    return _trace_source(fs, allow_mutation, args=args)
+
+
+def _trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None):
     fence(fs)
-    namer = Namer(names.RESERVED)
+    namer = namer or Namer(names.RESERVED)
     tracer = Tracer(namer)
+    if args is not None:  # a variant for these argument shapes: Note [Shape facts] (H2)
+        tracer.facts = lambda ops, inputs: probe(ops, inputs, args).values
     tracer.mutation.saved.allow = allow_mutation
     graph = tracer.trace_function(fs)
     return graph, namer
+
+
+def gradient_graph(fn, allow_mutation: bool, namer=None):
+    """(graph, namer): the IR of `sg.grad(g)`'s gradient when `fn` is its generated
+    function and `g` has a loop; None otherwise (the generated source is traced like
+    any function). `namer`: the one of a trace that inlines the graph (a call of
+    `sg.grad(g)` in compiled code: srcgrad.frontend.gradients).
+
+    Note [Transforms of loop gradients]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A transform of a transform's result (`sg.hessian`'s per-seed columns, `sg.jvp` or
+    `sg.jacobian` of `sg.grad(g)`) differentiates the generated gradient. Straight-line
+    generated code is plain Python the tracer reads back; a loop's gradient is not: its
+    tape is a Python list that the forward loop appends to and the adjoint loop
+    (`range(...)[::-1]`) pops. Rather than recognise srcgrad's own code in the tracer,
+    the gradient of a loop program is rebuilt here as IR, `g`'s ops and their
+    backward, with the tape ops and the reversed `for_range` as the VJP pass wrote
+    them, which forward mode (Note [Tangents on tapes] in srcgrad.passes.jvp_control)
+    and reverse mode (Note [Reverse mode over adjoint loops] in srcgrad.passes.vjp_control)
+    differentiate again. `Compiled.entry` marks a `grad` transform's generated function
+    with its Compiled.
+    """
+    compiled = getattr(fn, "__srcgrad_gradient__", None)
+    if compiled is None:
+        return None
+    inner = compiled.parsed()
+    built = gradient_graph(inner.fn, allow_mutation, namer)  # `g` may be a loop's gradient too
+    graph, namer = built or _trace_source(inner, allow_mutation, namer)
+    if not _has_loop(graph.ops):
+        return None
+    value, _, _ = _scalar_output(graph, has_aux=False)
+    wrt_vars = [graph.inputs[i] for i in compiled.wrt]
+    if isinstance(value, Var) and not provably_scalar(graph.ops, value):
+        value = Expander(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(inner.name)], {})
+    seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
+    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer, zero_edges=zero_edges(graph.ops))
+    tracer = Expander(namer, backward)
+    grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+    out_tree = pytree.LEAF if compiled.single else ("tuple", (pytree.LEAF,) * len(grad_list))
+    return Graph(names.grad_fn_name(inner.name), graph.inputs, graph.ops + backward, grad_list,
+                 out_tree, graph.param_names, graph.defaults, graph.loc), namer
+
+
+gradients.register(gradient_graph)
+
+
+def _has_loop(ops) -> bool:
+    return any(op.prim in ("for_range", "while_loop") or any(_has_loop(b.ops) for b in op.blocks)
+               for op in ops)
 
 
 def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None) -> tuple:
@@ -465,14 +525,14 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functi
             tracer = Expander(namer, backward)
             firsts = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
             ops = graph.ops + backward
+        if kind == "hessian":  # before forward mode extends the loops in graph.ops
+            shape = probe(graph.ops, graph.inputs, args).shapes.get(value)
+            if shape != ():
+                raise ProbeFailed("hessian of a non-scalar function")
         ops, tangents = forward(ops, dict(zip(wrt_vars, seeds)), namer)
         tangent_outs = [tangents.get(o) if isinstance(o, Var) else None for o in firsts]
         tangent_outs = [t if t is not None else Const(0.0) for t in tangent_outs]
         results, n_first = firsts + tangent_outs, len(firsts)
-        if kind == "hessian":
-            shape = probe(graph.ops, graph.inputs, args).shapes.get(value)
-            if shape != ():
-                raise ProbeFailed("hessian of a non-scalar function")
     inputs, example_args = graph.inputs + seeds, tuple(args) + tuple(examples)
     found = probe(ops, inputs, example_args)
     ops, results = optimize(ops, results, found.shapes, found.values)

@@ -1,0 +1,292 @@
+"""Second derivatives through loops (issue 15): forward over reverse through the generated
+forward loop and its adjoint loop (Note [Tangents on tapes] in srcgrad.passes.jvp_control,
+Note [Transforms of loop gradients] in srcgrad.pipeline.programs).
+
+Every expected value is arithmetic: central differences (float64) of a hand-written NumPy
+gradient where one is short, else of the first-order gradient, which tests of their own
+check against central differences of the function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+
+def rnn(x, W):
+    h = x
+    for _t in range(4):
+        h = np.tanh(W @ h + 0.1 * x)
+    return np.sum(h * h)
+
+
+def rnn_hand_grad(x, W):
+    """d rnn / d x by hand (BPTT), independent of srcgrad."""
+    hs = [x]
+    for _ in range(4):
+        hs.append(np.tanh(W @ hs[-1] + 0.1 * x))
+    g_h, g_x = 2 * hs[-1], np.zeros_like(x)
+    for t in range(4, 0, -1):
+        g_pre = g_h * (1 - hs[t] ** 2)
+        g_x = g_x + 0.1 * g_pre
+        g_h = W.T @ g_pre
+    return g_x + g_h
+
+
+def shrink(x):
+    """A `while` loop: its trip count depends on the data (constant near the point)."""
+    h = x
+    while np.sum(h * h) > 0.05:
+        h = np.sin(h) * 0.8
+    return np.sum(h * h * h) + np.sum(h * x)
+
+
+def newton_break(x):
+    """A loop that leaves by `break`."""
+    h = x
+    for _t in range(20):
+        h = np.tanh(h * 1.2) + 0.05 * x
+        if np.sum(h * h) < 0.02:
+            break
+    return np.sum(np.exp(h))
+
+
+def indexed(x, xs):
+    """A loop-carried array and a read indexed by the loop counter."""
+    h = x
+    for t in range(3):
+        h = np.sin(h * xs[t]) + h
+    return np.sum(h * h)
+
+
+def nested(x):
+    h = x
+    for _i in range(2):
+        for _j in range(3):
+            h = np.cos(h) * 0.9 + 0.1 * x
+    return np.sum(h ** 3)
+
+
+def nested_rnn(x, W):
+    """An inner loop whose carried value starts afresh each outer step, reading W."""
+    h = x
+    for _i in range(3):
+        s = h * 0.0
+        for j in range(2):
+            s = s + np.tanh(W @ h * (j + 1.0))
+        h = 0.5 * h + 0.3 * s
+    return np.sum(h * h * x)
+
+
+def nested_while(x):
+    h = x
+    for _i in range(2):
+        while np.sum(h * h) > 0.3:
+            h = np.sin(h) * 0.9
+        h = h + 0.2 * x
+    return np.sum(h ** 3)
+
+
+def branchy(x, w):
+    """A branch inside the loop (its backward reads values the forward branch exports)."""
+    h = x
+    for _t in range(3):
+        if np.sum(h) > 0:
+            h = np.tanh(h * w)
+        else:
+            h = np.sin(h) * w + h * h
+    return np.sum(h ** 2) + np.sum(w * h)
+
+
+def rows(x, xs):
+    """A loop over the rows of an array."""
+    h = x
+    for r in xs:
+        h = np.tanh(h * r) + 0.5 * h
+    return np.sum(h * h)
+
+
+def scalar_loop(x):
+    h = x
+    for _t in range(4):
+        h = np.sin(h * 1.3) + 0.2 * h
+    return h * h
+
+
+def scalar_while(x):
+    h = x
+    while h * h > 0.01:
+        h = h * 0.7 + 0.001 * np.sin(x)
+    return h * x
+
+
+def _differences(grad, args, index, eps=1e-6):
+    """Central differences of a gradient function (one column per element of args[index])."""
+    x = np.asarray(args[index], dtype=np.float64)
+    cols = []
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = eps
+        plus, minus = list(args), list(args)
+        plus[index] = x + step.reshape(x.shape)
+        minus[index] = x - step.reshape(x.shape)
+        cols.append((np.asarray(grad(*plus)) - np.asarray(grad(*minus))).reshape(-1) / (2 * eps))
+    return np.stack(cols, axis=1)
+
+
+RNG = np.random.default_rng(15)
+X = RNG.standard_normal(4) * 0.5
+W = RNG.standard_normal((4, 4)) * 0.4
+
+
+def test_hand_gradient_of_the_rnn_matches_differences_of_the_loss():
+    expected = np.array([(rnn(X + e, W) - rnn(X - e, W)) / 2e-6 for e in np.eye(4) * 1e-6])
+    np.testing.assert_allclose(rnn_hand_grad(X, W), expected, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1])
+def test_hessian_through_an_rnn_loop(chunk_size):
+    hessian = sg.hessian(rnn, chunk_size=chunk_size)
+    expected = _differences(rnn_hand_grad, (X, W), 0)
+    for _ in range(2):  # the first call compiles, the second reuses
+        H = hessian(X, W)
+        np.testing.assert_allclose(H, expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+
+
+def test_hessian_through_an_rnn_loop_wrt_the_weights():
+    H = sg.hessian(rnn, wrt=1)(X, W)
+    g = sg.grad(rnn, wrt=1)
+    expected = _differences(g, (X, W), 1)
+    np.testing.assert_allclose(H.reshape(16, 16), expected, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1])
+@pytest.mark.parametrize("fn, args", [
+    (shrink, (np.array([0.6, -0.5, 0.4]),)),
+    (newton_break, (np.array([0.3, -0.2, 0.1]),)),
+    (indexed, (np.array([0.3, -0.4]), np.array([[1.1, 0.7], [0.5, -0.9], [1.3, 0.2]]))),
+    (nested, (np.array([0.2, -0.7, 1.1]),)),
+    (nested_while, (np.array([0.9, -0.8, 0.7]),)),
+], ids=["while", "break", "indexed", "nested", "nested_while"])
+def test_hessian_through_loops(fn, args, chunk_size):
+    hessian = sg.hessian(fn, chunk_size=chunk_size)
+    expected = _differences(sg.grad(fn), args, 0)
+    for _ in range(2):
+        np.testing.assert_allclose(hessian(*args), expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (branchy, (np.array([0.3, -0.4, 0.8]), np.array([0.9, 1.1, -0.7]))),
+    (rows, (np.array([0.3, -0.4]), np.array([[1.1, 0.7], [0.5, -0.9], [1.3, 0.2]]))),
+], ids=["branch", "rows"])
+def test_hessian_blocks_through_loops(fn, args):
+    H = sg.hessian(fn, wrt=(0, 1))(*args)
+    for i in range(2):
+        g = lambda *a, i=i: sg.grad(fn, wrt=(0, 1))(*a)[i]  # noqa: E731
+        for j in range(2):
+            n_i, n_j = np.size(args[i]), np.size(args[j])
+            np.testing.assert_allclose(H[i][j].reshape(n_i, n_j), _differences(g, args, j),
+                                       rtol=1e-6, atol=1e-7)
+
+
+def test_the_while_loop_runs_a_data_dependent_number_of_steps():
+    # the two points take different trip counts: each Hessian is its own loop's
+    hessian = sg.hessian(shrink)
+    for x in (np.array([0.6, -0.5, 0.4]), np.array([2.0, 1.5, -1.0])):
+        np.testing.assert_allclose(hessian(x), _differences(sg.grad(shrink), (x,), 0),
+                                   rtol=1e-6, atol=1e-7)
+
+
+def test_jvp_of_a_loop_gradient_is_a_hessian_vector_product():
+    v = RNG.standard_normal(4)
+    g, hv = sg.jvp(sg.grad(rnn), (X, W), (v, np.zeros_like(W)))
+    np.testing.assert_allclose(g, rnn_hand_grad(X, W), rtol=1e-10)
+    np.testing.assert_allclose(hv, _differences(rnn_hand_grad, (X, W), 0) @ v, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["forward", "auto"])
+def test_jacobian_of_a_loop_gradient(mode):
+    x = np.array([0.6, -0.5, 0.4])
+    J = sg.jacobian(sg.grad(shrink), mode=mode)(x)
+    np.testing.assert_allclose(J, _differences(sg.grad(shrink), (x,), 0), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn", [scalar_loop, scalar_while])
+@pytest.mark.parametrize("x", [0.7, -1.2])
+def test_grad_of_grad_of_a_scalar_loop(fn, x):
+    d, d2 = sg.grad(fn), sg.grad(sg.grad(fn))
+    expected = (d(x + 1e-6) - d(x - 1e-6)) / 2e-6
+    for _ in range(2):
+        np.testing.assert_allclose(d2(x), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_third_derivative_of_a_scalar_loop():
+    d2, d3 = sg.grad(sg.grad(scalar_loop)), sg.grad(sg.grad(sg.grad(scalar_loop)))
+    np.testing.assert_allclose(d3(0.4), (d2(0.4 + 1e-5) - d2(0.4 - 1e-5)) / 2e-5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (rnn, (X, W)),
+    (shrink, (np.array([0.6, -0.5, 0.4]),)),
+    (newton_break, (np.array([0.3, -0.2, 0.1]),)),
+    (indexed, (np.array([0.3, -0.4]), np.array([[1.1, 0.7], [0.5, -0.9], [1.3, 0.2]]))),
+    (branchy, (np.array([0.3, -0.4, 0.8]), np.array([0.9, 1.1, -0.7]))),
+    (rows, (np.array([0.3, -0.4]), np.array([[1.1, 0.7], [0.5, -0.9], [1.3, 0.2]]))),
+    (nested, (np.array([0.2, -0.7, 1.1]),)),
+    (nested_rnn, (np.array([0.3, -0.6, 0.2]),
+                  np.array([[0.5, -0.2, 0.3], [0.1, 0.4, -0.6], [-0.3, 0.2, 0.7]]))),
+    (nested_while, (np.array([0.9, -0.8, 0.7]),)),
+], ids=["rnn", "while", "break", "indexed", "branch", "rows", "nested", "nested_rnn", "nested_while"])
+def test_reverse_mode_jacobian_of_a_loop_gradient(fn, args):
+    # reverse over reverse: each row runs the backward again on the saved tapes
+    jacobian = sg.jacobian(sg.grad(fn), mode="reverse")
+    expected = _differences(sg.grad(fn), args, 0)
+    for _ in range(2):
+        np.testing.assert_allclose(jacobian(*args), expected, rtol=1e-6, atol=1e-7)
+
+
+grad_rnn = sg.grad(rnn)
+
+
+def _squared_gradient_norm_rnn(x, W):
+    return np.sum(grad_rnn(x, W) ** 2)  # a loop's gradient called in compiled code
+
+
+def _squared_gradient_norm_nested(x):
+    return np.sum(grad_nested(x) ** 2)
+
+
+grad_nested = sg.grad(nested)
+
+
+def test_grad_of_a_function_calling_a_nested_loop_gradient():
+    x = np.array([0.2, -0.7, 1.1])
+    expected = _differences(lambda x: np.array([_squared_gradient_norm_nested(x)]), (x,), 0)[0]
+    np.testing.assert_allclose(sg.grad(_squared_gradient_norm_nested)(x), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_a_function_calling_a_loop_gradient():
+    g = sg.grad(_squared_gradient_norm_rnn)
+    expected = _differences(lambda x, W: np.array([_squared_gradient_norm_rnn(x, W)]), (X, W), 0)[0]
+    np.testing.assert_allclose(g(X, W), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_vjp_of_a_loop_gradient_runs_twice():
+    x = np.array([0.6, -0.5, 0.4])
+    out, vjp_fn = sg.vjp(sg.grad(shrink), x)
+    H = _differences(sg.grad(shrink), (x,), 0)
+    for v in (np.array([1.0, 0.0, 0.0]), np.array([0.2, -1.0, 0.5])):
+        (row,) = vjp_fn(v)
+        np.testing.assert_allclose(row, v @ H, rtol=1e-6, atol=1e-7)
+
+
+def test_vjp_of_a_nested_loop_gradient_runs_twice():
+    # each backward run has its own cotangent tapes, whose pops span the outer iterations
+    x = np.array([0.2, -0.7, 1.1])
+    _, vjp_fn = sg.vjp(sg.grad(nested), x)
+    H = _differences(sg.grad(nested), (x,), 0)
+    for v in (np.array([1.0, 0.0, 0.0]), np.array([0.2, -1.0, 0.5]), np.array([1.0, 0.0, 0.0])):
+        (row,) = vjp_fn(v)
+        np.testing.assert_allclose(row, v @ H, rtol=1e-6, atol=1e-7)
