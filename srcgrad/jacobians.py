@@ -158,7 +158,7 @@ class _Batched:
             n = len(indices)
             self.tree = pytree.LEAF if single else ("tuple", (pytree.LEAF,) * n)
         else:
-            self.tree = programs.trace(parsed)[0].out_tree
+            self.tree = programs.trace(parsed, args=args)[0].out_tree  # (shape facts: H2)
         self._seeds: dict = {}  # chunk start -> the seed arrays (read-only, reused)
 
     def seeds(self, start):

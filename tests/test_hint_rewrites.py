@@ -344,8 +344,8 @@ PROGRAM = textwrap.dedent('''
     def good_max_of_array(x):
         return np.max(x * x)
 
-    def bad_range_of_length(x):
-        return sum([x[i] * 2.0 for i in range(len(x))])  # HERE
+    def bad_range_of_length(x, n):
+        return sum([x[i] * 2.0 for i in range(n)])  # HERE (`range(len(x))` compiles: a shape)
 
     def good_range_of_length(x):
         return sum([x[i] * 2.0 for i in range(3)])
@@ -1004,7 +1004,8 @@ ROWS = [
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_max_of_array", "`max()` of an array",
         "`np.max(x)` of one array", "good_max_of_array"),
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_range_of_length", "`range()` of an array",
-        "a literal count (`range(3)`)", "good_range_of_length"),
+        "a literal count (`range(3)`)", "good_range_of_length", args=lambda m: (X.copy(), 3),
+        good_args=_x),
     Row(("frontend/trace.py", "calls to `{}` nest more than"), "bad_recursion", "nest more than",
         "a literal (`f(x, 3)`)", "good_recursion"),
     Row(("frontend/control.py", "a function that returns on some paths only"),

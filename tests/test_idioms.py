@@ -447,3 +447,71 @@ def test_ufunc_at_with_a_view_of_its_target_is_refused():
         sg.grad(_at_with_own_view)(x)
     assert_close(sg.grad(_at_with_a_copy)(x), numeric_grad(_at_with_a_copy, [x], 0))
     assert_close(sg.value_and_grad(_at_with_a_copy)(x)[0], _at_with_a_copy(x))
+
+
+# ---------------------------------------------------------------- shape facts (Note [Shape facts])
+def sum_by_recursion(x):
+    if x.shape[0] == 1:  # the base case is decided by a shape: each variant's depth is known
+        return np.sum(x ** 2)
+    return np.sin(x[0]) * x[-1] + sum_by_recursion(x[1:])
+
+
+def comprehension_over_length(x):
+    ys = [x[i] * x[-1 - i] for i in range(len(x))]
+    return sum(ys) + np.sum(np.stack([np.cos(x[i]) for i in range(x.shape[0])]))
+
+
+def rows_by_comprehension(x):
+    return np.stack([np.sin(x[i]) * x[0] for i in range(x.shape[0])])
+
+
+def positive_part(x):
+    y = x[x > 0]  # a data-dependent shape: never a fact, the branch stays traced
+    if y.shape[0] == 0:
+        return np.sum(x) * 0.0
+    return np.sum(y ** 2)
+
+
+@pytest.mark.parametrize("fn", [sum_by_recursion, comprehension_over_length], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_shape_decisions_trace_in_a_shape_variant(fn, n):
+    """Each argument shape gets its own variant (recursion depth, comprehension length);
+    reverse mode through sg.grad and sg.vjp, forward over reverse through sg.hessian."""
+    x = rng.uniform(0.2, 1.0, size=n)
+    expected = numeric_grad(fn, [x], 0)
+    assert_close(sg.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+    out, vjp_fn = sg.vjp(fn, x)
+    assert_close(out, fn(x), rtol=1e-12)
+    assert_close(vjp_fn(1.0)[0], expected, rtol=1e-6, atol=1e-8)
+    g, eps = sg.grad(fn), 1e-5
+    fd = np.stack([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(n)], axis=1)
+    assert_close(sg.hessian(fn)(x), fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_jacobian_of_a_comprehension_over_a_shape(mode):
+    x = rng.uniform(0.2, 1.0, size=4)
+    eps = 1e-6
+    fd = np.stack([(rows_by_comprehension(x + eps * e) - rows_by_comprehension(x - eps * e)) / (2 * eps)
+                   for e in np.eye(4)], axis=1)
+    assert_close(sg.jacobian(rows_by_comprehension, mode=mode)(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_sg_jvp_of_a_shape_decision_is_right_or_refused_at_the_line():
+    """sg.jvp runs the shape-generic code (no shape facts yet): a refusal names the line."""
+    x = rng.uniform(0.2, 1.0, size=3)
+    direction = rng.standard_normal(3)
+    try:
+        _, tangent = sg.jvp(sum_by_recursion, (x,), (direction,))
+    except CompileError as err:
+        assert err.filename == __file__ and "nest more than" in err.message
+    else:
+        assert_close(tangent, np.sum(numeric_grad(sum_by_recursion, [x], 0) * direction), rtol=1e-6)
+
+
+def test_a_data_dependent_shape_is_never_a_fact():
+    """One variant (same shape) for data that takes either branch of a test on a mask's
+    count: the first call's count must not be baked in."""
+    grad = sg.grad(positive_part)
+    for x in (np.array([0.5, -0.2, 0.9]), np.array([-0.5, -0.2, -0.9]), np.array([0.5, 0.2, 0.9])):
+        assert_close(grad(x), numeric_grad(positive_part, [x], 0), rtol=1e-6, atol=1e-8)

@@ -35,6 +35,7 @@ FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, li
                      divmod, any, all, map}
 
 MAX_INLINE_DEPTH = 64
+_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
 
 
 def _builtin_hint(fn) -> str:
@@ -70,6 +71,11 @@ class Tracer(Expander, ControlFlow):
         self.scopes: list = []  # the Scopes of the functions being traced, outermost first
         self.mutation = Mutation(self)  # Note [Mutation at trace time]
         self.python_ints: dict = {}  # id(Var) -> Var: a shape's item, `x.size`, `x.ndim`
+        # Note [Shape facts]: (ops, inputs) -> {Var: value computed from shapes alone}, set
+        # by the pipeline when it compiles a variant for known argument shapes
+        self.facts = None
+        self.top_ops = self.ops
+        self._facts_seen: tuple = (None, -1, {})
 
     # ------------------------------------------------------------------ entry points
     def trace_function(self, fs, arg_trees=None) -> Graph:
@@ -103,6 +109,7 @@ class Tracer(Expander, ControlFlow):
                 defaults[name] = default
         self.mutation.inputs = list(inputs)
         self.mutation.start(fs.node, self.ops)
+        self.top_ops = self.ops
         scope = self._function_scope(fs, env)
         self.scopes.append(scope)
         try:
@@ -376,6 +383,8 @@ class Tracer(Expander, ControlFlow):
                        err.hint)
 
     def builtin(self, fn, args, kwargs, node):
+        if fn is range and self.facts is not None:  # `range(len(x))`: Note [Shape facts]
+            args = [self.shape_fact(a) for a in args]
         static = all(isinstance(a, Const) for a in args) and all(
             isinstance(v, Const) for v in kwargs.values())
         if static:
@@ -431,6 +440,38 @@ class Tracer(Expander, ControlFlow):
                        "loop over `range(n)` for the numbers 0 .. n-1")
         return super()._length(array)
 
+    # Note [Shape facts]
+    # ~~~~~~~~~~~~~~~~~~~
+    # A variant compiled for known argument shapes (Note [Shape specialisation] in
+    # srcgrad.passes.shapes) may decide, while tracing, what depends on shapes alone:
+    # `if x.shape[0] == 1:` ending a recursion over `x[1:]`, `[x[i] for i in
+    # range(len(x))]`. Such a value is a fact of every call the variant's guard admits
+    # when the shape probe says so: the probe runs the ops traced so far on the first
+    # call's arguments and reports only the values that follow from shapes (never from
+    # data: a boolean mask's count is not one). Only comparisons and `range()` ask, and
+    # only in straight-line code of the function (not inside a loop or branch body,
+    # whose values the probe has not seen); anything else stays traced, and the
+    # shape-generic code (no facts) refuses these programs as before.
+    def shape_fact(self, value):
+        """`value` as a constant when it is a shape fact of this variant, else itself."""
+        if self.facts is None or not isinstance(value, Var) or value.kind != "static" \
+                or self.ops is not self.top_ops:
+            return value
+        ops_id, count, known = self._facts_seen
+        if ops_id != id(self.ops) or count != len(self.ops):
+            try:
+                known = self.facts(list(self.ops), list(self.mutation.inputs))
+            except Exception:  # noqa: BLE001 (the ops fail on these arguments: no facts)
+                known = {}
+            self._facts_seen = (id(self.ops), len(self.ops), known)
+        found = known.get(value, MISSING)
+        return value if found is MISSING or not isinstance(found, (int, tuple)) else Const(found)
+
+    def apply(self, rule, args, kwargs, node=None):
+        if self.facts is not None and rule.name in _COMPARISONS:  # Note [Shape facts]
+            args = [self.shape_fact(a) for a in args]
+        return super().apply(rule, args, kwargs, node)
+
     # ------------------------------------------------------------------ user functions
     def inline(self, fs, args, kwargs, node):
         """Trace a user function's body in place, its parameters bound to the arguments."""
@@ -473,9 +514,10 @@ class Tracer(Expander, ControlFlow):
             self.error(node, f"calls to `{name}` nest more than {MAX_INLINE_DEPTH} deep: "
                        "compiled code inlines every call, so recursion must end at a depth "
                        "known when compiling", "give the recursion a base case decided by "
-                       "values known when compiling: a list's length, or a count passed as a "
-                       "literal (`f(x, 3)`) and lowered by each call; not array values, "
-                       "shapes or the compiled function's own arguments")
+                       "values known when compiling: a list's length, an array's shape "
+                       "(`if x.shape[0] == 1`), or a count passed as a literal (`f(x, 3)`) "
+                       "and lowered by each call; not array values or the compiled "
+                       "function's own arguments")
 
     def _trace_call(self, body, scope):
         saved = self.loc, self.locate

@@ -168,7 +168,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     a variant specialised to their shapes (Note [Shape specialisation]).
     `allow_mutation`: compiled for `allow_mutation_on_saved_tensors`.
     """
-    graph, namer = trace(fs, allow_mutation)
+    graph, namer = trace(fs, allow_mutation, args)
     value, aux, aux_tree = _scalar_output(graph, has_aux)
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
@@ -256,7 +256,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
     shaped like the outputs, so its cotangents must be NumPy arrays of those shapes
     (sg.vjp's vjp_fn checks the shapes and makes them arrays).
     """
-    graph, namer = trace(fs, allow_mutation)
+    graph, namer = trace(fs, allow_mutation, args)
     hook_vars = (Var(namer.fresh("pack_hook"), "static"),
                  Var(namer.fresh("unpack_hook"), "static")) if hooks else None
     seeds, cotangent_params = [], []
@@ -463,7 +463,7 @@ def output_shapes(fs, args) -> list:
     """The shape of each of `fs`'s output leaves on arguments like `args`."""
     from srcgrad.passes.batch import decide_none_tests
 
-    graph, _ = trace(fs)
+    graph, _ = trace(fs, args=args)
     graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, args)
     graph.outputs = [_follow(o, decided) for o in graph.outputs]
     facts = probe(graph.ops, graph.inputs, args)
@@ -493,7 +493,7 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functi
     from srcgrad.passes.batch import Unbatchable, batch, decide_none_tests, fold_static, order_commutative
     from srcgrad.passes.jvp import forward, tangent_name
 
-    graph, namer = trace(fs)
+    graph, namer = trace(fs, args=args)
     if any(op.prim == "custom_call" for op in graph.ops):
         # their forward mode is the user's jvp; the per-seed Hessian differentiates the
         # generated gradient (the user's backward) instead
