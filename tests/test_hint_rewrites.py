@@ -267,16 +267,116 @@ PROGRAM = textwrap.dedent('''
         return np.sum(x * x)
 
     def bad_container_in_loop(x):
-        pair = (x, x)
-        for i in range(3):  # HERE
-            pair = (pair[1], pair[0] * 2.0)
-        return np.sum(pair[0] * pair[1])
+        pair = (x, np.sin)
+        for r in x:  # HERE
+            pair = (pair[1](pair[0]) * r, np.cos)
+        return np.sum(pair[0])
 
     def good_container_in_loop(x):
-        a, b = x, x
-        for i in range(3):
-            a, b = b, a * 2.0
-        return np.sum(a * b)
+        a = np.sin(x) * x[0]
+        for r in x[1:]:
+            a = np.cos(a) * r
+        return np.sum(a)
+
+    def bad_append_in_loop(x):
+        ys = [x[0]]
+        for r in x:
+            ys.append(r * 2.0)  # HERE
+        return ys[-1]
+
+    def good_append_in_loop(x):
+        ys = np.zeros(len(x) + 1)
+        ys[0] = x[0]
+        for i, r in enumerate(x):
+            ys[i + 1] = r * 2.0
+        return ys[-1]
+
+    def bad_change_shared_list(x):
+        ys = [x, x]
+        zs = ys
+        if np.sum(x) > 0:
+            ys[0] = x * 2.0  # HERE
+        return np.sum(zs[0] * ys[1])
+
+    def good_change_shared_list(x):
+        ys = [x, x]
+        zs = ys
+        ys = list(ys)
+        if np.sum(x) > 0:
+            ys[0] = x * 2.0
+        return np.sum(zs[0] * ys[1])
+
+    def bad_change_held_list(x):
+        d = {"a": [x, x]}
+        if np.sum(x) > 0:
+            d["a"][0] = x * 2.0  # HERE
+        return np.sum(d["a"][0])
+
+    def good_change_held_list(x):
+        d = {"a": [x, x]}
+        if np.sum(x) > 0:
+            d["a"] = [x * 2.0, d["a"][1]]
+        return np.sum(d["a"][0])
+
+    def bad_shared_items_in_loop(x):
+        y = x * 1.0
+        ys = [y, y * 2.0]
+        for r in x:  # HERE
+            ys = [ys[0], ys[1] * r]
+            y[0] += r
+        return np.sum(ys[0]) + np.sum(ys[1]) + np.sum(y)
+
+    def good_shared_items_in_loop(x):
+        y = x * 1.0
+        ys = [y, y * 2.0]
+        ys[0] = ys[0].copy()
+        for r in x:
+            ys = [ys[0], ys[1] * r]
+            y[0] += r
+        return np.sum(ys[0]) + np.sum(ys[1]) + np.sum(y)
+
+    def bad_change_iterated_list(x):
+        ys = [x, x * 2.0]
+        for v in ys:
+            if np.sum(v) > 0:
+                ys[-1] = ys[-1] * v  # HERE
+        return np.sum(ys[-1])
+
+    def good_change_iterated_list(x):
+        ys = [x, x * 2.0]
+        for v in list(ys):
+            if np.sum(v) > 0:
+                ys[-1] = ys[-1] * v
+        return np.sum(ys[-1])
+
+    def bad_two_names_in_loop(x):
+        ys = [x]
+        zs = ys
+        for r in x:  # HERE
+            ys = [ys[0] * r]
+            zs = ys
+        return np.sum(zs[0])
+
+    def good_two_names_in_loop(x):
+        ys = [x]
+        zs = list(ys)
+        for r in x:
+            ys = [ys[0] * r]
+            zs = list(ys)
+        return np.sum(zs[0])
+
+    def bad_write_in_called_helper(x):
+        def bump(v):
+            v[0] = 0.0  # HERE
+        y = x * 1.0
+        if np.sum(x) > 0:
+            bump(y)
+        return np.sum(y * x)
+
+    def good_write_in_called_helper(x):
+        y = x * 1.0
+        y = np.where(np.sum(x) > 0, y * (np.arange(3) != 0), y)
+        return np.sum(y * x)
 
 
     # ------------------------------------------------------------------ containers
@@ -557,7 +657,8 @@ PROGRAM = textwrap.dedent('''
         return np.sum(x * x) + np.sum(y)
 
     def bad_write_into_held_array(x):
-        ws = [x * 1.0]
+        w = x * 1.0
+        ws = [w]
         for i in range(3):  # HERE
             ws[0][i] = ws[0][i] * 2.0
         return np.sum(ws[0] * x)
@@ -1011,14 +1112,14 @@ ROWS = [
     Row(("frontend/control.py", "a function that returns on some paths only"),
         "bad_return_on_some_paths", "returns on some paths only", "return a value at the end",
         "good_return_on_some_paths"),
-    Row(("frontend/control.py", "`for ... else`"), "bad_for_else", "`for ... else`",
+    Row(("frontend/loops.py", "`for ... else`"), "bad_for_else", "`for ... else`",
         "use a flag variable", "good_for_else"),
-    Row(("frontend/control.py", "`while ... else`"), "bad_while_else", "`while ... else`",
+    Row(("frontend/loops.py", "`while ... else`"), "bad_while_else", "`while ... else`",
         "use a flag variable", "good_while_else"),
-    Row(("frontend/control.py", "a tuple, list or dict, changing in a loop"),
-        "bad_container_in_loop", "changing in a loop", "keep arrays in separate variables",
+    Row(("frontend/loops.py", "a tuple, list or dict holding functions"),
+        "bad_container_in_loop", "change in a loop", "keep arrays in separate variables",
         "good_container_in_loop"),
-    Row(("frontend/control.py", "differentiating a generated loop adjoint again"),
+    Row(("frontend/loops.py", "differentiating a generated loop adjoint again"),
         "bad_second_derivative_of_loop", "second derivative through a loop", "unroll the loop",
         None, trigger=lambda fn, args: sg.jvp(sg.value_and_grad(fn), args, args), line=False,
         check=_hessian_of_unrolled),  # (sg.hessian/sg.grad of a loop compile: issue 15; the
@@ -1064,9 +1165,27 @@ ROWS = [
         "bad_maybe_written_in_loop", "the compiler cannot check it", "write out of place",
         "good_maybe_written_in_loop", args=lambda m: (X.copy(), 3)),
     # in-place writes
-    Row(("frontend/mutation.py", "{} {}"), "bad_append_in_branch",
-        "`.append()` of a list inside an `if`/loop", "`y = np.where(mask, v, y)`",
+    Row(("frontend/mutation.py", "{} {}"), "bad_write_in_called_helper",
+        "in a function called inside an `if`/loop", "`y = np.where(mask, v, y)`",
+        "good_write_in_called_helper"),
+    Row(("frontend/control.py", "changes them, and `{}` differs {}"), "bad_append_in_branch",
+        "the length or keys of `ys` would depend on array values", "append on both branches",
         "good_append_in_branch"),
+    Row(("frontend/control.py", "changes them in every iteration of the loop"),
+        "bad_append_in_loop", "changes them in every iteration", "preallocate an array",
+        "good_append_in_loop"),
+    Row(("frontend/containers.py", "a loop outside that `if`/loop iterates over"),
+        "bad_change_iterated_list", "a loop outside that `if`/loop iterates over",
+        "`for v in list(L):`", "good_change_iterated_list"),
+    Row(("frontend/loops.py", "which shares a {} with `{}`"), "bad_two_names_in_loop",
+        "which shares a list with `ys`", "`M = list(L)`", "good_two_names_in_loop"),
+    Row(("frontend/containers.py", "on a {} that {} share"), "bad_change_shared_list",
+        "on a list that `ys`, `zs` share", "`ys = list(ys)`", "good_change_shared_list"),
+    Row(("frontend/containers.py", "on a {} that only {} holds"), "bad_change_held_list",
+        "only a container in `d` holds", "build a new list", "good_change_held_list"),
+    Row(("frontend/loops.py", "whose items share memory with other names"),
+        "bad_shared_items_in_loop", "whose items share memory", "`ys[k] = ys[k].copy()`",
+        "good_shared_items_in_loop"),
     Row(("frontend/inplace.py", "if it is an ndarray (changing every name"),
         "bad_augmented_alias", "only rebinds it if it is a scalar", "write `y = y + ...`",
         "good_augmented_alias"),
@@ -1106,7 +1225,7 @@ ROWS = [
         "bad_view_after_write", "may return a copy", "index the written array again after the write",
         "good_view_after_write"),
     # whole programs and transforms
-    Row(("frontend/control.py", "this loop's iterable"), "bad_loop_over_record",
+    Row(("frontend/loops.py", "this loop's iterable"), "bad_loop_over_record",
         "this loop's iterable", "loop over range(...), an array, or a list",
         "good_loop_over_record", args=lambda m: (X.copy(), m.Params(m.W.copy(), 1.0))),
     Row(("frontend/inplace.py", "this `out=` argument"), "bad_out_list", "`out=`",
@@ -1190,7 +1309,8 @@ EXEMPT = {
     ("frontend/containers.py", "cannot assign to this list item"): WRONG,
     ("frontend/containers.py", "list.index(x): x not in list"): WRONG,
     ("frontend/containers.py", "{} is not iterable"): WRONG,
-    ("frontend/control.py", "a loop over a value that is not iterable"): WRONG,
+    ("frontend/loops.py", "a loop over a list that grows in every iteration"): WRONG,
+    ("frontend/loops.py", "a loop over a value that is not iterable"): WRONG,
     ("frontend/function.py", "bad call to `{}.apply`"): WRONG,
     ("frontend/function.py", "cannot assign to `ctx.{}`"): WRONG,
     ("frontend/function.py", "ctx has no attribute"): WRONG,

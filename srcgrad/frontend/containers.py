@@ -5,6 +5,30 @@ versus dynamic values] in srcgrad.ir.core): their *structure* is static, their
 elements may be dynamic. So `lst.append(v)`, `lst[i] = v` and `d[k] = v` mutate
 the native container at trace time; names bound to the same list see the change,
 exactly as in Python, and no op is emitted. Only the elements reach the IR.
+
+Note [Containers changed inside blocks]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An if/loop block on array values (Note [Tracing control flow] in
+srcgrad.frontend.control) is traced in a copy of the env whose containers are the
+enclosing code's objects, so an in-place change there would leak into the other
+branch and past the block. `block_changes` says what a change inside a block may do:
+
+* a container the block made (not reachable from any name when the block began:
+  `trace_block` records those, `enter_block`) is changed in place: no one outside
+  sees it;
+* a container from outside the block that exactly one name refers to (no other name,
+  no container or record holding it) is copied on write and the copy bound to that
+  name: the change is a rebinding (`L[0] = v` is `L = L[:0] + [v] + L[1:]`), which an
+  `if` merges and a loop carries leafwise, as any rebound name (Note [Containers
+  carried by loops] in srcgrad.frontend.loops);
+* one that other names or containers share is refused: a copy would miss them; so is
+  one an enclosing unrolled loop iterates over (`for v in L:`), whose iterator would
+  not see the copy.
+
+A change of structure (`.append`, a new dict key) is legal, but a container's
+structure is static: when it differs between the branches of an `if`, or between
+before a loop and the end of its body, the block is refused, naming the line of
+the change (`structure_change`).
 """
 
 from __future__ import annotations
@@ -13,12 +37,15 @@ import gast
 
 from srcgrad.frontend.scope import Scope
 from srcgrad.ir.core import Const, Var
+from srcgrad.ir.tree import is_record as _is_record
+from srcgrad.ir.tree import record_fields
 
 # Methods that read a container and leave it unchanged, or change only its structure.
 _LIST_METHODS = {"append", "extend", "insert", "pop", "copy", "index", "count", "reverse", "clear"}
 _DICT_METHODS = {"items", "keys", "values", "get", "update", "pop", "copy", "setdefault", "clear"}
 _TUPLE_METHODS = {"index", "count"}
 _CHANGING = {"append", "extend", "insert", "pop", "reverse", "clear", "update", "setdefault"}
+_KEEPS_STRUCTURE = {"reverse"}  # changing methods after which the container has the same shape
 
 
 def _static(tracer, value, node, what):
@@ -45,7 +72,8 @@ def method(tracer, base, name, args, kwargs, node):
         tracer.fail(node, f"the {kind} method `.{name}()`",
                     f"compiled code supports {', '.join(sorted(allowed))} on a {kind}")
     if name in _CHANGING:
-        tracer.mutation.guard_region(node, f"`.{name}()` of a {type(base).__name__}", container=True)
+        base = block_changes(tracer, base, node, f"`.{name}()` of a {type(base).__name__}",
+                             structural=name not in _KEEPS_STRUCTURE)
     if isinstance(base, dict):
         return _dict_method(tracer, base, name, args, node)
     if name == "append":
@@ -131,8 +159,9 @@ def set_item(tracer, base, index, value, node):
     """`base[index] = value` for a native list/dict: the container itself changes."""
     if isinstance(base, tuple):
         tracer.error(node, "'tuple' object does not support item assignment")
-    tracer.mutation.guard_region(node, "item assignment into a list or dict", container=True)
     key = _static(tracer, index, node, "a list index or dict key")
+    structural = isinstance(key, slice) or isinstance(base, dict) and key not in base
+    base = block_changes(tracer, base, node, "item assignment into a list or dict", structural)
     if isinstance(base, list):
         if isinstance(key, slice):
             base[key] = _iterate(tracer, value, node)
@@ -177,3 +206,137 @@ def comprehension(tracer, node, scope):
 
     walk(0)
     return out
+
+
+# ---------------------------------------------------------------------- inside blocks
+def enter_block(tracer):
+    """Record, as a block starts, the containers its enclosing code can reach (the
+    block's own names included): any other container it changes, it made itself."""
+    tracer.__dict__.setdefault("outside_containers", []).append(_reachable(tracer))
+
+
+def leave_block(tracer):
+    tracer.outside_containers.pop()
+
+
+def block_changes(tracer, base, node, what, structural):
+    """The container to change for `what` on `base` (Note [Containers changed inside
+    blocks]): `base` itself in straight-line code or when the block made it, else a
+    copy now bound to the one name that refers to `base`."""
+    outside = tracer.__dict__.get("outside_containers")
+    if not outside:
+        return base  # straight-line code: every name holding it sees the change
+    if id(base) not in outside[-1]:
+        if structural:
+            _note_structure_change(tracer, base)
+        return base  # made inside this block: no one outside sees it
+    if any(base is it for it in tracer.__dict__.get("iterating", ())):
+        tracer.fail(node, f"{what} inside an `if`/loop on array values, on a list that a "
+                    "loop outside that `if`/loop iterates over", "loop over a copy "
+                    "(`for v in list(L):`), or collect the new values in another list")
+    scope, name = _sole_name(tracer, base, node, what)
+    new = dict(base) if isinstance(base, dict) else list(base)
+    scope.env[name] = new
+    if id(base) in tracer.__dict__.get("structure_changes", {}):
+        _note_structure_change(tracer, new, tracer.structure_changes[id(base)][1])
+    if structural:
+        _note_structure_change(tracer, new)
+    return new
+
+
+def structure_change(tracer, value):
+    """The Loc of the first change of structure inside a block to a container in
+    `value` (a tvalue, possibly nested), or None."""
+    changes = tracer.__dict__.get("structure_changes", {})
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (list, dict, tuple)):
+            hit = changes.get(id(v))
+            if hit is not None and hit[0] is v:
+                return hit[1]
+            todo.extend(v.values() if isinstance(v, dict) else v)
+    return None
+
+
+def _note_structure_change(tracer, container, loc=None):
+    changes = tracer.__dict__.setdefault("structure_changes", {})
+    if id(container) not in changes or changes[id(container)][0] is not container:
+        changes[id(container)] = (container, loc or tracer.loc)  # keeps it alive: ids stay unique
+
+
+def _scopes(tracer):
+    seen, out = set(), []
+    for s in tracer.scopes:
+        while s is not None and id(s) not in seen:
+            seen.add(id(s))
+            out.append(s)
+            s = s.outer
+    return out
+
+
+def is_record(v) -> bool:
+    return not isinstance(v, (Var, Const)) and _is_record(v)  # a Var is a dataclass
+
+
+def _children(v):
+    if isinstance(v, dict):
+        return list(v.values())
+    if isinstance(v, (list, tuple)) and not is_record(v):
+        return list(v)
+    if is_record(v):
+        return [getattr(v, f) for f in record_fields(v)]
+    return []
+
+
+def _reachable(tracer) -> set:
+    """ids of the containers (and records) reachable from a name in a scope being traced."""
+    seen: set = set()
+    todo = [v for scope in _scopes(tracer) for v in scope.env.values()]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (list, dict, tuple)) or is_record(v):
+            if id(v) not in seen:
+                seen.add(id(v))
+                todo.extend(_children(v))
+    return seen
+
+
+def references(tracer, base) -> int:
+    """How many names, containers and records refer to the container `base`."""
+    names, holders = _referrers(tracer, base)
+    return len(names) + len(holders)
+
+
+def _referrers(tracer, base):
+    """(the (scope, name) pairs bound to `base`, the names whose containers hold it)."""
+    names = [(scope, n) for scope in _scopes(tracer) for n, v in scope.env.items() if v is base]
+    holders, seen = [], set()
+    todo = [(n, v) for scope in _scopes(tracer) for n, v in scope.env.items()]
+    while todo:
+        n, v = todo.pop()
+        if id(v) in seen or not (isinstance(v, (list, dict, tuple)) or is_record(v)):
+            continue
+        seen.add(id(v))
+        kids = _children(v)
+        holders.extend(n for k in kids if k is base)
+        todo.extend((n, k) for k in kids)
+    return names, holders
+
+
+def _sole_name(tracer, base, node, what):
+    """(scope, name) of the one name that refers to the container `base`; refused when
+    another name, or a container or record, refers to it too."""
+    names, holders = _referrers(tracer, base)
+    if len(names) == 1 and not holders:
+        return names[0]
+    kind = type(base).__name__
+    shown = [n for _, n in names if not n.startswith("_")]
+    others = ", ".join([f"`{n}`" for n in shown] + [f"a container in `{n}`" for n in sorted(set(holders))])
+    if not shown:
+        tracer.fail(node, f"{what} inside an `if`/loop on array values, on a {kind} that only "
+                    f"{others} holds", f"build a new {kind} inside the `if`/loop and assign it "
+                    "where the old one was (`d[k] = [v, ...]`)")
+    tracer.fail(node, f"{what} inside an `if`/loop on array values, on a {kind} that {others} "
+                f"share", f"give the {kind} one name before the `if`/loop: bind a copy (`{shown[0]}"
+                f" = {kind}({shown[0]})`) and change only that name inside it")

@@ -38,20 +38,13 @@ from __future__ import annotations
 
 import gast
 
+from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
-from srcgrad.ir.core import Block, Const, Op, Pack, Var
-from srcgrad.ir.tree import flatten, unflatten
+from srcgrad.frontend.loops import Loops, _assign, _kind, _leaves, _name
+from srcgrad.ir.core import Block, Const, Op, Var
+from srcgrad.ir.tree import unflatten
 
 RETURNED, RESULT = "_returned", "_result"
-
-
-def _name(n, ctx):
-    return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
-
-
-def _assign(target, value, at):
-    return gast.copy_location(gast.Assign(targets=[_name(target, gast.Store())], value=value,
-                                          type_comment=None), at)
 
 
 def _lower_loop_return(loop):
@@ -120,70 +113,8 @@ def contains_return(stmts) -> bool:
     return any(walk(s) for s in stmts)
 
 
-def assigned_names(stmts) -> list:
-    """Names a statement list assigns, in order of first assignment."""
-    names: dict = {}
-    for s in stmts:
-        for n in gast.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                names.setdefault(n.id, None)
-    return list(names)
 
-
-def lower_jumps(stmts, flag="_break"):
-    """(statements without `break`/`continue`, whether a `break` was removed).
-
-    A jump ends its iteration: what follows it is dropped, and an `if` holding one
-    takes the rest of the body into both of its branches (the branch that jumps
-    drops it again). `break` also sets the loop's break flag `flag`, which the caller
-    tests (Note [Tracing control flow]). Loops nested inside keep their own jumps.
-    """
-    found = []
-
-    def lower(body):
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, gast.Continue):
-                return body[:i]
-            if isinstance(stmt, gast.Break):
-                found.append(stmt)
-                return body[:i] + [_assign_flag(stmt, flag)]
-            if isinstance(stmt, gast.If) and _jumps(stmt):
-                rest = body[i + 1:]
-                branch = gast.If(test=stmt.test, body=lower(stmt.body + rest) or [gast.Pass()],
-                                 orelse=lower(stmt.orelse + rest))
-                return body[:i] + [gast.copy_location(branch, stmt)]
-        return body
-
-    return lower(list(stmts)), bool(found)
-
-
-SEQUENCE = "_sequence"  # hidden names of the arrays `for row in x` iterates over
-BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
-ITEM = "_item"  # the element an unrolled loop binds its target to (trace_unrolled_for)
-
-
-def _assign_flag(node, flag):
-    return _assign(flag, gast.Constant(value=True, kind=None), node)
-
-
-def _not_flag(node, flag):
-    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())), node)
-
-
-def _jumps(stmt) -> bool:
-    """Whether `stmt` holds a break/continue of the enclosing loop."""
-    if isinstance(stmt, (gast.Break, gast.Continue)):
-        return True
-    if isinstance(stmt, (gast.For, gast.While, gast.FunctionDef)):
-        return False
-    return any(_jumps(child) for child in gast.iter_child_nodes(stmt) if isinstance(child, gast.stmt))
-
-
-def _leaves(value):
-    return flatten(value, is_leaf=lambda v: isinstance(v, (Var, Const)))
-
-
-class ControlFlow:
+class ControlFlow(Loops):
     """Control-flow statements, mixed into the Tracer (srcgrad.frontend.trace)."""
 
     # ------------------------------------------------------------------ blocks
@@ -193,6 +124,7 @@ class ControlFlow:
         runs first and `epilogue(scope)` last, both inside the block."""
         saved_ops, saved_env = self.ops, scope.env
         self.ops, scope.env = [], {**saved_env, **(bindings or {})}
+        containers.enter_block(self)  # Note [Containers changed inside blocks]
         try:
             if prologue is not None:
                 prologue(scope)
@@ -200,6 +132,7 @@ class ControlFlow:
             tail = epilogue(scope) if epilogue is not None and returned is None else None
             return self.ops, scope.env, returned, tail
         finally:
+            containers.leave_block(self)
             self.ops, scope.env = saved_ops, saved_env
 
     def trace_statements(self, stmts, scope):
@@ -242,6 +175,10 @@ class ControlFlow:
         values = self.merge_branches(node, test, then_ops, else_ops,
                                      [v[0] for v in merged.values()], [v[1] for v in merged.values()],
                                      list(merged))
+        shared: dict = {}  # names bound to one container on both paths share it after the `if`
+        for i, (a, b) in enumerate(merged.values()):  # too (a later `L.append` reaches `M`)
+            if isinstance(a, (list, dict)):
+                values[i] = shared.setdefault((id(a), id(b)), values[i])
         scope.env.update(zip(merged, values))
         scope.env.update(same)
 
@@ -280,9 +217,8 @@ class ControlFlow:
             la, ta = _leaves(a)
             lb, tb = _leaves(b)
             if ta != tb:
-                self.fail(node, f"`{name}` holding differently shaped containers in the two branches",
-                          "give it the same structure on both paths (as many items, the same keys), "
-                          "or keep its parts in separate names")
+                self.refuse_structure(node, name, (a, b), "between the branches of the `if` at line "
+                                      f"{self.loc.line}")
             trees.append((ta, len(la)))
             for x, y in zip(la, lb):
                 if isinstance(x, Undecided) or isinstance(y, Undecided):
@@ -306,294 +242,24 @@ class ControlFlow:
             i += n
         return merged
 
-    # ------------------------------------------------------------------ loops
-    def trace_for(self, node, scope):
-        if node.orelse:
-            self.fail(node, "`for ... else`", "use a flag variable")
-        outer_sequences = {n for n in scope.env if n.startswith(SEQUENCE)}  # enclosing loops'
-        plan = self.loop_plan(node, scope)
-        if plan is None:  # a static sequence: one trace per element
-            self.trace_unrolled_for(node, scope)
-            return
-        start, stop, step, per_index = plan
-        body, flag = self._loop_body(node, scope)
-        breaks = flag in scope.env
-
-        def prologue(inner):
-            if breaks:  # an iteration starts only while the flag is False
-                inner.env[flag] = Const(False)
-            self.bind(node.target, per_index(index, inner), inner)
-        carried = [n for n in assigned_names(body) + _target_names(node.target)
-                   if n in scope.env and n not in _target_names(node.target)]
-        index = Var(self.namer.fresh(_index_name(node.target)), "static")
-        kinds = [_kind(scope.env[n]) for n in carried]
-        while True:  # until the carried names and kinds cover what the body does
-            params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
-            self.mutation.note_loop_params(node, carried, params, scope.env)
-            for name, param in zip(carried, params):
-                self.note_maybe_none(param, scope.env[name])
-            body_ops, env_after, _, _ = self.trace_block(body, scope, dict(zip(carried, params)),
-                                                         prologue=prologue)
-            if not (self._carry_more(carried, kinds, scope.env, env_after, _target_names(node.target))
-                    or self._widen(kinds, carried, env_after)):
-                break
-        self.close_loop(node, scope, "for_range", (start, stop, step), carried, params, [index],
-                        body_ops, env_after)
-        if flag in carried:  # leave the loop at once after an iteration that breaks
-            self.ops[-1].attrs["until"] = params[carried.index(flag)]
-        scope.env.pop(flag, None)
-        for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
-            scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
-
-    def trace_while(self, node, scope):
-        if node.orelse:
-            self.fail(node, "`while ... else`", "use a flag variable")
-        body, flag = self._loop_body(node, scope)
-        test_node = node.test
-        breaks = flag in scope.env
-        if breaks:  # `while not _break and test`
-            test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node, flag),
-                                                                               node.test]), node.test)
-
-        def prologue(inner):
-            if breaks:  # the test was False after an iteration that broke
-                inner.env[flag] = Const(False)
-        test = self.expr(test_node, scope)  # the first test, before the loop (`:=` binds here)
-        carried = [n for n in assigned_names([node.test] + body) if n in scope.env]
-        if isinstance(test, Const) and not test.value:
-            return  # never entered
-        kinds = [_kind(scope.env[n]) for n in carried]
-        running = Var(self.namer.fresh("_running"), "static")
-        while True:  # until the carried names and kinds cover what the body does
-            params = [Var(self.namer.fresh(n), k) for n, k in zip(carried, kinds)]
-            self.mutation.note_loop_params(node, carried, params, scope.env)
-            for name, param in zip(carried, params):
-                self.note_maybe_none(param, scope.env[name])
-            body_ops, env_after, _, next_test = self.trace_block(
-                body, scope, dict(zip(carried, params)), prologue=prologue,
-                epilogue=lambda inner: self.expr(test_node, inner))
-            if not (self._carry_more(carried, kinds, scope.env, env_after, ())
-                    or self._widen(kinds, carried, env_after)):
-                break
-        self.close_loop(node, scope, "while_loop", (test,), carried, params, [], body_ops, env_after,
-                        extra_param=running, extra_result=next_test)
-        scope.env.pop(flag, None)
-
-    @staticmethod
-    def _carry_more(carried, kinds, before, after, targets) -> bool:
-        """Carry every name of the enclosing code the body rebinds, also without an
-        `=` on it (`y[i] = v` and writes through views rebind `y`: Note [Mutation at
-        trace time]); True when one was added, so the body is traced again."""
-        more = [n for n, v in before.items() if n in after and after[n] is not v
-                and n not in carried and n not in targets and isinstance(v, (Var, Const))]
-        carried.extend(more)
-        kinds.extend(_kind(before[n]) for n in more)
-        return bool(more)
-
-    @staticmethod
-    def _widen(kinds, carried, env_after) -> bool:
-        """Make a carried value 'array' when the body makes it one (`h = np.zeros(n)`
-        before a loop that sets `h = np.tanh(x @ W + h)`); True when one changed, so
-        the body is traced again: activity analysis follows only 'array' values."""
-        changed = False
-        for i, name in enumerate(carried):
-            if kinds[i] == "static" and _kind(env_after.get(name, Const(0))) == "array":
-                kinds[i], changed = "array", True
-        return changed
-
-    def _loop_body(self, node, scope):
-        """(the loop's body with break/continue lowered, its break flag's name); a
-        `break` adds the flag, one per loop, so nested loops never share one. The
-        loop leaves as soon as the flag is set (Note [Tracing control flow])."""
-        depth = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
-        flag = f"{BREAK_FLAG}{depth}" if depth else BREAK_FLAG
-        body, breaks = lower_jumps(node.body, flag)
-        if breaks:
-            scope.env[flag] = Const(False)
-        return body, flag
-
-    def close_loop(self, node, scope, prim, args, carried, params, bound, body_ops, env_after,
-                   extra_param=None, extra_result=None):
-        self.loc = scope.locate(node)  # the loop statement's line, not its body's last
-        inits, results = [], []
-        for name, param in zip(carried, params):
-            init, result = scope.env[name], env_after.get(name, param)
-            for value in (init, result):
-                if isinstance(value, Undecided):
-                    self.mutation.check_decided(value, None)  # raises, with what it cannot decide
-                if not isinstance(value, (Var, Const)):
-                    self.fail(node, f"`{name}`, a tuple, list or dict, changing in a loop",
-                              "keep arrays in separate variables, or write into a preallocated "
-                              "array with x[i] = v")
-            inits.append(init)
-            results.append(result)
-        block_params = bound + params
-        if extra_param is not None:  # a while loop's test, carried like a variable
-            block_params = [extra_param] + block_params
-            results = [extra_result] + results
-        outs = tuple(Var(self.namer.fresh(n), p.kind) for n, p in zip(carried, params))
-        for init, out in zip(inits, outs):
-            self.note_maybe_none(out, init)
-        self.mutation.check_loop_containers(node, scope.env, env_after, carried)
-        self.mutation.note_loop_outputs(prim, args, inits, params, results[-len(params):] if params
-                                        else [], outs)
-        self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
-                           blocks=(Block(body_ops, results, block_params),)))
-        scope.env.update(zip(carried, outs))
-
-    def note_maybe_none(self, out, *sources):
-        """`out` may be None at run time when a source may (`x is None` stays a run-time
-        test for it: Expander.may_be_none)."""
-        if any(isinstance(s, Const) and s.value is None or self.may_be_none(s) for s in sources):
-            if not hasattr(self, "maybe_none"):
-                self.maybe_none = set()
-            self.maybe_none.add(id(out))
-
-    def trace_unrolled_for(self, node, scope):
-        """A loop over a tuple, list, dict (or zip/enumerate of them): one trace of the
-        body per element. `break`/`continue` are lowered as in other loops (lower_jumps):
-        after a break that depends on data, each later element's body runs under
-        `if not _break`, and the loop variable is bound inside that guard, so after the
-        loop it holds the element that broke, as in Python."""
-        items = self.static_items(node, scope)
-        depth = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
-        flag = f"{BREAK_FLAG}{depth}" if depth else BREAK_FLAG
-        item = f"{ITEM}{sum(1 for n in scope.env if n.startswith(ITEM))}"
-        lowered, breaks = lower_jumps(node.body, flag)
-        bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
-                                              type_comment=None), node.target)
-        if breaks:
-            scope.env[flag] = Const(False)
-        for value in items:
-            done = scope.env.get(flag)
-            if not breaks or (isinstance(done, Const) and not done.value):
-                self.bind(node.target, value, scope)  # no break taken so far: plain
-                body = lowered
-            elif isinstance(done, Const):
-                break  # a break on static values: the rest never runs
-            else:  # the element's body, the loop variable included, runs under the guard
-                scope.env[item] = value
-                body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
-                                                   orelse=[]), node)]
-            for stmt in body:
-                self.loc = scope.locate(stmt)
-                self.stmt(stmt, scope)
-            scope.env.pop(item, None)
-        if breaks:
-            scope.env.pop(flag, None)
-
-    def loop_plan(self, node, scope):
-        """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
-        it = node.iter
-        if isinstance(it, gast.Subscript) and _is_builtin_call(it.value, ("range",)):
-            # `range(...)[::-1]`: an adjoint loop of srcgrad's own generated code
-            self.fail(node, "differentiating a generated loop adjoint again (a second "
-                      "derivative through a loop)", "unroll the loop (write its body once per "
-                      "iteration) and take the second derivative of that loop-free code")
-        if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
-                and not it.keywords:
-            args = [self.expr(a, scope) for a in it.args]
-            if len(args) == 1:
-                args = [Const(0), args[0]]
-            start, stop, step = (args + [Const(1)])[:3]
-            if all(isinstance(a, Const) for a in (start, stop, step)) and _subscripts_containers(
-                    node, scope):
-                return None  # `for i in range(3): layers[i]`: the index must be static
-            return start, stop, step, lambda i, inner: i
-        value = self.expr(it, scope) if not _is_builtin_call(it, ("enumerate", "zip")) else None
-        if isinstance(value, Var):  # rows of an array
-            (name,) = self._sequences(scope, [value])
-            return (Const(0), self._length(value), Const(1),
-                    lambda i, inner: self._row(inner.env[name], i))
-        if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1:
-            seq = self.expr(it.args[0], scope)
-            if isinstance(seq, Var):
-                (name,) = self._sequences(scope, [seq])
-                return (Const(0), self._length(seq), Const(1),
-                        lambda i, inner: (i, self._row(inner.env[name], i)))
-        if _is_builtin_call(it, ("zip",)):
-            seqs = [self.expr(a, scope) for a in it.args]
-            if any(isinstance(s, Var) for s in seqs) and all(isinstance(s, Var) for s in seqs):
-                names = self._sequences(scope, seqs)
-                return (Const(0), self._length(seqs[0]), Const(1),
-                        lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
-        return None
-
-    @staticmethod
-    def _sequences(scope, values) -> list:
-        """Bind the arrays a loop iterates over to hidden names: a row is a view of the
-        array *as the body sees it*, so a write through a row reaches it (Note [Aliases
-        across blocks]); Python evaluates the iterable once, so it is not re-read."""
-        names = []
-        for value in values:
-            name = f"{SEQUENCE}{sum(1 for n in scope.env if n.startswith(SEQUENCE))}"
-            scope.env[name] = value
-            names.append(name)
-        return names
-
-    def static_items(self, node, scope):
-        value = self.expr(node.iter, scope)
-        if isinstance(value, Const):
-            try:
-                return [Const(v) for v in value.value]
-            except TypeError:
-                self.fail(node.iter, "a loop over a value that is not iterable")
-        if isinstance(value, dict):
-            return [Const(k) for k in value]
-        if isinstance(value, (tuple, list)):
-            return list(value)
-        self.fail(node.iter, "this loop's iterable", "loop over range(...), an array, or a list")
-
-    def _length(self, array):
-        from srcgrad import rules
-
-        shape = self.apply(rules.RULES["shape"], [array], {})
-        return self.apply(rules.RULES["getitem"], [shape, Const(0)], {})
-
-    def _row(self, array, index):
-        from srcgrad import rules
-
-        return self.apply(rules.RULES["getitem"], [array, index], {})
-
-
-def _kind(*values) -> str:
-    """'array' when any value may carry a derivative: a float, or an array Var."""
-    for v in values:
-        if isinstance(v, Var) and v.kind == "array":
-            return "array"
-        if isinstance(v, Const) and isinstance(v.value, (float, complex)):
-            return "array"
-    return "static"
-
-
-def _target_names(target) -> list:
-    return [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
-
-
-def _index_name(target) -> str:
-    names = _target_names(target)
-    return names[0] if len(names) == 1 and isinstance(target, gast.Name) else "_i"
-
-
-def _is_builtin_call(node, names) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id in names
-
-
-def _subscripts_containers(node, scope) -> bool:
-    """Whether the loop body subscripts a tuple/list/dict with the loop variable, or
-    changes one (`lst.append(v)`): then a static range is traced per iteration."""
-    names = set(_target_names(node.target))
-
-    def container(n):
-        return isinstance(n, gast.Name) and isinstance(scope.env.get(n.id), (tuple, list, dict))
-
-    for n in gast.walk(gast.Module(body=node.body, type_ignores=[])):
-        if isinstance(n, gast.Subscript) and container(n.value) and (
-                isinstance(n.ctx, gast.Store)
-                or any(isinstance(m, gast.Name) and m.id in names for m in gast.walk(n.slice))):
-            return True
-        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and container(n.func.value):
-            return True
-    return False
-
-
+    def refuse_structure(self, node, name, values, where, loop=None):
+        """`name` holds containers of different structures on two paths (`where`): the
+        line of the change is named when a block changed one (`.append` in one branch);
+        `loop`: the line of the loop whose iterations would change it."""
+        locs = [loc for loc in map(lambda v: containers.structure_change(self, v), values) if loc]
+        if locs and loop is not None:
+            self.loc = locs[0]
+            self.error(None, f"the length or keys of `{name}` would depend on array values: this "
+                       f"line changes them in every iteration of the loop at line {loop}",
+                       "preallocate an array and write into it (`y = np.zeros(n)`, then `y[i] = v` "
+                       "in the loop), or loop over a literal `range(3)`, which is traced once per "
+                       "iteration")
+        if locs:
+            self.loc = locs[0]
+            self.error(None, f"the length or keys of `{name}` would depend on array values: this "
+                       f"line changes them, and `{name}` differs {where}",
+                       "change it the same way on every path (append on both branches, e.g. "
+                       "`np.where(c, v, 0.0)`), or write into a preallocated array")
+        self.fail(node, f"`{name}` holding differently shaped containers {where}",
+                  "give it the same structure on both paths (as many items, the same keys), "
+                  "or keep its parts in separate names")

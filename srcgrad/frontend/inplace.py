@@ -29,9 +29,9 @@ class InPlaceStatements:
             rhs = tr.expr(node.value, scope)
             old = self._reread(load, old, scope, mark)
             if isinstance(old, list) and optype in (gast.Add, gast.Mult):
-                from srcgrad.frontend.containers import _iterate
+                from srcgrad.frontend.containers import _iterate, block_changes
 
-                self.guard_region(node, "changing a list", container=True)
+                old = block_changes(tr, old, node, "changing a list", structural=True)  # (R1)
                 if optype is gast.Add:  # `lst += items` extends the list itself
                     old.extend(_iterate(tr, rhs, node))
                 else:

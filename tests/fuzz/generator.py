@@ -835,6 +835,7 @@ class Generator:
                           f"{self.pad(indent + 1)}{name}.append({self.expr(s, 1)} * {name}[-1])"]
             else:
                 lines.append(f"{self.pad(indent)}{name}.append({self.expr(s, 1)})")
+            lines += self.change_item(indent, f"{name}[-1]")
             self.scope.lists[name] = s
             return lines
         t = self.target_shape()
@@ -842,8 +843,22 @@ class Generator:
         made = f"dict(a={first})" if self.idioms.random() < 0.4 else f"{{'a': {first}}}"
         lines = [f"{self.pad(indent)}{name} = {made}",
                  f"{self.pad(indent)}{name}['b'] = {self.expr(t, 1)}"]
+        lines += self.change_item(indent, f"{name}['b']")
         self.scope.dicts[name] = {"a": s, "b": t}
         return lines
+
+    def change_item(self, indent, value) -> list[str]:
+        """`L[0] = ...` / `d['a'] = ...` on a list or dict made earlier, maybe outside the
+        enclosing if/loop (issue 11, R1: a rebinding of that name, which the block merges
+        or carries); drawn from the idioms stream, so a seed keeps its structure."""
+        keys = {n: ["0", "-1"] for n in self.scope.lists}
+        keys.update({n: [repr(k) for k in d] for n, d in self.scope.dicts.items()})
+        if not keys or self.idioms.random() >= 0.6:
+            return []
+        self.features.add("container_item")
+        other = self.idioms.choice(sorted(keys))
+        at = f"{other}[{self.idioms.choice(keys[other])}]"
+        return [f"{self.pad(indent)}{at} = {at} * 0.5 + np.sum({value}) * 0.25"]
 
     def s_unpack(self, indent):
         s, t = self.target_shape(), self.target_shape()
