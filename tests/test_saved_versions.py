@@ -282,3 +282,20 @@ def test_write_in_a_later_iteration_keeps_the_values_as_saved():
     """Not detected (Note [Saved values written in place]), but never a wrong gradient:
     the backward sees each iteration's saved value, the true derivative."""
     _check_against_numeric(S.loop_write_before_save, (X, W, 3), wrt=(0, 1))
+
+
+def _saved_in_one_branch_then_written(x, w):
+    y = x * 2.0
+    z = S.Mul.apply(y.reshape(-1), w) if np.sum(x) > 0.0 else w * 1.0
+    y[0] = 7.0  # may reach what Mul saved, on the path that saved it
+    return np.sum(z) + np.sum(y)
+
+
+def test_a_value_saved_in_one_branch_and_written_after_it_is_refused():
+    """The run-time version check reads the saved value where the write is: a value saved
+    inside an `if` exists on one path only, so the compiler refuses (it used to emit a read
+    of a name the other path never bound: UnboundLocalError from generated code)."""
+    x, w = np.array([0.5, 1.0, 2.0, 0.25]), np.array([1.0, -2.0, 0.5, 3.0])
+    with pytest.raises(sg.CompileError, match="saved for backward") as info:
+        sg.grad(_saved_in_one_branch_then_written)(x, w)
+    assert f":{_line(_saved_in_one_branch_then_written, 'y[0] = 7.0')}:" in str(info.value)

@@ -59,6 +59,7 @@ class SavedRecord:
     allow: bool  # saved under allow_mutation_on_saved_tensors: writes are allowed
     shown: str  # how the save call names it
     certain: list = field(default_factory=list)  # Locs of writes that changed it
+    ops: list | None = None  # the op list the save was traced into (a block's, or the function's)
     possible: list = field(default_factory=list)  # (flag Var, Loc) of writes that may have
 
 
@@ -79,7 +80,8 @@ class SavedWrites:
         """Record `value`, saved by `function` at `loc` (`shown`: its name there)."""
         if not isinstance(value, Var):
             return None  # None, or a constant array (writing into a global is refused)
-        record = SavedRecord(value, function, loc, self.allow, shown or "a value")
+        record = SavedRecord(value, function, loc, self.allow, shown or "a value",
+                             ops=self.mutation.tracer.ops)
         self.records.append(record)
         return record
 
@@ -98,7 +100,11 @@ class SavedWrites:
             if relation == CERTAIN:
                 record.certain.append(loc)
             elif relation == POSSIBLE:
-                if tracer.ops is not self.mutation.top_ops:
+                # the check reads the saved value where the write is, so both must be in
+                # the function's own ops: a value saved inside an `if` exists on one path
+                # only (fuzz seed 81318: `v = c if t else x.reshape(...) * F.apply(...)`
+                # then a write into x read an unbound name in the generated code)
+                if tracer.ops is not self.mutation.top_ops or record.ops is not tracer.ops:
                     raise CompileError.at(loc, f"this in-place write may change a value that "
                                           f"{record.function} saved for backward at {record.loc}, "
                                           "and inside an `if`/loop the compiler cannot check it "
