@@ -126,10 +126,11 @@ def _execute(ops, env, found, derived, keep=()):
 # simplifier will later fold away) on the first call's real arrays. Keeping every value
 # until the end made the first call's peak memory the sum of all of them: 62 MB on the
 # 1024x512 MLP where a steady call needs 28 MB, 192 MB against 61 MB on a 10**6-element
-# elementwise loss (issue 15; now 34 and 65 MB, benchmarks/bench_startup.py). So each value is dropped from the environment after its last reader
-# in its own op list; a value a nested block reads counts as read by the block's op (so
-# it lives through the whole loop or branch), and a block's results live until the op
-# that runs the block has taken them. Only facts (shapes, kinds, shape-derived values)
+# elementwise loss (issue 15; now 34 and 65 MB, benchmarks/bench_startup.py). So each
+# value is dropped from the environment after its last reader in its own op list; a
+# value a nested block reads counts as read by the block's op (so it lives through the
+# whole loop or branch), and a block's results live until the op that runs the block has
+# taken them. Only facts (shapes, kinds, shape-derived values)
 # outlive the probe, and those are taken when the op runs.
 def _dead_after(ops, keep) -> dict:
     """op index -> the values defined in `ops` that no later op of `ops` (nor `keep`, a
