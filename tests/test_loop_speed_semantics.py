@@ -350,7 +350,7 @@ def _zeros_beside_a_loop(x0, x2):
     y1 = np.tile(x2.ravel(), 6).reshape((4, 3, 2))
     for i in range(4):
         y1[i] = np.reshape(x0.reshape((6, 1)), (3, 2))
-    unused = np.zeros_like(x0)  # CSE merges the adjoint sum's start with this forward value
+    _unused = np.zeros_like(x0)  # CSE merges the adjoint sum's start with this forward value
     return np.sum(y1.ravel()[:3] ** 2)
 
 
@@ -366,3 +366,17 @@ def test_a_forward_zeros_merged_with_a_sum_start_is_not_summed_into():
         expected = numeric_grad(_zeros_beside_a_loop, args, i)
         assert_close(first[i], expected, rtol=1e-5, atol=1e-7)
         assert_close(second[i], 2.0 * expected, rtol=1e-5, atol=1e-7)
+
+
+def _clipped_square(x):
+    return (np.clip(np.zeros_like(x), -1.0, 1.0) + 2.0) * x * x
+
+
+@pytest.mark.parametrize("x", [np.float64(0.3), np.float64(-0.7), 0.3])
+def test_np_float64_values_take_no_array_methods(x):
+    """A variant for an np.float64 argument computes on Python floats (scalars pass), so
+    a call the shape probe made a method (`v.clip(a, b)`, seen on an ndarray) must be
+    `xp.clip(v, a, b)` again (fuzz seed 81498: 'float' object has no attribute 'clip')."""
+    g = sg.grad(_clipped_square)
+    assert_close(g(np.array(float(x))), numeric_grad(_clipped_square, [np.array(float(x))], 0))
+    assert_close(g(x), numeric_grad(_clipped_square, [np.array(float(x))], 0))
