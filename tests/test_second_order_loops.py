@@ -107,6 +107,17 @@ def rows(x, xs):
     return np.sum(h * h)
 
 
+def while_in_branch(x):
+    """A loop inside an `if`: its tape leaves the branch as an exported value."""
+    h = x
+    if np.sum(x) > 0:
+        while np.sum(h * h) > 0.2:
+            h = np.sin(h) * 0.8
+    else:
+        h = h * 2.0
+    return np.sum(h ** 3) + np.sum(h * x)
+
+
 def scalar_loop(x):
     h = x
     for _t in range(4):
@@ -169,7 +180,8 @@ def test_hessian_through_an_rnn_loop_wrt_the_weights():
     (indexed, (np.array([0.3, -0.4]), np.array([[1.1, 0.7], [0.5, -0.9], [1.3, 0.2]]))),
     (nested, (np.array([0.2, -0.7, 1.1]),)),
     (nested_while, (np.array([0.9, -0.8, 0.7]),)),
-], ids=["while", "break", "indexed", "nested", "nested_while"])
+    (while_in_branch, (np.array([0.9, -0.3, 0.7]),)),
+], ids=["while", "break", "indexed", "nested", "nested_while", "while_in_branch"])
 def test_hessian_through_loops(fn, args, chunk_size):
     hessian = sg.hessian(fn, chunk_size=chunk_size)
     expected = _differences(sg.grad(fn), args, 0)
@@ -238,7 +250,9 @@ def test_third_derivative_of_a_scalar_loop():
     (nested_rnn, (np.array([0.3, -0.6, 0.2]),
                   np.array([[0.5, -0.2, 0.3], [0.1, 0.4, -0.6], [-0.3, 0.2, 0.7]]))),
     (nested_while, (np.array([0.9, -0.8, 0.7]),)),
-], ids=["rnn", "while", "break", "indexed", "branch", "rows", "nested", "nested_rnn", "nested_while"])
+    (while_in_branch, (np.array([0.9, -0.3, 0.7]),)),
+], ids=["rnn", "while", "break", "indexed", "branch", "rows", "nested", "nested_rnn", "nested_while",
+        "while_in_branch"])
 def test_reverse_mode_jacobian_of_a_loop_gradient(fn, args):
     # reverse over reverse: each row runs the backward again on the saved tapes
     jacobian = sg.jacobian(sg.grad(fn), mode="reverse")

@@ -128,6 +128,9 @@ def _cond(op, outer, tangents, namer, forward):
     for block in op.blocks:
         block.ops, t_map = forward(block.ops, outer, namer)
         tracer = Expander(namer, block.ops)
+        for out, r in zip(op.outs, block.results):  # a loop's tape the branch exports
+            if isinstance(r, Var) and isinstance(t_map.get(r), TapeTangents):
+                tangents[out] = t_map[r]
         block.results = block.results + [_tangent(block.results[i], t_map, tracer) for i in arrays]
     outs = [Var(namer.fresh(op.outs[i].name.lstrip("_") + "_t")) for i in arrays]
     op.outs = op.outs + tuple(outs)

@@ -88,6 +88,8 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
                 tracer.loc = op.loc
                 tapes.reverse_pop(op, [total(o) for o in op.outs], tracer, namer)
             continue
+        if rule.control:
+            tapes.alias_exports(op)
         if not any(o in contributions for o in op.outs) and not (rule.control and tapes.pushes_in(op)):
             continue
         # ---- custom Functions (Note [Custom Functions] in srcgrad.frontend.function)

@@ -89,6 +89,14 @@ class TapeCotangents:
         self.creations: list = []  # the cotangent tapes' tape_new ops
         self.popped_tapes: dict = {}  # (tape, k) -> the tape popped as item k of its entries
 
+    def alias_exports(self, op) -> None:
+        """A tape a `cond` exports (Note [Reverse mode of control flow]) is its branch's
+        own tape: it shares the exported one's cotangent tape."""
+        for out, index in op.attrs.get("exports", {}).items():
+            if out in self.cotangent:
+                result = op.blocks[index].results[op.outs.index(out)]
+                self.cotangent.setdefault(result, self.cotangent[out])
+
     def pushes_in(self, op) -> bool:
         """Whether a block of `op` pushes on a tape whose pops were reversed."""
         return any(o.prim == "tape_push" and o.args[0] in self.cotangent or self.pushes_in(o)
