@@ -871,6 +871,29 @@ def write_through_reshape_in_one_branch(x, c):
     return np.sum(x * x)
 
 
+def reshape_of_an_argument_written_before(x):
+    x *= x.ravel()[:1]  # in place: still the caller's array and layout
+    w = x.reshape(-1)
+    w[1] = np.sin(np.sum(x))
+    return np.sum(x * x)
+
+
+def reshape_of_an_argument_written_in_one_branch(x):
+    if np.sum(x) > 0.0:
+        x[0] = 2.0 * x[1]
+    w = x.reshape(-1)
+    w[2:3] = np.mean(x)
+    return np.sum(x * x) + np.sum(w)
+
+
+def reshape_of_an_argument_written_in_a_loop(x):
+    for i in range(2):
+        x[i] = x[i] * 2.0
+    w = x.reshape(-1)
+    w *= 0.5
+    return np.sum(x * x)
+
+
 def _layout_grad(fn, x, rest, eps=1e-6):
     """Central differences that keep x's memory order (np.copy would make it C-ordered,
     and NumPy's own answer to 'view or copy' with it)."""
@@ -888,7 +911,10 @@ def _layout_grad(fn, x, rest, eps=1e-6):
     (reshape_view_read_after_a_write_into_the_argument, ()),
     (row_or_scalar_read_after_a_write_into_the_argument, ()),
     (write_through_reshape_in_one_branch, (np.array([1.0]),)),
-    (write_through_reshape_in_one_branch, (np.array([-1.0]),))])
+    (write_through_reshape_in_one_branch, (np.array([-1.0]),)),
+    (reshape_of_an_argument_written_before, ()),
+    (reshape_of_an_argument_written_in_one_branch, ()),
+    (reshape_of_an_argument_written_in_a_loop, ())])
 @pytest.mark.parametrize("shape", [(4,), (2, 3)])
 def test_a_view_of_an_argument_is_decided_by_its_layout_at_run_time(fn, rest, shape):
     base = np.linspace(-0.9, 1.3, int(np.prod(shape))).reshape(shape)
@@ -919,6 +945,14 @@ def augmented_argument_with_an_alias(x):
     return np.sum(x * x) + np.sum(w)
 
 
+def augmented_row_of_an_argument_written_before(x):
+    x[0] = 1.5
+    w = x[1]
+    z = w
+    w += np.sum(x)
+    return np.sum(z * x) + np.sum(w)
+
+
 def augmented_row_then_a_view_read(x):
     w = x[0]
     w *= np.maximum(np.sum(w), 0.25)
@@ -927,7 +961,8 @@ def augmented_row_then_a_view_read(x):
 
 
 @pytest.mark.parametrize("fn", [augmented_row_or_element_with_an_alias, augmented_argument_with_an_alias,
-                                augmented_row_then_a_view_read])
+                                augmented_row_then_a_view_read,
+                                augmented_row_of_an_argument_written_before])
 @pytest.mark.parametrize("shape", [(3,), (2, 3)])
 def test_augmented_assignment_on_an_argument_is_decided_at_run_time(fn, shape):
     x = np.linspace(-0.9, 1.3, int(np.prod(shape))).reshape(shape)
@@ -955,3 +990,15 @@ def test_an_augmented_alias_of_a_computed_value_is_still_refused():
         return np.sum(z * y)
     with pytest.raises(sg.CompileError, match="rebinds it if it is a scalar"):
         sg.grad(computed)(np.ones((2, 2)))
+
+
+def alias_of_the_iterated_array_written(x):
+    for r in x:
+        y = x  # the loop reads x's rows: a write through y changes the rows still to come
+        y += r
+    return np.sum(x)
+
+
+def test_a_write_into_the_iterated_array_names_it():
+    with pytest.raises(sg.CompileError, match="shares memory with the array a loop iterates over"):
+        sg.grad(alias_of_the_iterated_array_written)(np.ones((3, 2)))

@@ -177,7 +177,8 @@ class BlockAliases:
                 self.held_written[id(v)] = self.tracer.loc
             if id(v) in self.shared:
                 name, others = self.shared[id(v)]
-                names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence"))
+                names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence")) \
+                    or "the array a loop iterates over"  # (`for r in x: y = x; y += 1`)
                 if name.startswith("_sequence"):  # a row of `for row in x` written
                     self.tracer.fail(node, f"{what} inside a loop into a row of the array the loop "
                                      f"iterates over ({names})", "loop over `range(len(x))` and "

@@ -56,8 +56,8 @@ class InPlaceStatements:
                 tr.bind(target, bound, scope)
             elif self.is_array(old):
                 self.write(old, new, node, "name")
-            elif self._user_object(old):  # Note [Views of arguments]: NumPy's answer at run time
-                self.write_if_array(old, new, node)
+            elif (flag := self.array_flag(old)) is not None:  # Note [Views of arguments]
+                self.write_if_array(old, new, node, flag)
                 tr.bind(target, new, scope)
             else:
                 self.saved.written(old, False, tr.loc)

@@ -16,6 +16,12 @@ back what it read), so the select never fails on the path not taken; the flag is
 run-time value the probe never folds (it reads arrays), so a variant decides nothing
 from its first call's layout.
 
+An argument written in place before the view is made is still the caller's object in
+the user's program (same buffer, same strides), where the generated code holds a copy
+with the write: the flag is then taken from the same view made of the argument as
+passed (`_caller_array` follows writes, and branch and loop values that are it on
+every path).
+
 `x op= v` where x is such an argument or view, and another name shares it, writes
 into x if it is an ndarray and only rebinds it if it is a NumPy scalar (a float
 argument, an element of a vector): `storage_written(x, x)` says which, and a `cond` on
@@ -47,9 +53,50 @@ class ArgumentViews:
         parent = operands[0]
         if name == "ravel" or name == "reshape" and _nonempty_shape(operands[1]):
             self.arrays[id(out)] = out  # a reshape to a shape with axes is an ndarray
-        if isinstance(out, Var) and self._user_object(parent):
+        if not isinstance(out, Var):
+            return
+        if self._user_object(parent):
             self.view_flags[id(out)] = self.tracer.apply(rules.RULES["storage_written"],
                                                          [parent, out], {})
+            return
+        base = self._caller_array(parent)
+        if base is not None:  # the same view of the caller's array decides (its writes in
+            # place kept its object and layout, where the generated code copied it)
+            mirror = self.tracer.apply(rules.RULES[name], [base, *operands[1:]], {})
+            if id(mirror) in self.view_flags:
+                self.view_flags[id(out)] = self.view_flags[id(mirror)]
+
+    def _caller_array(self, t, seen=None):
+        """The argument (or view of one made before any write) that `t` is the very
+        object of in the user's program: `t` is it after writes in place (`history`),
+        or a branch or loop value that is it on every path. None where unknown."""
+        seen = set() if seen is None else seen
+        while id(t) in self.history:
+            t = self.history[id(t)]
+        if id(t) in seen:
+            return _CYCLE  # a loop param: its other sources decide
+        seen.add(id(t))
+        if self._user_object(t):
+            return t
+        sources = self.merged.get(id(t))
+        if not sources:
+            return None
+        found = {id(b): b for b in (self._caller_array(s, seen) for s in sources)
+                 if b is not _CYCLE}
+        if len(found) != 1 or None in found.values():
+            return None
+        return next(iter(found.values()))
+
+    def array_flag(self, t):
+        """A run-time flag: `t` is an ndarray (not a NumPy scalar), where the caller's
+        object tells it; None elsewhere."""
+        entry = self.views.get(id(t))
+        if entry is not None and entry[4] == "int" and id(t) in self.view_flags:
+            return self.view_flags[id(t)]  # an int-indexed view is one iff it is an ndarray
+        base = t if self._user_object(t) else self._caller_array(t)
+        if base is None or base is _CYCLE:
+            return None
+        return self.tracer.apply(rules.RULES["storage_written"], [base, base], {})
 
     def _user_object(self, t) -> bool:
         """`t` is an argument as the caller passed it, or a view made of one before any
@@ -71,14 +118,13 @@ class ArgumentViews:
         self.view_flags[id(value)] = flag
 
 
-    def write_if_array(self, old, new, node) -> None:
+    def write_if_array(self, old, new, node, flag) -> None:
         """`x op= v` where x is an argument or a view of one that may be an ndarray or a
         NumPy scalar (Note [Views of arguments]): the names sharing x's storage read the
         write where x is an ndarray at run time, and keep their value where it is a
         scalar (which `op=` only rebinds). The caller binds x itself to `new`."""
         tr = self.tracer
         self.guard_region(node, "an in-place write")
-        flag = tr.apply(rules.RULES["storage_written"], [old, old], {})  # x is an ndarray
         self.saved.written(old, False, tr.loc)
         outer, then_ops, checked = tr.ops, [], set(self.checked)
         tr.ops = then_ops
@@ -115,6 +161,9 @@ class ArgumentViews:
             else:  # it may be `new`'s storage (an ndarray written in place) or not
                 self.merged[id(out)] = (r, t, new)
         self._remap(lambda t: mapping.get(id(t)))
+
+
+_CYCLE = object()  # _caller_array met a value it is already looking at
 
 
 def _nonempty_shape(shape) -> bool:
