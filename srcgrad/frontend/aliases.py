@@ -79,6 +79,9 @@ class BlockAliases:
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
             if id(param) in self.held_written:  # a tuple/list/dict holds what the body wrote
+                if id(init) in self.held:  # a nested loop's param started as its enclosing
+                    # loop's: that loop's body wrote through its param too (fuzz seed 82246)
+                    self.held_written.setdefault(id(init), self.held_written[id(param)])
                 self._poison_held(param, init)
 
     def _refuse_rebound_alias(self, param, result):
