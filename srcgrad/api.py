@@ -285,7 +285,7 @@ def jvp(f, primals, tangents, *, has_aux=False):
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_jvp(fn, trees=trees if nested else None)
     target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
-    impl = compiled.entry() if target is backend.NUMPY else compiled.entry_for(target)
+    impl = compiled.entry_at(p_leaves) if target is backend.NUMPY else compiled.entry_for(target)
     outs, touts = impl(*p_leaves, *t_leaves)
     tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])

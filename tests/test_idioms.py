@@ -497,16 +497,83 @@ def test_a_jacobian_of_a_comprehension_over_a_shape(mode):
     assert_close(sg.jacobian(rows_by_comprehension, mode=mode)(x), fd, rtol=1e-6, atol=1e-8)
 
 
-def test_sg_jvp_of_a_shape_decision_is_right_or_refused_at_the_line():
-    """sg.jvp runs the shape-generic code (no shape facts yet): a refusal names the line."""
-    x = rng.uniform(0.2, 1.0, size=3)
-    direction = rng.standard_normal(3)
-    try:
-        _, tangent = sg.jvp(sum_by_recursion, (x,), (direction,))
-    except CompileError as err:
-        assert err.filename == __file__ and "nest more than" in err.message
-    else:
-        assert_close(tangent, np.sum(numeric_grad(sum_by_recursion, [x], 0) * direction), rtol=1e-6)
+@pytest.mark.parametrize("fn", [sum_by_recursion, comprehension_over_length], ids=lambda f: f.__name__)
+def test_sg_jvp_of_a_shape_decision(fn):
+    """sg.jvp: the shape-generic code refuses these, so a variant for the primals' shapes
+    runs (CompiledJvp.entry_at); two shapes, two variants."""
+    for n in (2, 4):
+        x = rng.uniform(0.2, 1.0, size=n)
+        direction = rng.standard_normal(n)
+        out, tangent = sg.jvp(fn, (x,), (direction,))
+        assert_close(out, fn(x), rtol=1e-12)
+        assert_close(tangent, np.sum(numeric_grad(fn, [x], 0) * direction), rtol=1e-6, atol=1e-8)
+
+
+SHAPE_RECURSION = """
+import json
+import numpy as np
+import srcgrad as sg
+
+def rec(x):
+    if x.shape[0] == 1:
+        return np.sum(x ** 2)
+    return np.sin(x[0]) + rec(x[1:])
+
+x = np.array([0.3, 0.5, 0.9])
+print(json.dumps([sg.vjp(rec, x)[1](1.0)[0].tolist(), float(sg.jvp(rec, (x,), (np.ones(3),))[1]),
+                  sg.grad(rec)(x).tolist()]))
+"""
+
+
+def test_shape_variants_load_from_the_disk_cache_in_a_fresh_process(tmp_path):
+    """A disk-cache hit rebuilds sg.vjp's and sg.jvp's output structure by tracing with
+    the variant's shape facts, as the variant was compiled (not the generic trace,
+    which refuses the recursion): the second process reads the first one's modules."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "shape_recursion.py"
+    script.write_text(SHAPE_RECURSION)
+    env = {**os.environ, "SRCGRAD_CACHE_DIR": str(tmp_path / "cache")}
+    expected = [np.cos(0.3), np.cos(0.5), 1.8]
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                             check=False)
+        assert run.returncode == 0, run.stderr
+        vjp_grad, tangent, grad = json.loads(run.stdout)
+        assert_close(vjp_grad, expected, rtol=1e-12)
+        assert_close(grad, expected, rtol=1e-12)
+        assert_close(tangent, np.sum(expected), rtol=1e-12)
+
+
+def recursion_in_a_branch(x):
+    if np.sum(x) > 1.0:  # a test on data: both branches are traced, facts hold in each
+        y = np.stack([x[i] * 2.0 for i in range(x.shape[0])])
+        return sum_by_recursion(y)
+    return np.sum(x ** 3)
+
+
+def comprehension_over_a_carried_shape(x):
+    for k in range(2):  # x is the loop's param: its shape is no fact inside the body
+        x = np.sum(np.stack([x[i] * k for i in range(x.shape[0])])) * x
+    return np.sum(x)
+
+
+def test_shape_facts_inside_a_branch_on_data():
+    grad = sg.grad(recursion_in_a_branch)  # one variant, data taking each branch
+    for x in (np.array([0.3, 0.5, 0.9]), np.array([0.1, 0.2, 0.3])):
+        expected = numeric_grad(recursion_in_a_branch, [x], 0)
+        assert_close(grad(x), expected, rtol=1e-6, atol=1e-8)
+        _, tangent = sg.jvp(recursion_in_a_branch, (x,), (np.ones(3),))
+        assert_close(tangent, np.sum(expected), rtol=1e-6, atol=1e-8)
+
+
+def test_a_shape_inside_a_loop_body_is_no_fact():
+    with pytest.raises(CompileError, match=r"`range\(\)` of an array") as info:
+        sg.grad(comprehension_over_a_carried_shape)(np.array([0.3, 0.5, 0.9]))
+    assert "for i in range(x.shape[0])" in info.value.text
 
 
 def test_a_data_dependent_shape_is_never_a_fact():

@@ -36,6 +36,8 @@ FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, li
 
 MAX_INLINE_DEPTH = 64
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+_INT_ARITHMETIC = frozenset({"add", "subtract", "multiply", "floor_divide", "mod", "negative",
+                             "py_int", "maximum", "minimum"})
 
 
 def _builtin_hint(fn) -> str:
@@ -74,8 +76,8 @@ class Tracer(Expander, ControlFlow):
         # Note [Shape facts]: (ops, inputs) -> {Var: value computed from shapes alone}, set
         # by the pipeline when it compiles a variant for known argument shapes
         self.facts = None
-        self.top_ops = self.ops
-        self._facts_seen: tuple = (None, -1, {})
+        self.enclosing: list = []  # the op lists of the blocks around the one traced now
+        self._facts_seen: tuple = (None, {})
 
     # ------------------------------------------------------------------ entry points
     def trace_function(self, fs, arg_trees=None) -> Graph:
@@ -109,7 +111,6 @@ class Tracer(Expander, ControlFlow):
                 defaults[name] = default
         self.mutation.inputs = list(inputs)
         self.mutation.start(fs.node, self.ops)
-        self.top_ops = self.ops
         scope = self._function_scope(fs, env)
         self.scopes.append(scope)
         try:
@@ -425,12 +426,18 @@ class Tracer(Expander, ControlFlow):
     def note_op(self, rule, operands, outs) -> None:
         if len(outs) == 1 and (rule.name in ("size", "ndim") or rule.name == "getitem"
                                and self.mutation.is_shape(operands[0])
-                               and isinstance(operands[1], Const) and isinstance(operands[1].value, int)):
+                               and isinstance(operands[1], Const) and isinstance(operands[1].value, int)
+                               or rule.name in _INT_ARITHMETIC and self._ints_only(operands)):
             self.python_ints[id(outs[0])] = outs[0]  # a number, never iterated (_length)
         if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:
                 self.mutation.note_view(rule.name, operands, outs[0])
+
+    def _ints_only(self, operands) -> bool:
+        """Operands that are Python ints from shapes (`python_ints`) or int constants."""
+        return all(id(v) in self.python_ints if isinstance(v, Var) else
+                   isinstance(v, Const) and isinstance(v.value, int) for v in operands)
 
     def _length(self, array):
         """The item count of a `for` over a traced value (srcgrad.frontend.loops): a
@@ -448,24 +455,32 @@ class Tracer(Expander, ControlFlow):
     # range(len(x))]`. Such a value is a fact of every call the variant's guard admits
     # when the shape probe says so: the probe runs the ops traced so far on the first
     # call's arguments and reports only the values that follow from shapes (never from
-    # data: a boolean mask's count is not one). Only comparisons and `range()` ask, and
-    # only in straight-line code of the function (not inside a loop or branch body,
-    # whose values the probe has not seen); anything else stays traced, and the
-    # shape-generic code (no facts) refuses these programs as before.
+    # data: a boolean mask's count is not one). Only comparisons and `range()` ask. In
+    # a branch body the probe runs the enclosing ops and the branch's so far (shapes do
+    # not depend on which branch runs); in a loop body it cannot (the loop's params
+    # have no value), so nothing there is a fact. What is not a fact stays traced, and
+    # the shape-generic code (no facts) refuses these programs as before.
     def shape_fact(self, value):
         """`value` as a constant when it is a shape fact of this variant, else itself."""
-        if self.facts is None or not isinstance(value, Var) or value.kind != "static" \
-                or self.ops is not self.top_ops:
-            return value
-        ops_id, count, known = self._facts_seen
-        if ops_id != id(self.ops) or count != len(self.ops):
+        if self.facts is None or id(value) not in self.python_ints:  # (a shape's item, size,
+            return value  # ndim, or int arithmetic on them: no probe for a loop index)
+        lists = [*self.enclosing, self.ops]
+        seen = tuple((id(ops), len(ops)) for ops in lists)
+        if self._facts_seen[0] != seen:
             try:
-                known = self.facts(list(self.ops), list(self.mutation.inputs))
+                known = self.facts([op for ops in lists for op in ops], list(self.mutation.inputs))
             except Exception:  # noqa: BLE001 (the ops fail on these arguments: no facts)
                 known = {}
-            self._facts_seen = (id(self.ops), len(self.ops), known)
-        found = known.get(value, MISSING)
+            self._facts_seen = (seen, known)
+        found = self._facts_seen[1].get(value, MISSING)
         return value if found is MISSING or not isinstance(found, (int, tuple)) else Const(found)
+
+    def trace_block(self, *args, **kwargs):
+        self.enclosing.append(self.ops)  # (shape_fact reads them)
+        try:
+            return super().trace_block(*args, **kwargs)
+        finally:
+            self.enclosing.pop()
 
     def apply(self, rule, args, kwargs, node=None):
         if self.facts is not None and rule.name in _COMPARISONS:  # Note [Shape facts]

@@ -23,6 +23,7 @@ from srcgrad.arguments import check_cotangents
 from srcgrad.codegen import names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
+from srcgrad.errors import CompileError
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import keys
@@ -109,7 +110,11 @@ class Compiled:
         full = inspect.signature(self.fn).bind(*args)
         full.apply_defaults()
         key = self.cache_key(self.options(shapes))
-        ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", tuple(full.args)))
+        self._example = tuple(full.args)  # a disk hit's out tree: traced as the variant was
+        try:  # (with its shape facts: Note [Shape facts] in srcgrad.frontend.trace)
+            ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", self._example))
+        finally:
+            self._example = None
         return self._entries(ns)
 
     def _entries(self, ns):
@@ -232,7 +237,8 @@ class Compiled:
     def _out_tree_from_source(self):
         if self.kind != "vjp":
             return None
-        graph, _ = _programs().trace(self.parsed())  # the vjp output structure is not in the module text
+        # the vjp output structure is not in the module text
+        graph, _ = _programs().trace(self.parsed(), args=getattr(self, "_example", None))
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
@@ -428,14 +434,44 @@ class CompiledJvp(Compiled):
 
     def forget(self) -> None:
         super().forget()
-        self._entry = None
+        self._entry = self._refused = None
 
     def _out_tree_from_source(self):
-        graph, _ = _programs().trace(self.parsed())
+        graph, _ = _programs().trace(self.parsed(), args=getattr(self, "_example", None))
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
-        return _module(fs, key, _programs().jvp_program(fs, wrt=self.wrt))
+        return _module(fs, key, _programs().jvp_program(fs, wrt=self.wrt, args=args))
+
+    def entry_at(self, args):
+        """sg.jvp's function for arguments like `args` (their leaves): the shape-generic
+        code, or where that refuses a decision on shapes (a recursion ending on
+        `x.shape[0] == 1`), a variant traced for their shapes (Note [Shape facts] in
+        srcgrad.frontend.trace; H2). The generic code's refusal stands when the variant
+        cannot be made either."""
+        if getattr(self, "_refused", None) is None:
+            try:
+                return self.entry()
+            except CompileError as err:
+                self._refused = err
+        key = (tuple([guard_value(a) for a in args]), mutation_allowed())
+        hit = self.variants.get(key)
+        if hit is None:
+            try:
+                ns = self._variant(tuple(args), key[0])
+            except (CompileError, ProbeFailed):
+                raise self._refused from None
+            hit = self.variants[key] = ns[self.fn_name + "_jvp"]
+        return hit
+
+    def _variant(self, args, shapes):
+        self._example = args
+        try:
+            key = self.cache_key(self.options(shapes))
+            return self._load(key, lambda: self._generate(self.parsed(), key or "uncached", args))
+        finally:
+            self._example = None
+
 
     def entry(self, index: int = 0):
         if self._entry is None:

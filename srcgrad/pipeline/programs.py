@@ -397,7 +397,7 @@ def _tree_src(tree, leaves, pool) -> str:
 
 
 # ---------------------------------------------------------------------- forward mode
-def jvp_program(fs, optimized=True, wrt=None) -> Functions:
+def jvp_program(fs, optimized=True, wrt=None, args=None) -> Functions:
     """`def <f>_jvp(<params>, <param>_t...)` returning `(outputs, tangent outputs)`.
 
     Both are flat tuples of leaves (`out_tree` says how they nest). `wrt` (parameter
@@ -406,7 +406,7 @@ def jvp_program(fs, optimized=True, wrt=None) -> Functions:
     """
     from srcgrad.passes.jvp import forward, tangent_name
 
-    graph, namer = trace(fs)
+    graph, namer = trace(fs, args=args)  # args: a variant's (Note [Shape facts])
     wrt = tuple(range(len(graph.inputs))) if wrt is None else tuple(wrt)
     tangent_params = [Var(namer.fresh(tangent_name(graph.inputs[i].name))) for i in wrt]
     ops, tangents = forward(graph.ops, {graph.inputs[i]: t for i, t in zip(wrt, tangent_params)},
