@@ -380,3 +380,22 @@ def test_np_float64_values_take_no_array_methods(x):
     g = sg.grad(_clipped_square)
     assert_close(g(np.array(float(x))), numeric_grad(_clipped_square, [np.array(float(x))], 0))
     assert_close(g(x), numeric_grad(_clipped_square, [np.array(float(x))], 0))
+
+
+def _loop_carrying_a_float_unchanged(a0, a1, scale=0.5):
+    for _ in range(4):
+        _items = [np.maximum(a0, a0)]
+        a1 = a1
+    return np.hstack([np.ones((2,)), a1 * np.ones((2,))])[-4]
+
+
+def _calls_the_loops_gradient(x):
+    return np.sum((sg.grad(_loop_carrying_a_float_unchanged)(0.5, 0.25, scale=3.0) + 1.0) * x * x)
+
+
+def test_an_adjoint_loop_whose_sum_starts_as_a_folded_constant():
+    """Inside compiled code the inner gradient's arguments are constants, so an adjoint
+    loop's sum can start as a folded array: no buffer to sum into, and no crash (fuzz seed
+    61013: 'unhashable type: numpy.ndarray' in the in-place sums)."""
+    x = np.array([0.3, -0.5])
+    assert_close(sg.grad(_calls_the_loops_gradient)(x), numeric_grad(_calls_the_loops_gradient, [x], 0))

@@ -126,7 +126,8 @@ def _sums_in_place(loop, outer_producer, reads, probe) -> None:
     inner = {o: op for op in block.ops for o in op.outs}
     for k, (start, param) in enumerate(zip(loop.args[-1].items, block.params[1:])):
         result = block.results[k]
-        first = outer_producer.get(start)
+        first = outer_producer.get(start) if isinstance(start, Var) else None  # a Const start:
+        # a folded array (fuzz seed 61013: `a1` carried unchanged, its zeros folded)
         add = inner.get(result)
         if (first is None or first.prim != "zeros_like" or not _plain(first) or reads.get(start) != 1
                 or not first.attrs.get("backward")
