@@ -113,3 +113,44 @@ def test_setitem_in_generated_code_is_readable():
     src = sg.source(sg.grad(S.write_through_view))
     assert "c_1 = setitem(c, slice(1, None" in src
 
+
+
+# ---------------------------------------------------------------- `L[k] op= v` on an array item
+def _item_of_a_list_augmented(x):
+    y = x.copy()  # an ndarray for certain: `L[0] += x` writes into y as well
+    L = [y, 2.0]
+    L[0] += x
+    L[1] += 1.0  # a float item: only the item changes
+    return np.sum(y * y) * L[1]
+
+
+def _item_that_may_be_a_scalar(x):
+    y = x * 1.0  # an ndarray, or a NumPy scalar for a 0-d x: writes into y, or rebinds L[0]
+    L = [y]
+    L[0] += x
+    return np.sum(y * y) + np.sum(L[0])
+
+
+def _item_that_may_be_a_scalar_rewritten(x):
+    y = x * 1.0
+    L = [y]
+    L[0] = L[0] + x
+    return np.sum(y * y) + np.sum(L[0])
+
+
+def test_augmenting_an_array_item_of_a_list_writes_into_the_array():
+    """NumPy runs `L[0].__iadd__(x)`: the array object changes, so every name holding it
+    sees the write (R1: `y = x * 1.0; L = [y]; L[0] += x` returned y's old value)."""
+    x = np.array([0.3, -0.5, 0.7])
+    value, grad = sg.value_and_grad(_item_of_a_list_augmented)(x)
+    assert_close(value, _item_of_a_list_augmented(x.copy()))
+    assert_close(grad, numeric_grad(_item_of_a_list_augmented, [x], 0))
+
+
+def test_augmenting_an_item_that_may_be_a_scalar_is_undecided_and_the_hint_compiles():
+    x = np.array([0.3, -0.5, 0.7])
+    with pytest.raises(sg.CompileError, match=r"`L\[0\] \+= \.\.\.` writes into `L\[0\]`") as info:
+        sg.grad(_item_that_may_be_a_scalar)(x)
+    assert "write `L[0] = L[0] + ...`" in str(info.value)
+    f = _item_that_may_be_a_scalar_rewritten
+    assert_close(sg.grad(f)(x), numeric_grad(f, [x], 0))

@@ -44,31 +44,8 @@ class InPlaceStatements:
             if not isinstance(old, (Var, Const)):
                 tr.bind(target, new, scope)
                 return
-            self._refuse_shared(old, node, f"`{target.id} {_OPS.get(optype, 'op')}= ...`")
-            refs = self._family_refs(old) + self.saved.references(old)
-            if refs <= 1:  # only this name sees the storage for certain: in place == rebinding
-                bound = self._guard_input(old, new)
-                self.history[id(bound)] = old
-                # names that are its storage on some paths only (`y = x if c else z; y += 1`,
-                # or `z = x if c else w; x += 1`) change on those paths only (Note [Aliases
-                # across blocks]; fuzz seeds 28843, 21400); `y` itself reads the same either way
-                self._poison_merged(old, tr.loc)
-                tr.bind(target, bound, scope)
-            elif self.is_array(old):
-                self.write(old, new, node, "name")
-            elif (flag := self.array_flag(old)) is not None:  # Note [Views of arguments]
-                self.write_if_array(old, new, node, flag)
-                tr.bind(target, new, scope)
-            else:
-                self.saved.written(old, False, tr.loc)
-                op = _OPS.get(optype, "op")
-                self._poison_family(old, node, f"`{target.id} {op}= ...` writes into `{target.id}` "
-                                    "if it is an ndarray (changing every name that shares it) but "
-                                    "only rebinds it if it is a scalar, and the compiler cannot "
-                                    "tell which", f"write `{target.id} = {target.id} {op} ...` to "
-                                    "leave the other names unchanged")
-                self._poison_merged(old, tr.loc)
-                tr.bind(target, new, scope)
+            self._augment(old, new, node, target.id, _OPS.get(optype, "op"),
+                          lambda value: tr.bind(target, value, scope))
         elif isinstance(target, gast.Subscript):
             # Python's order: the target and its index, the item read, then the right side
             # (which may write into the same array: the store goes into what it holds then)
@@ -85,7 +62,21 @@ class InPlaceStatements:
                 except (IndexError, KeyError, TypeError) as err:
                     tr.error(node, f"cannot evaluate this item: {err}")
                 rhs = tr.expr(node.value, scope)
-                set_item(tr, base, index, tr.binop(optype, current, rhs, node), node)
+                new = tr.binop(optype, current, rhs, node)
+                if isinstance(current, Var) or isinstance(current, Const) and isinstance(
+                        current.value, numpy.ndarray):
+                    # NumPy runs `item.__iadd__(v)`: an array item is written in place, so every
+                    # name sharing it changes too (`L = [y]; L[0] += x` changes y), then the
+                    # item is stored back
+                    def store_back(value):  # into the container the name holds now: a
+                        # write that poisoned its item bound a copy of it (_remap in blocks)
+                        pure = all(isinstance(n, _PURE_NODES) for n in gast.walk(target.value))
+                        set_item(tr, tr.expr(target.value, scope) if pure else base, index, value, node)
+
+                    self._augment(current, new, node, f"{_shown(target.value)}[{key!r}]",
+                                  _OPS.get(optype, "op"), store_back)
+                    return
+                set_item(tr, base, index, new, node)
                 return
             self._check_local(target, scope)
             current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
@@ -96,6 +87,36 @@ class InPlaceStatements:
         else:
             tr.fail(node, f"augmented assignment to `{type(target).__name__}`",
                     "assign to a name or an array item")
+
+    def _augment(self, old, new, node, shown, op, rebind):
+        """`<shown> op= ...` on an array value `old` (a name, or a container's item), whose
+        result is `new`: in place where others share its storage, else a rebinding
+        (`rebind(value)` binds the name or stores the item)."""
+        tr = self.tracer
+        self._refuse_shared(old, node, f"`{shown} {op}= ...`")
+        refs = self._family_refs(old) + self.saved.references(old)
+        if refs <= 1:  # only this name sees the storage for certain: in place == rebinding
+            bound = self._guard_input(old, new)
+            self.history[id(bound)] = old
+            # names that are its storage on some paths only (`y = x if c else z; y += 1`,
+            # or `z = x if c else w; x += 1`) change on those paths only (Note [Aliases
+            # across blocks]; fuzz seeds 28843, 21400); `y` itself reads the same either way
+            self._poison_merged(old, tr.loc)
+            rebind(bound)
+        elif self.is_array(old):
+            self.write(old, new, node, "name")
+        elif (flag := self.array_flag(old)) is not None:  # Note [Views of arguments]
+            self.write_if_array(old, new, node, flag)
+            rebind(new)
+        else:
+            self.saved.written(old, False, tr.loc)
+            self._poison_family(old, node, f"`{shown} {op}= ...` writes into `{shown}` "
+                                "if it is an ndarray (changing every name that shares it) but "
+                                "only rebinds it if it is a scalar, and the compiler cannot "
+                                "tell which", f"write `{shown} = {shown} {op} ...` to "
+                                "leave the other names unchanged")
+            self._poison_merged(old, tr.loc)
+            rebind(new)
 
     def _reread(self, node, old, scope, mark):
         """What the storage `old` was read from holds after the right side of `x op= ...`
@@ -210,3 +231,10 @@ _INPLACE_METHODS = frozenset({"sort", "fill", "put", "partition", "resize", "ite
                               "byteswap"})
 _OPS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
         gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%"}
+
+
+def _shown(node) -> str:
+    """How the user wrote a container's name (`L`, `self.items`)."""
+    import ast
+
+    return ast.unparse(gast.gast_to_ast(node)) if not isinstance(node, gast.Name) else node.id
