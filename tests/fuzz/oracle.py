@@ -24,6 +24,7 @@ import copy
 import hashlib
 import importlib.util
 import inspect
+import os
 import re
 import signal
 import sys
@@ -104,11 +105,19 @@ def load(source: str, directory: Path, stem: str):
 
 # ---------------------------------------------------------------------- argument trees
 
+# SRCGRAD_FUZZ_LAYOUTS=1: every other array argument of rank >= 2 is Fortran-ordered (the
+# same values), so in-place writes through reshape/ravel/index views of arguments meet
+# NumPy's layout-dependent answers (Note [Views of arguments] in srcgrad.frontend.layout);
+# the references keep the order (deepcopy and np.array keep it, axpy restores it).
+LAYOUTS = os.environ.get("SRCGRAD_FUZZ_LAYOUTS") == "1"
+
+
 def make_args(spec, rng) -> list:
     out = []
-    for a in spec:
+    for i, a in enumerate(spec):
         if a[0] == "array":
-            out.append(rng.standard_normal(a[1]))
+            x = rng.standard_normal(a[1])
+            out.append(np.asfortranarray(x) if LAYOUTS and i % 2 == 0 and x.ndim >= 2 else x)
         elif a[0] == "float":
             out.append(float(rng.standard_normal()))
         elif a[0] == "dict":
@@ -168,8 +177,15 @@ def leaf_specs(spec) -> list:
 def axpy(leaves, direction, eps, lspecs) -> list:
     out = []
     for x, u, a in zip(leaves, direction, lspecs):
-        out.append(float(x + eps * u) if a[0] == "float" else np.asarray(x) + eps * u)
+        out.append(float(x + eps * u) if a[0] == "float" else _same_layout(np.asarray(x) + eps * u, x))
     return out
+
+
+def _same_layout(y, x):
+    """`y` in `x`'s memory order (a Fortran-ordered argument stays one: SRCGRAD_FUZZ_LAYOUTS)."""
+    if isinstance(x, np.ndarray) and x.ndim >= 2 and x.flags.f_contiguous and not x.flags.c_contiguous:
+        return np.asfortranarray(y)
+    return y
 
 
 def dot(grads, direction) -> float:

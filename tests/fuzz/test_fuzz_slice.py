@@ -233,3 +233,16 @@ def test_generator_is_deterministic_and_writes_valid_numpy():
         except Exception as e:  # noqa: BLE001
             failures.append((seed, repr(e)))
     assert len(failures) <= 2, failures  # a rare shape slip of the generator is discarded, not judged
+
+
+def test_fortran_ordered_arguments_keep_their_layout_in_the_references(monkeypatch):
+    # SRCGRAD_FUZZ_LAYOUTS=1 (oracle.LAYOUTS): the references perturb an argument in its
+    # own memory order, or NumPy's view-or-copy answer would change under the perturbation
+    monkeypatch.setattr(oracle, "LAYOUTS", True)
+    spec = [("array", (3, 2)), ("array", (3, 2)), ("array", (4,))]
+    args = oracle.make_args(spec, np.random.default_rng(0))
+    assert args[0].flags.f_contiguous and not args[0].flags.c_contiguous
+    assert args[1].flags.c_contiguous
+    moved = oracle.axpy(args, [np.ones((3, 2)), np.ones((3, 2)), np.ones(4)], 1e-3,
+                        oracle.leaf_specs(spec))
+    assert [m.flags.f_contiguous for m in moved[:2]] == [True, False]
