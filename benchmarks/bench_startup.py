@@ -5,12 +5,16 @@ first call's peak memory.
 
 Every number comes from fresh interpreters (this process imports nothing of srcgrad):
 
-* import: `import srcgrad` alone, median of `--runs` processes;
+* import: `import srcgrad` alone, over `--runs` processes;
 * first gradient, MLP loss (32x32 -> 64 -> 10): `sg.grad(loss)` plus its first call, in
   a process that has imported NumPy and run the hand gradient once (BLAS set up), so
   only srcgrad's imports and work are charged. *cold*: an empty disk cache (the
   compile); *warm*: the module already on disk (a hit). Also shown less one steady
   call, which is the gradient's own arithmetic;
+
+Times are the minimum over the processes (the least disturbed run: on a loaded machine
+the median mostly measures the other processes) and the median beside it; the load
+average is printed with them.
 * peak memory (tracemalloc, NumPy's buffers included) of the first call (cold cache:
   compile, probe and the call) and of a steady call, for mlp_b1024_512-1024-10 and
   elementwise_1e6, with the hand-written gradient's peak for reference.
@@ -112,14 +116,15 @@ def _run(code: str, argv: list, env: dict) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def measure(runs: int, src: str) -> dict:
+def measure(runs: int, src: str, memory: bool = True) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
         pycache = os.path.join(tmp, "pycache")
         warm_dir = os.path.join(tmp, "warm-cache")
         env = _env(src, warm_dir, pycache)
         _run(_FIRST, [str(ROOT), LATENCY], env)  # bytecode written; the module cached
-        out["import_s"] = statistics.median(float(_run(_IMPORT, [], env)) for _ in range(runs))
+        imports = [float(_run(_IMPORT, [], env)) for _ in range(runs)]
+        out["import_s"], out["import_median_s"] = min(imports), statistics.median(imports)
 
         cold = []
         for i in range(runs):
@@ -127,13 +132,15 @@ def measure(runs: int, src: str) -> dict:
             cold.append(json.loads(_run(_FIRST, [str(ROOT), LATENCY], cold_env)))
         warm = [json.loads(_run(_FIRST, [str(ROOT), LATENCY], env)) for _ in range(runs)]
         for name, rows in (("cold", cold), ("warm", warm)):
-            out[f"first_{name}_s"] = statistics.median(r["first"] for r in rows)
-            out[f"first_{name}_less_steady_s"] = statistics.median(r["first"] - r["steady"] for r in rows)
+            out[f"first_{name}_s"] = min(r["first"] for r in rows)
+            out[f"first_{name}_median_s"] = statistics.median(r["first"] for r in rows)
+            out[f"first_{name}_less_steady_s"] = min(r["first"] - r["steady"] for r in rows)
         out["warm_hits_compiled"] = sum(r["compiled"] for r in warm)  # a miss: files changed
         out["warm_hits_imported_table"] = sum(r["table"] for r in warm)
-        out["steady_s"] = statistics.median(r["steady"] for r in warm)
+        out["steady_s"] = min(r["steady"] for r in warm)
+        out["load_average"] = os.getloadavg() if hasattr(os, "getloadavg") else None
 
-        for name in MEMORY:
+        for name in MEMORY if memory else ():
             mem_env = _env(src, os.path.join(tmp, f"mem-{name}"), pycache)
             out[f"memory_{name}"] = json.loads(_run(_MEMORY, [str(ROOT), name], mem_env))
     return out
@@ -141,15 +148,21 @@ def measure(runs: int, src: str) -> dict:
 
 def report(r: dict) -> None:
     ms = 1e3
-    print(f"import srcgrad                        {r['import_s'] * ms:7.2f} ms")
-    print(f"first gradient, cold (empty cache)    {r['first_cold_s'] * ms:7.2f} ms"
+    print(f"min (median) over the runs; load average {r['load_average']}")
+    print(f"import srcgrad                        {r['import_s'] * ms:7.2f} ms "
+          f"({r['import_median_s'] * ms:.2f})")
+    print(f"first gradient, cold (empty cache)    {r['first_cold_s'] * ms:7.2f} ms "
+          f"({r['first_cold_median_s'] * ms:.2f})"
           f"   (less one steady call: {r['first_cold_less_steady_s'] * ms:.2f} ms)")
-    print(f"first gradient, warm (disk-cache hit) {r['first_warm_s'] * ms:7.2f} ms"
+    print(f"first gradient, warm (disk-cache hit) {r['first_warm_s'] * ms:7.2f} ms "
+          f"({r['first_warm_median_s'] * ms:.2f})"
           f"   (less one steady call: {r['first_warm_less_steady_s'] * ms:.2f} ms)")
     print(f"steady call                           {r['steady_s'] * ms:7.3f} ms   "
           f"({LATENCY}; warm runs that compiled: {r['warm_hits_compiled']}, "
           f"that imported the rule table: {r['warm_hits_imported_table']})")
     for name in MEMORY:
+        if f"memory_{name}" not in r:
+            continue
         m = r[f"memory_{name}"]
         print(f"peak memory {name:<24s} first call {m['first'] / 2**20:7.1f} MB, steady "
               f"{m['steady'] / 2**20:6.1f} MB (first/steady {m['first'] / m['steady']:.2f}x), "
@@ -158,11 +171,12 @@ def report(r: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="fresh processes per timing (median)")
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per timing (min, median)")
     parser.add_argument("--src", default=str(ROOT), help="srcgrad sources to run (default: this checkout)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
     args = parser.parse_args(argv)
-    result = measure(args.runs, str(Path(args.src).resolve()))
+    result = measure(args.runs, str(Path(args.src).resolve()), memory=not args.no_memory)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -20,10 +20,9 @@ import numpy
 from srcgrad import arguments, backend, contexts
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import render_dispatcher  # not emit: a cache hit renders nothing else
-from srcgrad.errors import CompileError, hide_internal_frames, note_user_line
+from srcgrad.errors import CompileError, ProbeFailed, hide_internal_frames, note_user_line
 from srcgrad.frontend import transforms
 from srcgrad.ir import tree as pytree
-from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import modules
 
 

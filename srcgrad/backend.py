@@ -28,23 +28,47 @@ CuPy, dask or array_api_strict array, so the namespace is found once per variant
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import array_api_compat as compat
 import numpy
 
 from srcgrad import rules
 
 
-@dataclass(frozen=True)
 class Target:
-    """The namespace a module is generated for and bound to."""
+    """The namespace a module is generated for and bound to (immutable, compared by value).
 
-    name: str  # "numpy", "cupy", "dask", "array-api": what messages and `emit --backend` say
-    spelling: str  # "numpy" or "array-api" (srcgrad.codegen.spellings)
-    mutable: bool  # arrays may be written in place (`out=` buffer reuse)
-    xp: object = None  # the namespace module bound as `xp` (None: decided when loading)
-    label: str = ""  # the namespace's module name, for messages
+    A plain class, not a frozen dataclass, and array_api_compat is imported only for an
+    argument that is not a NumPy array: this module is imported by every process that
+    runs a transform, a disk-cache hit included (issue 15)."""
+
+    __slots__ = ("name", "spelling", "mutable", "xp", "label")
+
+    def __init__(self, name: str, spelling: str, mutable: bool, xp: object = None, label: str = ""):
+        set_ = object.__setattr__
+        set_(self, "name", name)  # "numpy", "cupy", "dask", "array-api": messages, `emit --backend`
+        set_(self, "spelling", spelling)  # "numpy" or "array-api" (srcgrad.codegen.spellings)
+        set_(self, "mutable", mutable)  # arrays may be written in place (`out=` buffer reuse)
+        set_(self, "xp", xp)  # the namespace module bound as `xp` (None: decided when loading)
+        set_(self, "label", label)  # the namespace's module name, for messages
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Target is immutable: cannot set {name!r}")
+
+    def _fields(self) -> tuple:
+        return (self.name, self.spelling, self.mutable, self.xp, self.label)
+
+    def __eq__(self, other):
+        return self._fields() == other._fields() if other.__class__ is Target else NotImplemented
+
+    def __hash__(self):
+        return hash(self._fields())
+
+    def __reduce__(self):
+        return Target, self._fields()
+
+    def __repr__(self):
+        return ("Target(name={!r}, spelling={!r}, mutable={!r}, xp={!r}, label={!r})"
+                .format(*self._fields()))
 
     @property
     def key(self) -> tuple:
@@ -130,7 +154,11 @@ def target_for(value) -> Target:
 
 
 def _target_of_array(value) -> Target:
-    if isinstance(value, (numpy.ndarray, numpy.generic)) or not compat.is_array_api_obj(value):
+    if isinstance(value, (numpy.ndarray, numpy.generic)):
+        return NUMPY
+    import array_api_compat as compat  # another library's array: never on a NumPy-only path
+
+    if not compat.is_array_api_obj(value):
         return NUMPY
     xp = compat.array_namespace(value)
     if compat.is_numpy_namespace(xp):

@@ -100,7 +100,7 @@ def hide_internal_frames(err: BaseException) -> BaseException:
     return err.with_traceback(new)
 
 
-_SOURCE_COMMENT = re.compile(r"^\s*# (?:grad of: )?(.*)  \((\S+):(\d+)\)$")
+_SOURCE_COMMENT = r"^\s*# (?:grad of: )?(.*)  \((\S+):(\d+)\)$"  # compiled on first use (an error)
 
 
 def note_user_line(err: BaseException) -> BaseException:
@@ -117,7 +117,7 @@ def note_user_line(err: BaseException) -> BaseException:
         return err
     lines, lineno = generated
     for line in reversed(lines[:lineno]):
-        match = _SOURCE_COMMENT.match(line.rstrip("\n"))
+        match = re.match(_SOURCE_COMMENT, line.rstrip("\n"))
         if match:
             text, file, line_no = match.groups()
             err.add_note(f"srcgrad: raised by the code generated for {file}:{line_no}: {text}")
@@ -127,4 +127,14 @@ def note_user_line(err: BaseException) -> BaseException:
 
 class CacheWarning(UserWarning):
     """The on-disk cache was not used (unsafe directory, unreadable file)."""
+
+
+class ProbeFailed(Exception):
+    """Running the ops on the example arguments raised (a singular matrix, a
+    non-scalar loss): the caller runs the generic code instead, which raises the
+    same error from a generated line the user can read.
+
+    Defined here, not in srcgrad.passes.shapes (which raises it and re-exports it),
+    so that the transforms can catch it without importing the passes: a disk-cache
+    hit imports no pass and no IR (issue 15)."""
 

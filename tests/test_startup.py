@@ -17,14 +17,14 @@ import numpy as np
 RUNTIME = ("srcgrad.autograd.tensor", "srcgrad.autograd.engine")
 
 
-def _imported_after(script: str, tmp_path, cache_dir, prefixes=("srcgrad",)) -> dict:
+def _imported_after(script: str, tmp_path, cache_dir, prefixes=("srcgrad",), extra="") -> dict:
     module = tmp_path / "user_loss.py"
     module.write_text(textwrap.dedent("""
         import numpy as np
 
         def loss(w, x):
             return np.sum(np.tanh(x @ w) ** 2)
-    """))
+    """) + textwrap.dedent(extra))
     code = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(tmp_path)!r})
@@ -70,15 +70,79 @@ def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
 def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp_path):
     """Issue 15: a hit imports only the transforms, the cache key (from the function's code
     object: Note [Quick keys]), the cache, the loader and the generated module's helpers."""
-    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast")
+    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast", "array_api_compat")
     for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
         _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
         loaded = _imported_after(GRAD_CALL, tmp_path, cache, heavy)
         if "srcgrad.pipeline.programs" not in loaded:
             break
     assert "srcgrad.pipeline.programs" not in loaded  # a hit
-    assert not loaded & {"srcgrad.rules.table", "srcgrad.rules.core", "jinja2", "gast",
-                         "srcgrad.codegen.emit", "srcgrad.frontend.parse"}, loaded
+    assert not loaded & HEAVY, loaded & HEAVY
+    assert not {m for m in loaded if m.startswith("srcgrad.passes")}, loaded
+
+
+# What a disk-cache hit of a NumPy program must not import (issue 15): the rule table,
+# the renderer and its templates, the parser, the IR's dataclasses, any pass (ProbeFailed
+# lives in srcgrad.errors), and array_api_compat (NumPy arrays need no compat layer).
+HEAVY = frozenset({"srcgrad.rules.table", "srcgrad.rules.core", "jinja2", "gast",
+                   "srcgrad.codegen.emit", "srcgrad.frontend.parse", "srcgrad.frontend.trace",
+                   "srcgrad.frontend.classes", "srcgrad.ir.core", "srcgrad.passes",
+                   "srcgrad.passes.shapes", "srcgrad.pipeline.programs", "array_api_compat"})
+
+TRANSFORMS_CALL = """
+    import numpy as np
+    import srcgrad as sg
+    from user_loss import loss, pair, named
+    w, x = np.linspace(-0.5, 0.5, 6).reshape(3, 2), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    t = np.tanh(x @ w)
+    expected = x.T @ (2.0 * t * (1.0 - t * t))  # d/dw sum(tanh(x @ w) ** 2), by hand
+    out, vjp_fn = sg.vjp(loss, w, x)
+    assert np.allclose(out, np.sum(t ** 2)) and np.allclose(vjp_fn(1.0)[0], expected)
+    value, g = sg.value_and_grad(loss)(w, x)
+    assert np.allclose(value, np.sum(t ** 2)) and np.allclose(g, expected)
+    (h, h2), (dh, dh2) = sg.jvp(pair, (w, x), (w, np.zeros_like(x)))  # a tuple result
+    assert np.allclose(h2, 2.0 * t) and np.allclose(dh, (1.0 - t * t) * (x @ w))
+    assert np.allclose(dh2, 2.0 * dh)
+    out, vjp_fn = sg.vjp(named, w)  # a dict result
+    assert sorted(out) == ["a", "b"] and np.allclose(out["a"], 2.0 * w)
+    ga, = vjp_fn({"a": np.ones_like(w), "b": 1.0})
+    assert np.allclose(ga, 3.0)
+"""
+
+LOSSES = """
+    def pair(w, x):
+        h = np.tanh(x @ w)
+        return h, h * 2.0
+
+    def named(w):
+        return {"a": w * 2.0, "b": np.sum(w)}
+"""
+
+
+def test_vjp_jvp_and_value_and_grad_hits_import_no_compiler(tmp_path):
+    """sg.vjp's and sg.jvp's output structure is stored in the module (Note [The out tree in
+    the module] in srcgrad.codegen.loader): their hits import no compiler either."""
+    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast", "array_api_compat")
+    for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
+        _imported_after(TRANSFORMS_CALL, tmp_path, cache, extra=LOSSES)  # fills the disk cache
+        loaded = _imported_after(TRANSFORMS_CALL, tmp_path, cache, heavy, extra=LOSSES)
+        if "srcgrad.pipeline.programs" not in loaded:
+            break
+    assert not loaded & HEAVY, loaded & HEAVY
+
+
+def test_the_out_tree_line_reads_back():
+    from srcgrad.codegen.loader import stored_out_tree, with_out_tree
+
+    tree = ("tuple", (("leaf",), ("dict", ("a", "b"), (("leaf",), ("leaf",)))))
+    text = with_out_tree("def f(x):\n    return x\n", tree)
+    assert stored_out_tree(text) == tree
+    assert stored_out_tree("def f(x):\n    return x\n") is None  # an older module: traced
+
+    class Point:  # a record class has no literal form: no line, the tree is traced
+        pass
+
+    assert with_out_tree("x = 1\n", ("record", Point, (), (), ())) == "x = 1\n"
 
 
 def _user_module(directory, name, body, module_name=None):

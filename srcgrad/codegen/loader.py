@@ -51,3 +51,44 @@ def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
         lines += [f"    if {' and '.join(guards)}:", f"        return _impl({call})"]
     lines.append(f"    return _miss({call})")
     return "\n".join(lines) + "\n"
+
+
+# Note [The out tree in the module]
+# sg.vjp and sg.jvp nest their flat outputs like the function's result: its tree
+# definition (`out_tree`, srcgrad.ir.tree), which tracing the function finds. A module
+# from the disk cache was not traced in this process, and tracing it there would
+# import the whole compiler for one tuple (issue 15), so the module text ends with it,
+# as a comment line `# srcgrad out tree: <repr>`, where the tree is a literal (tuples,
+# strings, numbers: no record class, which only tracing can name). A module without
+# the line is traced as before (srcgrad.pipeline.modules).
+_OUT_TREE = "# srcgrad out tree: "
+
+
+def with_out_tree(module: str, out_tree) -> str:
+    """`module` ending with its out tree's line, where the tree is a literal."""
+    if out_tree is None or not _literal(out_tree):
+        return module
+    return module.rstrip("\n") + f"\n{_OUT_TREE}{out_tree!r}\n"
+
+
+def _literal(value) -> bool:
+    """Whether `repr(value)` reads back as `value`."""
+    import ast
+
+    try:
+        return ast.literal_eval(repr(value)) == value
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def stored_out_tree(source: str):
+    """The out tree a module's last line records, or None (Note [The out tree in the module])."""
+    start = source.rfind("\n" + _OUT_TREE)
+    if start < 0:
+        return None
+    import ast
+
+    try:
+        return ast.literal_eval(source[start + 1 + len(_OUT_TREE):].strip())
+    except (ValueError, SyntaxError):
+        return None

@@ -32,7 +32,9 @@ import functools
 from srcgrad.errors import CompileError
 from srcgrad.frontend.scope import NestedFunction, TraceObject
 from srcgrad.ir import tree as pytree
-from srcgrad.ir.core import Const, Var
+
+# Const and Var (srcgrad.ir.core) are bound by `lower_call`, the only way into the code
+# that reads them: srcgrad.api imports this module, and a disk-cache hit imports no IR (S4)
 
 NOT_LOWERED = object()
 
@@ -67,6 +69,8 @@ def transform_name(callee):
 
 def lower_call(tracer, callee, args, kwargs, node):
     """The traced value of a transform called in compiled code, or NOT_LOWERED."""
+    global Const, Var
+    from srcgrad.ir.core import Const, Var  # (the tracer has it imported: a dict lookup)
     name = transform_name(callee)
     if name is None:
         return NOT_LOWERED

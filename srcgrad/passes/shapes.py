@@ -34,14 +34,8 @@ from dataclasses import dataclass, field
 import numpy
 
 from srcgrad import rules
+from srcgrad.errors import ProbeFailed  # defined there: the transforms catch it unimported
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
-
-
-class ProbeFailed(Exception):
-    """Running the ops on the example arguments raised (a singular matrix, a
-    non-scalar loss): the caller runs the generic code instead, which raises the
-    same error from a generated line the user can read."""
-
 
 _SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
 

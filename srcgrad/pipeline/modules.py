@@ -22,10 +22,9 @@ from srcgrad import backend, contexts
 from srcgrad.arguments import check_cotangents
 from srcgrad.codegen import names
 from srcgrad.codegen.cache import default_cache
-from srcgrad.codegen.loader import load_module, pseudo_filename
-from srcgrad.errors import CompileError
+from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
+from srcgrad.errors import CompileError, ProbeFailed
 from srcgrad.ir import tree as pytree
-from srcgrad.passes.shapes import ProbeFailed
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
@@ -69,7 +68,7 @@ class Compiled:
         keys] in srcgrad.pipeline.keys: no parsing, no rule table, so a disk-cache hit
         imports neither), else the parsed function's. Before the function is parsed,
         the quick fingerprint's bindings and name stand in for the parsed ones."""
-        if self.kind in ("grad", "value_and_grad") and not self.arg_trees:
+        if not self.arg_trees:  # (vjp/jvp: their out tree is in the module, _out_tree_from_source)
             quick = keys.quick_key(self.fn, options)
             if quick is not None:
                 key, bindings, name = quick
@@ -225,7 +224,7 @@ class Compiled:
             path = cache.put(key, source) if key and not constants else ""
         else:
             path = str(cache.path_for(key))
-            out_tree = self._out_tree_from_source()
+            out_tree = self._out_tree_from_source(source)
         filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
         namespace = {**backend.module_globals(target), **constants}
         ns = load_module(source, filename, namespace)
@@ -234,10 +233,15 @@ class Compiled:
             _MEMORY[key] = (ns, source, out_tree)
         return ns
 
-    def _out_tree_from_source(self):
-        if self.kind != "vjp":
+    def _out_tree_from_source(self, source: str):
+        """sg.vjp's and sg.jvp's output structure for a module from the disk cache: the
+        line `_module` wrote into it (Note [The out tree in the module] in
+        srcgrad.codegen.loader), else traced."""
+        if self.kind not in ("vjp", "jvp"):
             return None
-        # the vjp output structure is not in the module text
+        stored = stored_out_tree(source)
+        if stored is not None:
+            return stored
         graph, _ = _programs().trace(self.parsed(), args=getattr(self, "_example", None))
         return graph.out_tree
 
@@ -304,7 +308,7 @@ def _module(fs, key: str, program) -> tuple:
                                 origin=f"{short_path(fs.filename)}:{fs.name}", key=key,
                                 helpers=emit.helpers_used(program.sources),
                                 constants=sorted(program.constants))
-    return module, program.constants, program.out_tree
+    return with_out_tree(module, program.out_tree), program.constants, program.out_tree
 
 
 def entry_names(compiled) -> tuple:
@@ -395,11 +399,13 @@ def source_function(f):
     For a function returned by a transform (`sg.grad(g)`) that is the generated
     function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
     """
-    from srcgrad.frontend.classes import applied_class
-
     inner = getattr(f, "__srcgrad__", None)
     if inner is not None:
         return inner.entry()
+    if getattr(f, "__name__", None) != "apply" or getattr(f, "__self__", None) is None:
+        return f  # not a bound `apply`: no need to import the frontend (a disk-cache hit)
+    from srcgrad.frontend.classes import applied_class
+
     cls = applied_class(f)
     return _apply_function(cls) if cls is not None else f
 
@@ -436,10 +442,6 @@ class CompiledJvp(Compiled):
         super().forget()
         self._entry = self._refused = None
 
-    def _out_tree_from_source(self):
-        graph, _ = _programs().trace(self.parsed(), args=getattr(self, "_example", None))
-        return graph.out_tree
-
     def _generate(self, fs, key: str, args=None) -> tuple:
         return _module(fs, key, _programs().jvp_program(fs, wrt=self.wrt, args=args))
 
@@ -472,16 +474,16 @@ class CompiledJvp(Compiled):
         finally:
             self._example = None
 
-
     def entry(self, index: int = 0):
         if self._entry is None:
-            ns = self.load()
-            self._entry = ns[parse_function(self.fn).name + "_jvp"]
+            ns = self.load()  # sets fn_name (quick key or parse): a hit parses nothing
+            self._entry = ns[self.fn_name + "_jvp"]
         return self._entry
 
     def entry_for(self, target):
         """The generic JVP bound to a non-NumPy namespace (Note [Array namespaces])."""
-        return self.load_for(target)[parse_function(self.fn).name + "_jvp"]
+        ns = self.load_for(target)
+        return ns[self.fn_name + "_jvp"]
 
 
 _JVP: dict = {}  # (source function, wrt) -> CompiledJvp, so repeated calls compile once

@@ -27,7 +27,6 @@ in srcgrad.rules.table.
 
 from __future__ import annotations
 
-import array_api_compat
 import numpy
 
 __all__ = [
@@ -44,14 +43,19 @@ __all__ = [
 
 
 # NumPy arrays take the fast path: NumPy itself where it has the Array API's names
-# (2.1+), array_api_compat's wrapper of it before that.
-_NUMPY = numpy if hasattr(numpy, "cumulative_prod") else array_api_compat.array_namespace(numpy.ones(1))
+# (2.1+), array_api_compat's wrapper of it before that. array_api_compat is imported
+# where another array needs it: a process with NumPy 2.1+ arrays only (a disk-cache
+# hit, issue 15) never imports it.
+_NUMPY = numpy if hasattr(numpy, "cumulative_prod") else \
+    __import__("array_api_compat").array_namespace(numpy.ones(1))
 
 
 def _namespace(x):
     """The Array-API namespace of `x` (array_api_compat's for CuPy and dask)."""
     if x.__class__ is numpy.ndarray:
         return _NUMPY
+    import array_api_compat
+
     try:
         return array_api_compat.array_namespace(x)
     except TypeError:  # a Python number or a NumPy scalar
