@@ -97,3 +97,42 @@ def test_loop_pushes_only_what_the_adjoint_reads():
     pushes = [line.strip() for line in text.splitlines() if ".append(" in line]
     assert len(pushes) == 1
     assert "h" in pushes[0] and "W" not in pushes[0]  # the loop-invariant W is not taped
+
+
+# ---------------------------------------------------------------- range(...)[::-1]
+def _reversed_run_time_range(x):
+    h = x
+    for i in range(x.shape[0])[::-1]:  # a bound from the shape: a run-time loop, step -1
+        h = np.sin(h) * x[i]
+    return np.sum(h)
+
+
+def _reversed_static_range(x):
+    h = x
+    for i in range(1, 6, 2)[::-1]:  # 5, 3, 1
+        h = np.cos(h) + x[i % 3] * i
+    return np.sum(h * h)
+
+
+@pytest.mark.parametrize("f", [_reversed_run_time_range, _reversed_static_range],
+                         ids=lambda f: f.__name__)
+def test_a_loop_over_a_reversed_range(f):
+    """`for i in range(a, b)[::-1]` runs the same indices as `reversed(range(a, b))`."""
+    x = np.array([0.3, -0.5, 0.7])
+    assert_close(sg.grad(f)(x), numeric_grad(f, [x], 0))
+    t = np.array([0.2, 1.0, -0.4])
+    out, t_out = sg.jvp(f, (x,), (t,))
+    assert_close(out, f(x))
+    assert_close(t_out, numeric_grad(f, [x], 0) @ t, rtol=1e-5, atol=1e-7)
+
+
+def test_the_shape_generic_module_runs_a_reversed_range():
+    from srcgrad.api import emit_standalone
+
+    namespace: dict = {}
+    exec(compile(emit_standalone(_reversed_run_time_range), "<emitted>", "exec"), namespace)
+    grad = namespace["grad__reversed_run_time_range"]
+    for n in (2, 4):  # one module, any length
+        x = np.linspace(-0.6, 0.8, n)
+        (g,) = grad(x)
+        assert_close(g, numeric_grad(_reversed_run_time_range, [x], 0))

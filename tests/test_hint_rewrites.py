@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from srcgrad.api import emit_standalone
 from tests.conftest import assert_close, import_source, numeric_grad
 
 PROGRAM = textwrap.dedent('''
@@ -264,6 +265,26 @@ PROGRAM = textwrap.dedent('''
         finished = True
         if finished:
             x = x + 1.0
+        return np.sum(x * x)
+
+    def bad_range_slice(x):
+        for i in range(3)[::2]:  # HERE
+            x = x * 1.5
+        return np.sum(x * x)
+
+    def good_range_slice(x):
+        for i in range(0, 3, 2):
+            x = x * 1.5
+        return np.sum(x * x)
+
+    def bad_reversed_range_step(x):
+        for i in range(0, 3, x.shape[0] - 2)[::-1]:  # HERE
+            x = x * x[i]
+        return np.sum(x * x)
+
+    def good_reversed_range_step(x):
+        for i in reversed(range(0, 3, x.shape[0] - 2)):
+            x = x * x[i]
         return np.sum(x * x)
 
     def bad_container_in_loop(x):
@@ -1116,10 +1137,16 @@ ROWS = [
         "use a flag variable", "good_for_else"),
     Row(("frontend/loops.py", "`while ... else`"), "bad_while_else", "`while ... else`",
         "use a flag variable", "good_while_else"),
+    Row(("frontend/iteration.py", "a loop over a slice of a `range` other than"), "bad_range_slice",
+        "a slice of a `range`", "loop over `range(start, stop, step)`", "good_range_slice"),
+    Row(("frontend/iteration.py", "with a step known only at run time"), "bad_reversed_range_step",
+        "with a step known only at run time", "`reversed(range(a, b, step))`",
+        "good_reversed_range_step", trigger=lambda fn, args: emit_standalone(fn)),  # (a
+    # variant knows the step from the shapes and compiles)
     Row(("frontend/loops.py", "a tuple, list or dict holding functions"),
         "bad_container_in_loop", "change in a loop", "keep arrays in separate variables",
         "good_container_in_loop"),
-    Row(("frontend/loops.py", "differentiating a generated loop adjoint again"),
+    Row(("frontend/iteration.py", "differentiating a generated loop adjoint again"),
         "bad_second_derivative_of_loop", "second derivative through a loop", "unroll the loop",
         None, trigger=lambda fn, args: sg.jvp(sg.value_and_grad(fn), args, args), line=False,
         check=_hessian_of_unrolled),  # (sg.hessian/sg.grad of a loop compile: issue 15; the
@@ -1225,7 +1252,7 @@ ROWS = [
         "bad_view_after_write", "may return a copy", "index the written array again after the write",
         "good_view_after_write"),
     # whole programs and transforms
-    Row(("frontend/loops.py", "this loop's iterable"), "bad_loop_over_record",
+    Row(("frontend/iteration.py", "this loop's iterable"), "bad_loop_over_record",
         "this loop's iterable", "loop over range(...), an array, or a list",
         "good_loop_over_record", args=lambda m: (X.copy(), m.Params(m.W.copy(), 1.0))),
     Row(("frontend/inplace.py", "this `out=` argument"), "bad_out_list", "`out=`",
@@ -1310,7 +1337,7 @@ EXEMPT = {
     ("frontend/containers.py", "list.index(x): x not in list"): WRONG,
     ("frontend/containers.py", "{} is not iterable"): WRONG,
     ("frontend/loops.py", "a loop over a list that grows in every iteration"): WRONG,
-    ("frontend/loops.py", "a loop over a value that is not iterable"): WRONG,
+    ("frontend/iteration.py", "a loop over a value that is not iterable"): WRONG,
     ("frontend/function.py", "bad call to `{}.apply`"): WRONG,
     ("frontend/function.py", "cannot assign to `ctx.{}`"): WRONG,
     ("frontend/function.py", "ctx has no attribute"): WRONG,

@@ -25,6 +25,7 @@ import gast
 
 from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
+from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import LEAF, flatten, is_record, unflatten
 
@@ -75,7 +76,6 @@ def lower_jumps(stmts, flag="_break"):
     return lower(list(stmts)), bool(found)
 
 
-SEQUENCE = "_sequence"  # hidden names of the arrays `for row in x` iterates over
 BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
 ITEM = "_item"  # the element an unrolled loop binds its target to (trace_unrolled_for)
 
@@ -102,7 +102,7 @@ def _leaves(value):
 
 
 
-class Loops:
+class Loops(Iteration):
     """Loop statements, mixed into the Tracer through ControlFlow."""
 
     def trace_for(self, node, scope):
@@ -394,80 +394,6 @@ class Loops:
                 self.stmt(stmt, scope)
             scope.env.pop(item, None)
 
-    def loop_plan(self, node, scope):
-        """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
-        it = node.iter
-        if isinstance(it, gast.Subscript) and _is_builtin_call(it.value, ("range",)):
-            # `range(...)[::-1]`: an adjoint loop of srcgrad's own generated code
-            self.fail(node, "differentiating a generated loop adjoint again (a second "
-                      "derivative through a loop)", "unroll the loop (write its body once per "
-                      "iteration) and take the second derivative of that loop-free code")
-        if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
-                and not it.keywords:
-            args = [self.expr(a, scope) for a in it.args]
-            if len(args) == 1:
-                args = [Const(0), args[0]]
-            start, stop, step = (args + [Const(1)])[:3]
-            if all(isinstance(a, Const) for a in (start, stop, step)) and _subscripts_containers(
-                    node, scope):
-                return None  # `for i in range(3): layers[i]`: the index must be static
-            return start, stop, step, lambda i, inner: i
-        value = self.expr(it, scope) if not _is_builtin_call(it, ("enumerate", "zip")) else None
-        if isinstance(value, Var):  # rows of an array
-            (name,) = self._sequences(scope, [value])
-            return (Const(0), self._length(value), Const(1),
-                    lambda i, inner: self._row(inner.env[name], i))
-        if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1:
-            seq = self.expr(it.args[0], scope)
-            if isinstance(seq, Var):
-                (name,) = self._sequences(scope, [seq])
-                return (Const(0), self._length(seq), Const(1),
-                        lambda i, inner: (i, self._row(inner.env[name], i)))
-        if _is_builtin_call(it, ("zip",)):
-            seqs = [self.expr(a, scope) for a in it.args]
-            if any(isinstance(s, Var) for s in seqs) and all(isinstance(s, Var) for s in seqs):
-                names = self._sequences(scope, seqs)
-                return (Const(0), self._length(seqs[0]), Const(1),
-                        lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
-        return None
-
-    @staticmethod
-    def _sequences(scope, values) -> list:
-        """Bind the arrays a loop iterates over to hidden names: a row is a view of the
-        array *as the body sees it*, so a write through a row reaches it (Note [Aliases
-        across blocks]); Python evaluates the iterable once, so it is not re-read."""
-        names = []
-        for value in values:
-            name = f"{SEQUENCE}{sum(1 for n in scope.env if n.startswith(SEQUENCE))}"
-            scope.env[name] = value
-            names.append(name)
-        return names
-
-    def static_items(self, node, scope):
-        value = self.expr(node.iter, scope)
-        if isinstance(value, Const):
-            try:
-                return [Const(v) for v in value.value]
-            except TypeError:
-                self.fail(node.iter, "a loop over a value that is not iterable")
-        if isinstance(value, dict):
-            return [Const(k) for k in value]
-        if isinstance(value, list):
-            return value  # itself: the body may change it (trace_unrolled_for)
-        if isinstance(value, tuple):
-            return list(value)
-        self.fail(node.iter, "this loop's iterable", "loop over range(...), an array, or a list")
-
-    def _length(self, array):
-        from srcgrad import rules
-
-        shape = self.apply(rules.RULES["shape"], [array], {})
-        return self.apply(rules.RULES["getitem"], [shape, Const(0)], {})
-
-    def _row(self, array, index):
-        from srcgrad import rules
-
-        return self.apply(rules.RULES["getitem"], [array, index], {})
 
 
 def _kind(*values) -> str:
@@ -480,35 +406,9 @@ def _kind(*values) -> str:
     return "static"
 
 
-def _target_names(target) -> list:
-    return [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
-
-
 def _index_name(target) -> str:
     names = _target_names(target)
     return names[0] if len(names) == 1 and isinstance(target, gast.Name) else "_i"
-
-
-def _is_builtin_call(node, names) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Name) and node.func.id in names
-
-
-def _subscripts_containers(node, scope) -> bool:
-    """Whether the loop body subscripts a tuple/list/dict with the loop variable, or
-    changes one (`lst.append(v)`): then a static range is traced per iteration."""
-    names = set(_target_names(node.target))
-
-    def container(n):
-        return isinstance(n, gast.Name) and isinstance(scope.env.get(n.id), (tuple, list, dict))
-
-    for n in gast.walk(gast.Module(body=node.body, type_ignores=[])):
-        if isinstance(n, gast.Subscript) and container(n.value) and (
-                isinstance(n.ctx, gast.Store)
-                or any(isinstance(m, gast.Name) and m.id in names for m in gast.walk(n.slice))):
-            return True
-        if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and container(n.func.value):
-            return True
-    return False
 
 
 MAX_UNROLLED = 10_000  # iterations of a loop over a list, which Python would run forever
