@@ -57,6 +57,16 @@ def test_a_transform_does_not_import_the_eager_runtime(tmp_path):
     assert not loaded & set(RUNTIME), loaded & set(RUNTIME)
 
 
+def test_a_compile_renders_the_templates_without_jinja2(tmp_path):
+    """Note [Templates without jinja2] (srcgrad.codegen.templating): a miss renders
+    templates/*.j2 with the subset renderer, so a fresh process's first compile imports
+    neither jinja2 nor importlib.resources."""
+    loaded = _imported_after(GRAD_CALL, tmp_path, tmp_path / "cache",
+                             ("srcgrad", "jinja2", "importlib.resources"))
+    assert "srcgrad.codegen.emit" in loaded  # a miss: rendered here
+    assert not loaded & {"jinja2", "importlib.resources"}, loaded
+
+
 def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
     cache = tmp_path / "cache"
     _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache

@@ -14,7 +14,6 @@ import contextlib
 import contextvars
 import functools
 import hashlib
-import importlib.resources
 import inspect
 import math
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy
 
 from srcgrad import rules
-from srcgrad.codegen import spellings
+from srcgrad.codegen import spellings, templating
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var
 
@@ -418,8 +417,19 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
 
 
 # ---------------------------------------------------------------------- templates
+@functools.cache
 def _template_dir() -> Path:
+    try:  # a directory in a wheel and in an editable install: no importlib.resources (issue 15)
+        import srcgrad.templates as package
+
+        path = Path(package.__file__).parent
+        if (path / "module.py.j2").is_file():
+            return path
+    except (ImportError, AttributeError, TypeError):
+        pass
     try:
+        import importlib.resources
+
         path = Path(str(importlib.resources.files("srcgrad.templates")))
         if path.is_dir():
             return path
@@ -437,6 +447,25 @@ def _environment():
                               undefined=jinja2.StrictUndefined, autoescape=False)
 
 
+@functools.cache
+def _parsed_template(name: str):
+    """A template's nodes for srcgrad.codegen.templating, or None where it uses more of
+    Jinja2 than that subset (Note [Templates without jinja2])."""
+    try:
+        return templating.parse((_template_dir() / name).read_text(encoding="utf-8"))
+    except templating.Unsupported:
+        return None
+
+
+def _render(template: str, **context) -> str:
+    """Render templates/<name>: without jinja2 where the template allows (a fresh process's
+    first compile then never imports it), else with it."""
+    nodes = _parsed_template(template)
+    if nodes is None:
+        return _environment().get_template(template).render(**context)
+    return templating.render(nodes, context)
+
+
 @functools.lru_cache(maxsize=1)
 def templates_fingerprint() -> str:
     h = hashlib.sha256()
@@ -447,8 +476,7 @@ def templates_fingerprint() -> str:
 
 
 def render_function(name: str, params: list, body: list, result: str, doc: str = "") -> str:
-    text = _environment().get_template("function.py.j2").render(
-        name=name, params=params, body=body, result=result, doc=doc)
+    text = _render("function.py.j2", name=name, params=params, body=body, result=result, doc=doc)
     ast.parse(text)
     return text.rstrip("\n")
 
@@ -501,7 +529,7 @@ def render_module(functions: list, *, version: str, origin: str, key: str, helpe
         if "numpy." in used and not any(line.split("#")[0].strip() == "import numpy"
                                          for line in imports):
             imports = imports + ["import numpy  # shape bookkeeping in the helpers"]
-    text = _environment().get_template("module.py.j2").render(
+    text = _render("module.py.j2",
         functions=functions, version=version, origin=origin, key=key, helpers=list(helpers),
         constants=list(constants), standalone=standalone, helper_sources=helper_sources,
         imports=imports, needs=needs, backend=backend,
