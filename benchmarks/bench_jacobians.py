@@ -13,8 +13,9 @@ srcgrad: sg.hessian / sg.jacobian(mode=...), one batched pass over all seeds
 (Note [Batching] in srcgrad.passes.batch); jax: jax.jit(jax.hessian / jacfwd / jacrev)
 when jax is importable (optional); hand: the closed forms below.
 Every candidate's result is checked against the closed form before timing. The figures
-are the median and the best over rounds of the mean time per call within a round (on a
-shared, loaded machine the best is the steadier of the two).
+are the median and the best over rounds of the mean time per call within a round; the
+candidates take turns round by round (on a shared, loaded machine the best is the
+steadier of the two).
 """
 
 import os
@@ -82,7 +83,8 @@ def _jax_peers():
     return {"hessian": run(hess), "jacfwd": run(fwd), "jacrev": run(rev)}
 
 
-def median_time(fn, args, rounds, min_time=0.05):
+def calls_per_round(fn, args, min_time=0.05):
+    """How many calls make one timed round (at least min_time seconds); warms fn up."""
     fn(*args)  # warm up (compiles once)
     n = 1
     while True:
@@ -90,15 +92,23 @@ def median_time(fn, args, rounds, min_time=0.05):
         for _ in range(n):
             fn(*args)
         if time.perf_counter() - t0 >= min_time or n >= 1 << 20:
-            break
+            return n
         n *= 2
-    samples = []
+
+
+def interleaved_times(cands, args, rounds):
+    """name -> (median, best) of the mean time per call in a round. The candidates take
+    turns round by round, so load on a shared machine falls on all of them alike."""
+    counts = {name: calls_per_round(fn, args) for name, fn in cands}
+    samples: dict = {name: [] for name, _ in cands}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        samples.append((time.perf_counter() - t0) / n)
-    return statistics.median(samples), min(samples)
+        for name, fn in cands:
+            n = counts[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(*args)
+            samples[name].append((time.perf_counter() - t0) / n)
+    return {name: (statistics.median(s), min(s)) for name, s in samples.items()}
 
 
 def _mlp_args(rng, hidden):
@@ -134,7 +144,7 @@ def workloads(rng):
 
 def main(argv=None):
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
-    rounds = 3 if quick else 7
+    rounds = 3 if quick else 9
     table = workloads(np.random.default_rng(0))
     print(f"numpy {np.__version__}; one BLAS thread; median of {rounds} rounds\n")
     header = (f"{'workload':11s} {'candidate':9s} {'median':>12s} {'vs hand':>9s} "
@@ -143,13 +153,12 @@ def main(argv=None):
     print("-" * len(header))
     for wname, (what, args, cands) in table.items():
         expected = cands[0][1](*args)
-        times = {}
         for name, fn in cands:
             got = np.asarray(fn(*args))
             err = np.max(np.abs(got - expected)) / max(1e-300, np.max(np.abs(expected)))
             if not err < 1e-8:
                 raise AssertionError(f"{wname}/{name}: relative error {err:.2e} against the hand version")
-            times[name] = median_time(fn, args, rounds)
+        times = interleaved_times(cands, args, rounds)
         for name, (med, best) in times.items():
             cols = []
             for k, t in ((0, med), (1, best)):

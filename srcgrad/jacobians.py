@@ -54,7 +54,9 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
-        check_float_arguments(self.__name__.split("_", 1)[0], self.f, args, self.indices)
+        if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
+            # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
+            check_float_arguments(self.__name__.split("_", 1)[0], self.f, args, self.indices)
         hooked = _hooks() is not None
         # under hooks "auto" takes reverse mode, which saves values and packs them as sg.vjp
         mode = (self.hooked_mode or {"auto": "reverse"}.get(self.mode, self.mode)) if hooked else \
@@ -105,10 +107,11 @@ class Jacobian:
         return pytree.unflatten(tree, leaves)
 
 
-# Seeds per pass when the caller names no chunk_size: each batched temporary about this
-# many bytes (the workspace buffers hold them across calls). Measured on the MLP Hessian
-# (Note [Batching]): 640 hidden units run fastest at 32 seeds a pass (5 MB temporaries; 207
-# ms, against 289 ms at 16 and 387 ms at 128); 64 units and the 32x10x64 Jacobians in one pass.
+# Seeds per pass when the caller names no chunk_size: as many as keep the per-chunk
+# function's largest value within CHUNK_BYTES (srcgrad.pipeline.batched.batched_ops: the
+# program is batched for default_chunk's size, measured, and compiled again if more fit).
+# Fused programs (Note [Seed-linear fusion]) hold small values: the 640x640 MLP Hessian
+# runs in one pass of 640 seeds, a GEMM each step, where 20 chunks of 32 took 2x longer.
 CHUNK_BYTES = 5 << 20
 MIN_CHUNK = 16
 
@@ -141,16 +144,20 @@ class _Batched:
         if total == 0:
             raise ProbeFailed("no seed: an empty argument or output")
         self.total = total
-        self.size = min(chunk_size or default_chunk(args, seed_shapes, total), total)
+        size = min(chunk_size or default_chunk(args, seed_shapes, total), total)
         guards = tuple([modules.guard_value(a) for a in args])
-        key = programs.cache_key(parsed, ("batched", kind, indices, guards, self.size))
+        # no chunk_size: the program picks one from its fused values' sizes (CHUNK_BYTES)
+        key = programs.cache_key(parsed, ("batched", kind, indices, guards, chunk_size and size))
 
         def generate():
-            functions = programs.batched_program(parsed, kind, indices, tuple(args), self.size)
+            functions = programs.batched_program(parsed, kind, indices, tuple(args), size,
+                                                 budget=None if chunk_size else CHUNK_BYTES)
             return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
 
-        namespace = compiled._load(parsed, key, generate)  # noqa: SLF001 (modules' cache)
-        self.impl = namespace[f"{parsed.name}_{kind}"]
+        namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
+        self.primal = namespace[f"{parsed.name}_{kind}_primal"]  # once per call
+        self.impl = namespace[f"{parsed.name}_{kind}"]  # once per chunk of seeds
+        self.size = namespace[f"{parsed.name}_{kind}_chunk"]()
         self._allocate = namespace[f"{parsed.name}_{kind}_workspace"]
         self._threads = threading.local()  # each thread's workspace buffers
         self.module_source = compiled.module_source
@@ -184,9 +191,10 @@ class _Batched:
         workspace = getattr(self._threads, "buffers", None)
         if workspace is None:
             workspace = self._threads.buffers = self._allocate()
+        firsts, hoisted = self.primal(*args)  # Note [Hoisting the primal]
         for start in range(0, self.total, self.size):
             # what the pass returns may live in the workspace: copied out before the next
-            firsts, batched = self.impl(*args, *self.seeds(start), workspace)
+            batched = self.impl(*hoisted, *self.seeds(start), workspace)
             rows = min(self.size, self.total - start)
             if columns is None:
                 outs = firsts

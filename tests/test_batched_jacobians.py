@@ -266,7 +266,9 @@ def test_chunk_size_gives_identical_results(mode):
         assert jac.fallback_reason is None
         for g_out, w_out in zip(got, whole):
             for g, w in zip(g_out, w_out):
-                np.testing.assert_array_equal(g, w)
+                # the contraction order of a fused chain may depend on how many chunks
+                # there are (Note [Seed-linear fusion]): equal up to rounding
+                np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
     for k, fn in enumerate([lambda x: layer(x, W, b)[0], lambda x: layer(x, W, b)[1]]):
         np.testing.assert_allclose(whole[k][0], numeric_jacobian(fn, [x], 0)[0], rtol=1e-6, atol=1e-8)
 
@@ -278,7 +280,7 @@ def test_hessian_chunks_identical():
         got = sg.hessian(mlp_loss, wrt=(0, 2), chunk_size=chunk)(*args)
         for a in range(2):
             for b in range(2):
-                np.testing.assert_array_equal(got[a][b], whole[a][b])
+                np.testing.assert_allclose(got[a][b], whole[a][b], rtol=1e-13, atol=1e-15)
 
 
 def test_chunk_size_must_be_positive():
@@ -350,3 +352,114 @@ def test_results_survive_the_next_call():
             np.testing.assert_array_equal(b, s)
             assert not np.shares_memory(b, n)
     np.testing.assert_allclose(first[1][1], second_differences(mlp_loss, args, 1, 1), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- fusion and the hoisted primal
+def _chunk_source(jac, kind):
+    """The per-chunk function of the batched program that ran last (Note [Hoisting the primal])."""
+    source = sg.source(jac)
+    start = source.index(f"_{kind}(")
+    return source[start:source.index("\ndef ", start)]
+
+
+def test_mlp_hessian_chunks_are_gemms_and_the_primal_runs_once():
+    """Note [Seed-linear fusion]: the 2nd-order terms of the MLP Hessian are contractions
+    of the seed with primal factors, so a chunk is GEMMs, and the primal (tanh) runs in
+    `_primal`, once per call; the result still matches second differences."""
+    args = _mlp_args()
+    H = sg.hessian(mlp_loss, wrt=1, chunk_size=2)  # 3 chunks, the last padded
+    got = H(*args)
+    assert H.fallback_reason is None, H.fallback_reason
+    chunk = _chunk_source(H, "hessian")
+    assert "tensordot" in chunk and "tanh" not in chunk and "xp.multiply(" not in chunk, chunk
+    assert "def mlp_loss_hessian_primal(" in sg.source(H)
+    np.testing.assert_allclose(got, second_differences(mlp_loss, args, 1, 1), rtol=1e-5, atol=1e-6)
+
+
+def fused_forms(x, A, c):
+    """Every lazy form of batch_fuse: a matmul from the left, a unit-axis index, a product
+    with a broadcast primal, a division by a constant, a difference of two tangents, a
+    transpose, sums with and without keepdims, a negation, a reshape to unit axes."""
+    y = A @ np.tanh(x)
+    z = (y * c[:, None] - y / 3.0).T
+    s = np.sum(z, axis=0, keepdims=True) - 0.5 * (A @ np.sum(x * c[:4, None], axis=1))[None, :]
+    return -np.reshape(s, (5, 1)) + np.sum(np.exp(x) @ x.T, axis=1)[:1, None]
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_fused_forms_match_central_differences(mode):
+    rng = np.random.default_rng(11)
+    args = (rng.standard_normal((4, 3)), rng.standard_normal((5, 4)), rng.standard_normal(5))
+    for wrt in (0, 1, 2):
+        jac = sg.jacobian(fused_forms, wrt=wrt, mode=mode, chunk_size=5)
+        got = jac(*args)
+        assert jac.fallback_reason is None, jac.fallback_reason
+        np.testing.assert_allclose(got, numeric_jacobian(fused_forms, args, wrt)[0],
+                                   rtol=1e-6, atol=1e-8, err_msg=f"wrt {wrt}")
+
+
+def scaled_tanh(x, W):
+    return np.tanh(x @ W) * 2.0 - x @ W / 4.0
+
+
+def test_fusion_keeps_float32():
+    """einsum makes a Python float a float64 array: a fused chain multiplies by
+    constants outside the einsum, so float32 tangents stay float32 as NumPy's own
+    arithmetic keeps them."""
+    rng = np.random.default_rng(12)
+    x, W = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    jac = sg.jacobian(scaled_tanh, wrt=0, mode="forward")
+    got = jac(x, W)
+    assert jac.fallback_reason is None and got.dtype == np.float32
+    expected = numeric_jacobian(scaled_tanh, (x.astype(float), W.astype(float)), 0)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-4)
+
+
+def shared_tangent(x, W):
+    h = np.tanh(x @ W)
+    return np.sum(h * h * h, axis=1) + np.sum((h @ W.T) * x, axis=0)[:3]
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_tangent_read_by_many_ops(mode):
+    """A lazy value several ops read (h_t in h*h*h's product rule) is copied into each
+    reader's terms; the sum of terms stays bounded (MAX_TERMS) and exact."""
+    rng = np.random.default_rng(13)
+    args = (rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) * 0.5)
+    for wrt in (0, 1):
+        jac = sg.jacobian(shared_tangent, wrt=wrt, mode=mode)
+        got = jac(*args)
+        assert jac.fallback_reason is None, jac.fallback_reason
+        np.testing.assert_allclose(got, numeric_jacobian(shared_tangent, args, wrt)[0],
+                                   rtol=1e-6, atol=1e-8)
+    H = sg.hessian(lambda_free_loss, wrt=(0, 1))
+    got = H(*args)
+    for a in range(2):
+        for b in range(2):
+            np.testing.assert_allclose(got[a][b], second_differences(lambda_free_loss, args, a, b),
+                                       rtol=1e-5, atol=1e-6)
+
+
+def lambda_free_loss(x, W):
+    return np.sum(shared_tangent(x, W) ** 2)
+
+
+def test_without_chunk_size_a_fused_program_takes_all_its_seeds_at_once():
+    """default_chunk guesses from the largest argument (here 51 of 400 seeds a pass); the
+    fused Hessian holds no value larger than a seed times the output, so the program is
+    batched again for all 400 (srcgrad.pipeline.batched.batched_ops), with the same result."""
+    rng = np.random.default_rng(14)
+    W1, b1 = rng.standard_normal((32, 400)) / 6, rng.standard_normal(400) * 0.1
+    W2, X, y = rng.standard_normal((400, 3)) / 20, rng.standard_normal((8, 32)), rng.standard_normal((8, 3))
+    args = (W1, b1, W2, X, y)
+    auto = sg.hessian(mlp_loss, wrt=1)
+    got = auto(*args)
+    (plan,) = [p for p in auto._plans.values() if p is not None]
+    assert plan.size == 400
+    chunked = sg.hessian(mlp_loss, wrt=1, chunk_size=51)(*args)
+    h = np.tanh(X @ W1 + b1)  # the closed form: Gauss-Newton part plus the tanh curvature
+    s, r = 1 - h * h, (2 / y.size) * (h @ W2 - y)
+    expected = (2 / y.size) * (W2 @ W2.T) * (s.T @ s)
+    expected[np.diag_indices_from(expected)] += np.sum((r @ W2.T) * (-2 * h * s), axis=0)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(chunked, expected, rtol=1e-10, atol=1e-12)

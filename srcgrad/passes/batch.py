@@ -32,6 +32,11 @@ An op with a batched operand and no batched form here raises `Unbatchable` (with
 op and why): the caller falls back to one pass per seed (srcgrad.jacobians), which is
 slower but always available. Control flow, custom Functions and effects are refused
 that way today.
+
+After batching, chains of products, matmuls and sums of batched values with primal
+ones become contractions in a chosen order (Note [Seed-linear fusion] in
+srcgrad.passes.batch_fuse), and what no seed reaches runs once per call, not once per
+chunk (Note [Hoisting the primal] in srcgrad.pipeline.batched).
 """
 
 from __future__ import annotations

@@ -32,7 +32,6 @@ from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.passes.vjp_control import reusable_tapes
-from srcgrad.passes.workspace import assign_workspace
 from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
 
@@ -476,22 +475,24 @@ def output_shapes(fs, args) -> list:
     return shapes
 
 
-def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functions:
+def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int, budget=None) -> Functions:
     """One pass of a derivative program over `size` seeds at once (Note [Batching] in
     srcgrad.passes.batch), specialised to the shapes of `args`:
 
-    * "jacfwd": `f_jacfwd(<params>, <wrt tangents>)` -> (outputs, batched tangent outputs);
-    * "jacrev": `f_jacrev(<params>, <output cotangents>)` -> (outputs, batched gradients
-      w.r.t. `wrt`);
-    * "hessian": `f_hessian(<params>, <wrt tangents>)` -> (gradients w.r.t. `wrt`, their
-      batched tangents): forward over reverse.
+    * "jacfwd": outputs, and the batched tangents of the outputs;
+    * "jacrev": outputs, and the batched gradients w.r.t. `wrt` (seeds: output cotangents);
+    * "hessian": gradients w.r.t. `wrt`, and their batched tangents: forward over reverse.
 
-    Every seed parameter has a leading axis of `size`; a tangent result no seed reaches
-    is returned unbatched (zeros). Raises Unbatchable (an op with no batched form) or
-    ProbeFailed (the arguments make `f` fail); the caller then runs one pass per seed.
+    `f_<kind>_primal(<params>)` -> (the first of those, values the seeded ops read), once
+    per call; `f_<kind>(<those values>, <seeds>, _workspace)` -> the batched ones, once per
+    chunk (Note [Hoisting the primal] in srcgrad.pipeline.batched). Every seed has a
+    leading axis of `size`; a tangent result no seed reaches is returned unbatched (zeros).
+    Raises Unbatchable (an op with no batched form) or ProbeFailed (the arguments make
+    `f` fail); the caller then runs one pass per seed.
     """
-    from srcgrad.passes.batch import Unbatchable, batch, decide_none_tests, fold_static, order_commutative
+    from srcgrad.passes.batch import Unbatchable, decide_none_tests, fold_static
     from srcgrad.passes.jvp import forward, tangent_name
+    from srcgrad.pipeline.batched import batched_ops, emit_batched
 
     graph, namer = trace(fs, args=args)
     if any(op.prim == "custom_call" for op in graph.ops):
@@ -538,32 +539,12 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int) -> Functi
     ops, results = optimize(ops, results, found.shapes, found.values)
     found = probe(ops, inputs, example_args)  # the optimised program's own values
     ops = dce(fold_static(ops, found.values), results)
-    ops, rename, _ = batch(ops, seeds, size, found.shapes, namer)
-    results = [_follow(r, rename) for r in results]
-    ops, alias = cse(order_commutative(ops))
-    results = [_follow(r, alias) for r in results]
-    ops = dce(ops, results)
-    # batched values are large: write into dead ones rather than allocate (page faults)
-    batched_examples = tuple(numpy.zeros((size,) + numpy.shape(e), numpy.result_type(e))
-                             for e in examples)
-    batched_facts = probe(ops, inputs, tuple(args) + batched_examples)
-    reuse_buffers(ops, inputs, results, batched_facts)
-    buffers = assign_workspace(ops, results, batched_facts, namer)
-    workspace = Var(namer.fresh("_workspace"))
-    names.tidy_temporaries(ops, [v.name for v in inputs] + [b.name for b, _, _ in buffers])
-    pool = emit.ConstPool()
-    name = f"{fs.name}_{kind}"
-    first_src = _tuple_src([emit.operand_source(o, pool) for o in results[:n_first]], single=False)
-    rest_src = _tuple_src([emit.operand_source(o, pool) for o in results[n_first:]], single=False)
-    params = [v.name for v in inputs] + [workspace.name]
-    unpack = [f"{', '.join(b.name for b, _, _ in buffers)}, = {workspace.name}"] if buffers else []
-    source = emit.render_function(name, params, unpack + emit.block_lines(ops, pool),
-                                  f"{first_src}, {rest_src}")
-    # the buffers the caller allocates once and passes on every call (srcgrad.passes.workspace)
-    allocate = emit.render_function(f"{name}_workspace", [], [], _tuple_src(
-        [f"xp.empty({shape!r}, dtype={dtype.name!r})" for _, shape, dtype in buffers], single=False))
-    return Functions([source, allocate], (name, f"{name}_workspace"), dict(pool.values),
-                     graph.out_tree)
+    ops, results, chunk = batched_ops(ops, seeds, results, inputs, args, examples, size, namer, budget)
+    if chunk > size:  # more seeds fit a chunk of the fused program: compiled for them
+        return batched_program(fs, kind, wrt, args, chunk)
+    sources, entries, pool = emit_batched(f"{fs.name}_{kind}", ops, graph.inputs, seeds, results, n_first,
+                                          args, examples, size, namer)
+    return Functions(sources, entries, dict(pool.values), graph.out_tree)
 
 
 def _float_like(a):
