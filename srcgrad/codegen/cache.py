@@ -179,13 +179,11 @@ class ModuleCache:
         path = self.path_for(key)
         if not self.usable:
             return ""
-        import tempfile  # a write only (a miss): a hit's process need not import it (issue 15)
-
         data = _encode(source, key)
         tmp = None
         try:
             path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temporary(path.parent, key)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -265,6 +263,20 @@ class ModuleCache:
 
     def __repr__(self) -> str:
         return f"ModuleCache({str(self.directory)!r})"
+
+
+def _temporary(directory: Path, key: str) -> tuple:
+    """(fd, path) of a new private file `.<key>.<random>.tmp` in `directory`, as
+    tempfile.mkstemp makes it (O_EXCL, mode 0600), without importing tempfile: its import
+    (shutil, random, lzma...) cost a fresh process's first compile milliseconds (issue 15)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        name = os.path.join(directory, f".{key}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
 
 
 def _encode(source: str, key: str) -> bytes:
