@@ -1002,3 +1002,20 @@ def alias_of_the_iterated_array_written(x):
 def test_a_write_into_the_iterated_array_names_it():
     with pytest.raises(sg.CompileError, match="shares memory with the array a loop iterates over"):
         sg.grad(alias_of_the_iterated_array_written)(np.ones((3, 2)))
+
+
+def held_array_written_while_another_item_is_read(x, t):
+    v = t[0]
+    for _ in range(3):
+        v[1] = v[0] * 0.5 + t[1][0]  # t[1] shares nothing with v: the write cannot reach it
+    return np.sum(v * x)
+
+
+def test_a_loop_reading_another_item_of_the_container_compiles():
+    fn = held_array_written_while_another_item_is_read
+    x, t = np.array([0.3, 0.7]), (np.array([1.2, -0.4]), np.array([0.9, 0.1]))
+    value, (gx, gt) = sg.value_and_grad(fn, wrt=(0, 1))(x, tuple(a.copy() for a in t))
+    assert_close(value, fn(x, tuple(a.copy() for a in t)))
+    assert_close(gx, numeric_grad(lambda a: fn(a, tuple(b.copy() for b in t)), (x,), 0))
+    expected = numeric_grad(lambda a, b: fn(x, (a.copy(), b.copy())), (t[0], t[1]), 0)
+    assert_close(gt[0], expected)

@@ -151,9 +151,10 @@ class BlockAliases:
             # a container the body reads sees, from the second iteration on, what the
             # previous one wrote through the param: writing through it is refused like a
             # write through a plain alias (fuzz seed 24688: `v = t[1]; while ...: v *= g(t[1])`)
-            read = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} - {
-                c.split("[")[0] for c in carried}  # a carried container holds the params
-            others += [h for h in holders if h in read]
+            carried_names = {c.split("[")[0] for c in carried}  # a carried container holds params
+            read = [h for h in holders if h not in carried_names
+                    and self._reads_shared_item(node, h, roots, memo)]
+            others += read
             holders = [h for h in holders if h not in read]
             for table in (self.shared, self.held):  # a nested loop's param starts as the
                 if id(init) in table and not others + holders:  # enclosing loop's (seed 4718)
@@ -166,6 +167,25 @@ class BlockAliases:
                 table[id(param)] = (name, others + holders)
                 if self.is_array(init):
                     self.arrays[id(param)] = param
+
+    def _reads_shared_item(self, node, name, roots, memo) -> bool:
+        """Whether the loop `node` reads the container `name` other than through a constant
+        key whose item shares nothing with `roots` (`t[1]` where the param is `t[0]`'s
+        array is safe: fuzz seed 50522)."""
+        value = next((s.env[name] for s in self._scopes() if name in s.env), None)
+        safe = set()
+        for n in gast.walk(node):
+            if isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) \
+                    and n.value.id == name and isinstance(n.slice, gast.Constant):
+                try:
+                    item = value[n.slice.value]
+                except (IndexError, KeyError, TypeError):
+                    continue
+                if not any(self._mutable(leaf) and self._storages(leaf, memo) & roots
+                           for leaf in _leaves(item)):
+                    safe.add(id(n.value))
+        return any(isinstance(n, gast.Name) and n.id == name and id(n) not in safe
+                   for n in gast.walk(node))
 
     @staticmethod
     def _mutable(v) -> bool:
