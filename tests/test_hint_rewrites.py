@@ -267,6 +267,13 @@ PROGRAM = textwrap.dedent('''
             x = x + 1.0
         return np.sum(x * x)
 
+    def bad_reverse_over_nested_loops(x):
+        if np.sum(x) < 10.0:  # HERE
+            for i in range(2):
+                for j in range(2):
+                    x = np.sin(x) * 1.5
+        return np.sum(x * x)
+
     def bad_range_slice(x):
         for i in range(3)[::2]:  # HERE
             x = x * 1.5
@@ -1064,6 +1071,14 @@ def _hessian_of_unrolled(prog):
     assert_close(sg.hessian(good)(X.copy()), fd, rtol=1e-5, atol=1e-7)
 
 
+def _hessian_in_forward_mode(prog):
+    f = prog.bad_reverse_over_nested_loops
+    g, eps = sg.grad(f), 1e-5
+    fd = np.stack([(g(X + eps * e) - g(X - eps * e)) / (2 * eps) for e in np.eye(3)], axis=1)
+    assert_close(sg.hessian(f)(X.copy()), fd, rtol=1e-5, atol=1e-6)
+    assert_close(sg.jacobian(sg.grad(f), mode="forward")(X.copy()), fd, rtol=1e-5, atol=1e-6)
+
+
 def _strict(fn, args):
     xs = pytest.importorskip("array_api_strict")
     return sg.grad(fn)(*[xs.asarray(a) for a in args])
@@ -1137,6 +1152,11 @@ ROWS = [
         "use a flag variable", "good_for_else"),
     Row(("frontend/loops.py", "`while ... else`"), "bad_while_else", "`while ... else`",
         "use a flag variable", "good_while_else"),
+    Row(("passes/vjp_control.py", "reverse mode over the gradient of nested loops inside"),
+        "bad_reverse_over_nested_loops", "reverse mode over the gradient of nested loops",
+        "forward mode: `sg.hessian(f)`", None,
+        trigger=lambda fn, args: sg.jacobian(sg.grad(fn), mode="reverse")(*args),
+        check=_hessian_in_forward_mode),
     Row(("frontend/iteration.py", "a loop over a slice of a `range` other than"), "bad_range_slice",
         "a slice of a `range`", "loop over `range(start, stop, step)`", "good_range_slice"),
     Row(("frontend/iteration.py", "with a step known only at run time"), "bad_reversed_range_step",

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from tests.conftest import assert_close
 
 
 def rnn(x, W):
@@ -304,3 +305,42 @@ def test_vjp_of_a_nested_loop_gradient_runs_twice():
     for v in (np.array([1.0, 0.0, 0.0]), np.array([0.2, -1.0, 0.5]), np.array([1.0, 0.0, 0.0])):
         (row,) = vjp_fn(v)
         np.testing.assert_allclose(row, v @ H, rtol=1e-6, atol=1e-7)
+
+
+def _returns_from_nested_loops(a0):
+    for _ in range(1):
+        for _ in range(4):
+            b = np.sin(a0) * 1.5
+            return b * a0
+    return a0 * 0.0
+
+
+def _nested_loops_in_a_branch(a0, a1):
+    if a1 < 0.36:
+        for _ in range(2):
+            for _ in range(2):
+                a0 = np.sin(a0) * a0
+    return a0 * 1.0
+
+
+def test_reverse_over_reverse_with_a_return_in_nested_loops():
+    """The inner gradient's backward ops are primal code to the outer gradient, which emits
+    its own backward after them: the inner ones must not carry the backward mark (the
+    outer check of the inner gradient's value was emitted before the inner adjoint loop
+    computed it: an UnboundLocalError)."""
+    for a in (np.float64(-2.72), np.float64(0.4)):
+        g, eps = sg.grad(_returns_from_nested_loops), 1e-5
+        expected = (g(a + eps) - g(a - eps)) / (2 * eps)
+        assert_close(sg.grad(sg.grad(_returns_from_nested_loops))(a), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_reverse_over_reverse_of_nested_loops_in_a_branch_is_refused():
+    """Reverse mode over such a gradient gave wrong values (its cotangent tapes do not line
+    up yet); forward over reverse is right, and the error says to use it."""
+    a = np.float64(-0.7)
+    with pytest.raises(sg.CompileError, match="nested loops inside an `if`"):
+        sg.grad(sg.grad(_nested_loops_in_a_branch))(a, a)
+    g, eps = sg.grad(_nested_loops_in_a_branch), 1e-5
+    expected = (g(a + eps, a) - g(a - eps, a)) / (2 * eps)
+    assert_close(sg.hessian(_nested_loops_in_a_branch, wrt=0)(np.array(a), np.array(a)), expected,
+                 rtol=1e-6, atol=1e-8)

@@ -26,6 +26,7 @@ pops copies of its tapes (`reusable_tapes`), so `vjp_fn` can run more than once.
 from __future__ import annotations
 
 from srcgrad import rules
+from srcgrad.errors import CompileError
 from srcgrad.ir.core import Block, Const, Op, Pack, Var, substitute
 
 
@@ -133,6 +134,16 @@ class TapeCotangents:
 
 # ---------------------------------------------------------------------- cond
 def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
+    if any(_nested_loops(b.ops) and _tape_ops(b.ops) for b in op.blocks):
+        # an `if` of a gradient program (its loops push or pop tapes): reverse mode over a
+        # gradient. With a loop nested in a loop inside the branch the cotangent tapes do
+        # not line up yet (a wrong second derivative, found by the fuzzer through
+        # sg.grad(g) called inside compiled code); forward over reverse is right
+        raise CompileError.at(op.loc, "reverse mode over the gradient of nested loops inside "
+                              "an `if` (a second derivative in reverse mode) is not supported "
+                              "in compiled code", hint="take the second derivative in forward "
+                              "mode: `sg.hessian(f)`, or `sg.jacobian(sg.grad(f), "
+                              "mode='forward')`")
     pred = op.args[0]
     free = [v for v in dict.fromkeys(op.operand_vars()) if v in active and v.kind == "array"
             and v is not pred]
@@ -149,6 +160,19 @@ def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
         blocks.append(Block(b_ops, results))
     tracer.ops.append(Op("cond", (pred,), tuple(outs), op.loc, {"backward": True}, tuple(blocks)))
     return list(zip(free, outs))
+
+
+def _nested_loops(ops, depth=0) -> bool:
+    for o in ops:
+        inner = depth + (o.prim in ("for_range", "while_loop"))
+        if inner >= 2 or any(_nested_loops(b.ops, inner) for b in o.blocks):
+            return True
+    return False
+
+
+def _tape_ops(ops) -> bool:
+    return any(o.prim in ("tape_push", "tape_pop") or any(_tape_ops(b.ops) for b in o.blocks)
+               for o in ops)
 
 
 def _export(op, block, b_ops, b_results, namer):

@@ -102,6 +102,10 @@ def gradient_graph(fn, allow_mutation: bool, namer=None):
     tracer = Expander(namer, backward)
     grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
     out_tree = pytree.LEAF if compiled.single else ("tuple", (pytree.LEAF,) * len(grad_list))
+    for op in backward:  # to a transform of this gradient, all of it is primal code: a
+        # gradient program emits its "backward"-marked ops after the rest, which put an outer
+        # check of grad_a0 before the inner adjoint loop computing it (UnboundLocalError)
+        op.attrs.pop("backward", None)
     return Graph(names.grad_fn_name(inner.name), graph.inputs, graph.ops + backward, grad_list,
                  out_tree, graph.param_names, graph.defaults, graph.loc), namer
 
