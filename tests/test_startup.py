@@ -80,7 +80,7 @@ def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
 def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp_path):
     """Issue 15: a hit imports only the transforms, the cache key (from the function's code
     object: Note [Quick keys]), the cache, the loader and the generated module's helpers."""
-    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast", "array_api_compat")
+    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast", "array_api_compat", "hashlib")
     for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
         _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
         loaded = _imported_after(GRAD_CALL, tmp_path, cache, heavy)
@@ -89,6 +89,8 @@ def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp
     assert "srcgrad.pipeline.programs" not in loaded  # a hit
     assert not loaded & HEAVY, loaded & HEAVY
     assert not {m for m in loaded if m.startswith("srcgrad.passes")}, loaded
+    if importlib.util.find_spec("_sha2") or importlib.util.find_spec("_sha256"):
+        assert "hashlib" not in loaded  # OpenSSL's load: Python's own SHA-256 (codegen/cache.py)
 
 
 # What a disk-cache hit of a NumPy program must not import (issue 15): the rule table,

@@ -26,7 +26,6 @@ in memory only, and the user's program goes on.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
@@ -35,6 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from srcgrad.errors import CacheWarning
+
+# SHA-256 from Python's own implementation where it has one (_sha256 in 3.11, _sha2 from
+# 3.12), not through hashlib: importing hashlib loads OpenSSL, ~3 ms of a fresh process,
+# for hashing a few kilobytes (issue 15). The digests are the same.
+try:
+    from _sha2 import sha256
+except ImportError:
+    try:
+        from _sha256 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 ENV_VAR = "SRCGRAD_CACHE_DIR"
 TRAILER_PREFIX = "# srcgrad-cache: "
@@ -64,7 +74,7 @@ def default_directory() -> Path:
 
 
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256(text.encode("utf-8")).hexdigest()
 
 
 def _check_key(key: str) -> str:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import hashlib
 import inspect
 import linecache
 import os
@@ -45,6 +44,7 @@ import types
 import numpy
 
 from srcgrad._version import __version__ as VERSION
+from srcgrad.codegen.cache import sha256  # hashlib's, without importing OpenSSL
 
 
 def _scan(directory: str, suffixes: tuple, recurse: bool, out: list) -> None:
@@ -84,10 +84,10 @@ def compiler_fingerprint() -> str:
         for name in ("__init__.py", "_version.py"):
             st = os.stat(os.path.join(package, name))
             parts.append(f"\0{name}:{st.st_size}:{st.st_mtime_ns}")
-        return hashlib.sha256(f"{VERSION}:{package}{''.join(parts)}".encode()).hexdigest()[:16]
+        return sha256(f"{VERSION}:{package}{''.join(parts)}".encode()).hexdigest()[:16]
     _scan(package, (".py", ".j2"), True, parts)  # a wheel holds srcgrad/templates/*.j2
     _scan(os.path.join(os.path.dirname(package), "templates"), (".j2",), False, parts)  # a checkout
-    h = hashlib.sha256(VERSION.encode())
+    h = sha256(VERSION.encode())
     h.update("".join(parts).encode())
     return h.hexdigest()[:16]
 
@@ -109,7 +109,7 @@ def cache_key(fs, options: tuple) -> str | None:
 
 
 def _key(fp: str, options: tuple) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for part in (fp, repr(options), VERSION, compiler_fingerprint(), numpy.__version__):
         h.update(part.encode())
         h.update(b"\0")
@@ -165,7 +165,7 @@ class _Quick:
         if not chunk:
             return None
         self._stack.add(id(fn))
-        h = hashlib.sha256("".join(chunk).encode())
+        h = sha256("".join(chunk).encode())
         h.update(f"\0{os.path.basename(code.co_filename)}:{code.co_firstlineno}".encode())
         names = sorted(_names(code))
         parts = [("defaults", fn.__defaults__), ("kwdefaults", fn.__kwdefaults__)]
@@ -199,7 +199,7 @@ class _Quick:
             parts = [self.value(v, names) for v in value]
             return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
         if isinstance(value, numpy.ndarray):
-            return f"array:{value.dtype}:{value.shape}:" + hashlib.sha256(value.tobytes()).hexdigest()
+            return f"array:{value.dtype}:{value.shape}:" + sha256(value.tobytes()).hexdigest()
         if isinstance(value, (numpy.generic, numpy.dtype)):
             return f"np:{value!r}"
         if isinstance(value, types.ModuleType):

@@ -11,7 +11,6 @@ module, written to the disk cache and loaded with its array namespace bound
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 import linecache
 import os
@@ -21,7 +20,7 @@ import numpy
 from srcgrad import backend, contexts
 from srcgrad.arguments import check_cotangents
 from srcgrad.codegen import names
-from srcgrad.codegen.cache import default_cache
+from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
 from srcgrad.errors import CompileError, ProbeFailed
 from srcgrad.ir import tree as pytree
@@ -291,7 +290,7 @@ def records_key(trees) -> tuple:
 
     for t in trees:
         walk(t)
-    return tuple(hashlib.sha256(src.encode()).hexdigest()[:16] for src in found.values())
+    return tuple(sha256(src.encode()).hexdigest()[:16] for src in found.values())
 
 
 def mutation_allowed() -> bool:
