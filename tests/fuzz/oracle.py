@@ -243,6 +243,14 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
         raise Discard(f"NumPy raised {type(e).__name__}") from None
     if not _finite(value) or (output == "scalar" and np.ndim(value) != 0):
         raise Discard("non-finite or non-scalar value")
+    if any(type(x) is float for x in leaves):  # Python's float `*` overflows to inf silently
+        try:
+            with np.errstate(over="raise"):
+                run([np.float64(x) if type(x) is float else x for x in leaves])
+        except FloatingPointError:  # (seed 62287: arctan of an inf, whose derivative is nan)
+            raise Discard("NumPy overflowed (an intermediate value is inf)") from None
+        except Exception:
+            pass  # np.float64 may take another path; the Python-float run above is the reference
     cotangent = 1.0 if output == "scalar" else (
         tuple(rng.standard_normal(np.shape(o)) for o in value) if isinstance(value, tuple)
         else rng.standard_normal(np.shape(value)))

@@ -207,6 +207,18 @@ def test_references_discard_a_python_float_overflowing_next_to_the_point():
         oracle.references(f, [("float",)], "scalar", [709.78271289], np.random.default_rng(0))
 
 
+def test_references_discard_a_python_float_whose_intermediate_overflows():
+    """Seed 62287: Python's float `*` overflows to inf silently (no errstate sees it), so
+    the references re-run the program on np.float64 leaves to find the inf."""
+    def f(x0):
+        for _ in range(7):
+            x0 = x0 * (x0 * x0) + 3.0  # -2.07, -5.8, -198, -7.8e6, ..., -inf
+        return np.arctan(x0)
+
+    with pytest.raises(oracle.Discard, match="overflowed"):
+        oracle.references(f, [("float",)], "scalar", [-2.067172], np.random.default_rng(0))
+
+
 def test_references_discard_when_autograd_disagrees():
     def f(x0):
         return np.sum(x0 * x0)
