@@ -1019,3 +1019,11 @@ def test_a_loop_reading_another_item_of_the_container_compiles():
     assert_close(gx, numeric_grad(lambda a: fn(a, tuple(b.copy() for b in t)), (x,), 0))
     expected = numeric_grad(lambda a, b: fn(x, (a.copy(), b.copy())), (t[0], t[1]), 0)
     assert_close(gt[0], expected)
+
+
+def test_another_librarys_array_is_refused_where_numpy_answers_at_run_time():
+    # the generic code runs on another library's arrays, which have no NumPy answer to
+    # read: a clear error at the call, never NumPy's answer taken for theirs
+    xp = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError, match="NumPy and CuPy arrays only"):
+        sg.value_and_grad(augmented_argument_with_an_alias)(xp.asarray([[1.0, 2.0], [3.0, 4.0]]))
