@@ -481,22 +481,6 @@ def render_function(name: str, params: list, body: list, result: str, doc: str =
     return text.rstrip("\n")
 
 
-def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
-    """The function a transform returns: O(1) guards on argument shapes pick the
-    variant compiled for them (Note [Shape specialisation]); anything else misses.
-
-    Written with an f-string, not a template: it is rendered when a transform is
-    created and again on each miss, and a process's first jinja2 template compile
-    costs milliseconds (the disk-cache hit budget is 5 ms; DESIGN decision 11).
-    """
-    call = ", ".join(args)
-    lines = [f"def {name}({', '.join(params)}):"]
-    if guards:
-        lines += [f"    if {' and '.join(guards)}:", f"        return _impl({call})"]
-    lines.append(f"    return _miss({call})")
-    return "\n".join(lines) + "\n"
-
-
 # What a standalone module imports, and how its helpers find their arrays' namespace.
 _STANDALONE = {
     "numpy": ("NumPy", ["import math", "import numpy", "import numpy as xp"],
