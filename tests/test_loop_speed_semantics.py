@@ -399,3 +399,21 @@ def test_an_adjoint_loop_whose_sum_starts_as_a_folded_constant():
     61013: 'unhashable type: numpy.ndarray' in the in-place sums)."""
     x = np.array([0.3, -0.5])
     assert_close(sg.grad(_calls_the_loops_gradient)(x), numeric_grad(_calls_the_loops_gradient, [x], 0))
+
+
+def _subscripts_a_scalar(x):
+    y = x * 2.0 + 1.0
+    return y[()] * np.sin(x[()])
+
+
+def test_np_float64_values_keep_numpy_scalar_syntax():
+    """An np.float64 argument computes as a Python float in its variant, but `x[()]` on it
+    (or on arithmetic of it) is NumPy's scalar indexing: the variant hands NumPy a NumPy
+    value there (F3 found "'float' object is not subscriptable"). On a Python float
+    argument Python itself raises, and so does the compiled code."""
+    for x in (np.float64(0.5), np.float64(-1.25)):
+        expected = numeric_grad(_subscripts_a_scalar, [np.array(float(x))], 0)
+        assert_close(sg.grad(_subscripts_a_scalar)(x), expected)
+        assert_close(sg.grad(_subscripts_a_scalar)(np.array(float(x))), expected)
+    with pytest.raises(TypeError, match="not subscriptable"):
+        sg.grad(_subscripts_a_scalar)(0.5)

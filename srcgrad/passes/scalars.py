@@ -54,7 +54,7 @@ def python_scalars(ops: list, inputs: list, args: tuple) -> set:
     ops[:0] = [Op("positive", (v,), (f,), None, {"python_float": True}) for v, f in floats.items()]
     known = {v for v, a in zip(inputs, args) if isinstance(a, (float, int)) and not isinstance(a, bool)}
     known.update(floats.values())
-    _block(ops, known, {})
+    _block(ops, known, {_NUMPY: set(floats.values())})
     _no_methods_on_numbers(ops, known)
     return known
 
@@ -100,7 +100,20 @@ def _as_numpy(op, known):
               attrs={k: v for k, v in op.attrs.items() if k == "backward"})
 
 
+def _first_as_numpy(op):
+    """The op making `op`'s first operand a NumPy value again (which `op` then reads)."""
+    a = op.args[0]
+    out = Var("_number", a.kind)
+    op.args = (out,) + op.args[1:]
+    return Op("numpy_number", (a,), (out,), op.loc,
+              attrs={k: v for k, v in op.attrs.items() if k == "backward"})
+
+
+# Rules rendered as subscripts or attributes of their first operand
+_SYNTAX_ON_ARRAYS = frozenset({"getitem", "T"})
+
 _INDICES = "loop indices"  # a key of `tapes`: the range indices (Python ints)
+_NUMPY = "numpy scalars"  # a key of `tapes`: values that are np.float64 in the user's program
 
 
 def _block(ops, known, tapes):
@@ -114,6 +127,12 @@ def _block(ops, known, tapes):
             convert = _as_numpy(op, known)
             if convert is not None:
                 out.append(convert)
+        elif op.prim in _SYNTAX_ON_ARRAYS and op.args and isinstance(op.args[0], Var) \
+                and op.args[0] in tapes.get(_NUMPY, ()):
+            # `x[()]`, `x.T` of an np.float64 argument (or arithmetic on one) made a Python
+            # float: NumPy's scalar has them, a float does not (F3: "'float' object is not
+            # subscriptable"); on a Python float argument Python raises, as it should
+            out.append(_first_as_numpy(op))
         out.append(op)
         _mark(op, known, tapes)
     ops[:] = out
@@ -133,6 +152,10 @@ def _mark(op, known, tapes):
     if not op.args or len(op.outs) != 1 or not _is_scalar(op.args[0], known) or (
             op.prim in MATH or op.prim in OPERATORS) and not all(_is_scalar(a, known) for a in op.args):
         return
+    numpy_scalars = tapes.get(_NUMPY, set())
+    if any(isinstance(a, Var) and a in numpy_scalars for a in op.args) and (
+            op.prim in MATH and op.prim not in RESTRICTED or op.prim in OPERATORS):
+        numpy_scalars.add(op.outs[0])  # np.float64 arithmetic gives np.float64 in NumPy
     if op.prim in MATH and op.prim not in RESTRICTED:
         op.attrs["math"] = MATH[op.prim]
         known.add(op.outs[0])
