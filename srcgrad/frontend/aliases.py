@@ -96,6 +96,10 @@ class BlockAliases:
         names = sorted({n for scope in self._scopes() for n, v in scope.env.items()
                         if isinstance(v, (Var, Const)) and self._mutable(v)
                         and self._chain(v)[-1] is root})
+        names += sorted({f"{n}[...]" for scope in self._scopes() for n, v in scope.env.items()
+                         if isinstance(v, (tuple, list, dict)) and any(
+                             self._mutable(leaf) and self._chain(leaf)[-1] is root
+                             for leaf in _leaves(v))})  # an item of a container (fuzz seed 200979)
         if names:
             loc = self.written_params[id(param)]
             listed = ", ".join(f"`{n}`" for n in names)
