@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from tests.conftest import assert_close
+from tests.conftest import assert_close, numeric_grad
 
 
 def rnn(x, W):
@@ -344,3 +344,24 @@ def test_reverse_over_reverse_of_nested_loops_in_a_branch_is_refused():
     expected = (g(a + eps, a) - g(a - eps, a)) / (2 * eps)
     assert_close(sg.hessian(_nested_loops_in_a_branch, wrt=0)(np.array(a), np.array(a)), expected,
                  rtol=1e-6, atol=1e-8)
+
+
+def _gradient_of_a_returning_loop(a0):
+    for _ in range(1):
+        if not a0 < 0.1:
+            return a0 * 3.0 + 1.5
+    return a0
+
+
+def _calls_it_in_a_branch(x):
+    if np.sum(x * x) > 100.0:
+        return np.sum(x) * 0.0
+    return sg.grad(_gradient_of_a_returning_loop)(np.sum(x) * 0.1) * np.sum(x * x)
+
+
+def test_a_loop_gradient_called_in_a_branch_keeps_its_tape_entries():
+    """The outer backward pushes what the inner adjoint loop popped; the tape pass must
+    count that push as a read, or it prunes the pop and the push reads an unbound name
+    (fuzz seed 300253: a NameError in generated code)."""
+    for x in (np.array([0.3, 2.0, -0.4]), np.array([-1.0, 0.2, 0.1])):
+        assert_close(sg.grad(_calls_it_in_a_branch)(x), numeric_grad(_calls_it_in_a_branch, [x], 0))

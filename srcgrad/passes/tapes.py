@@ -21,9 +21,10 @@ def prune_tapes(ops: list) -> None:
     if not pops:
         return
     read = set()
-    for op in _walk(ops):
-        if op.prim != "tape_push":
-            read.update(op.operand_vars())
+    for op in _walk(ops):  # a push reads too: reverse mode over a gradient pushes what the
+        # gradient's adjoint popped (fuzz seed 300253: a pruned pop left the push reading
+        # a name nothing bound, a NameError in generated code)
+        read.update(op.operand_vars())
     for block in _blocks(ops):
         read.update(v for r in block.results for v in operand_vars(r))
     for op in _walk(ops):
