@@ -182,9 +182,13 @@ def axpy(leaves, direction, eps, lspecs) -> list:
 
 
 def _same_layout(y, x):
-    """`y` in `x`'s memory order (a Fortran-ordered argument stays one: SRCGRAD_FUZZ_LAYOUTS)."""
+    """`y` in `x`'s memory order (a Fortran-ordered argument stays one: SRCGRAD_FUZZ_LAYOUTS),
+    and of x's class: a 0-d ndarray stays one (`x + eps * u` is an np.float64, for which
+    `w *= w` rebinds where the 0-d array is written in place: fuzz seed 400898)."""
     if isinstance(x, np.ndarray) and x.ndim >= 2 and x.flags.f_contiguous and not x.flags.c_contiguous:
         return np.asfortranarray(y)
+    if isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+        return np.asarray(y)
     return y
 
 

@@ -219,6 +219,14 @@ def test_references_discard_a_python_float_whose_intermediate_overflows():
         oracle.references(f, [("float",)], "scalar", [-2.067172], np.random.default_rng(0))
 
 
+def test_differences_keep_a_0d_array_argument_an_array():
+    """A 0-d ndarray argument is written in place by `w *= w`, an np.float64 only rebinds:
+    the points of the differences keep the argument's class (fuzz seed 400898: `x + eps`
+    of a 0-d array is an np.float64, and the references differentiated another program)."""
+    (moved,) = oracle.axpy([np.array(0.5)], [np.array(1.0)], 1e-3, [("array", ())])
+    assert isinstance(moved, np.ndarray) and moved.shape == () and moved == 0.501
+
+
 def test_references_discard_when_autograd_disagrees():
     def f(x0):
         return np.sum(x0 * x0)
