@@ -1143,7 +1143,7 @@ ROWS = [
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_range_of_length", "`range()` of an array",
         "a literal count (`range(3)`)", "good_range_of_length", args=lambda m: (X.copy(), 3),
         good_args=_x),
-    Row(("frontend/trace.py", "calls to `{}` nest more than"), "bad_recursion", "nest more than",
+    Row(("frontend/inlining.py", "calls to `{}` nest more than"), "bad_recursion", "nest more than",
         "a literal (`f(x, 3)`)", "good_recursion"),
     Row(("frontend/control.py", "a function that returns on some paths only"),
         "bad_return_on_some_paths", "returns on some paths only", "return a value at the end",
@@ -1372,7 +1372,7 @@ EXEMPT = {
     ("frontend/inplace.py", "cannot evaluate this item"): WRONG,
     ("frontend/parse.py", "cannot parse the file of"): WRONG,
     ("frontend/records.py", "as a value (call the method instead)"): WRONG,
-    ("frontend/trace.py", "bad call to `{}`: {}"): WRONG,
+    ("frontend/inlining.py", "bad call to `{}`: {}"): WRONG,
     ("frontend/trace.py", "referenced before assignment"): WRONG,
     ("frontend/trace.py", "name `{}` is not defined"): WRONG,
     ("frontend/trace.py", "no binding for nonlocal"): WRONG,
@@ -1391,9 +1391,9 @@ EXEMPT = {
     ("frontend/mutation.py", "{}"): PASSED_ON,  # _poison_family's Undecided(message, hint)
     ("ir/expand.py", "{}"): PASSED_ON,  # error(): CompileError.at(loc, message, hint)
     ("ir/expand.py", "{} is not supported in compiled code"): PASSED_ON,  # fail()
-    ("frontend/trace.py", "{} (in the generated code of `{}`, called here)"): PASSED_ON,
-    ("frontend/trace.py", "{} (in the generated code of `{}`)"): PASSED_ON,
-    ("frontend/trace.py", "{}"): PASSED_ON,  # _generated_entry: the callee's error, at the call
+    ("frontend/inlining.py", "{} (in the generated code of `{}`, called here)"): PASSED_ON,
+    ("frontend/inlining.py", "{} (in the generated code of `{}`)"): PASSED_ON,
+    ("frontend/inlining.py", "{}"): PASSED_ON,  # _generated_entry: the callee's error, at the call
     ("frontend/transforms.py", "{}"): WRONG,  # has_aux=True of f not returning (out, aux)
     ("frontend/transforms.py", "`sg.{}`: {}"): WRONG,  # options sg.grad refuses outside too
     ("frontend/transforms.py", "its first argument must be a function"): WRONG,
@@ -1415,7 +1415,7 @@ EXEMPT = {
     ("frontend/idioms.py", "a functools.partial of a value that is not a function"): WRONG,
     ("frontend/idioms.py", "the attribute `.{}` of a functools.partial"): NOT_YET,
     ("frontend/idioms.py", "assigning to `.{}` of a functools.partial"): NOT_YET,
-    ("frontend/trace.py", "calls nest too deeply to compile"):
+    ("frontend/inlining.py", "calls nest too deeply to compile"):
         "Python's recursion limit met before 64 inlined calls; its hint is the depth row's",
     ("frontend/fence.py", "`async for`"): ASYNC,
     ("frontend/fence.py", "`async with`"): ASYNC,

@@ -60,4 +60,4 @@ class TraceObject:
 
 class NestedFunction:
     """Base of a `def` or lambda inside a compiled function as the tracer holds it
-    (srcgrad.frontend.trace._NestedDef): traced at each call, no Python function."""
+    (srcgrad.frontend.inlining._NestedDef): traced at each call, no Python function."""

@@ -1,0 +1,189 @@
+"""Calls of user functions traced in place (srcgrad.frontend.trace): a module-level
+function, a nested `def` or lambda (closures read the defining scope at call time), a
+transform's generated function called from compiled code (Note [Transforms in compiled
+code] in srcgrad.frontend.transforms), and the errors that name the user's line for them.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from srcgrad.errors import CompileError
+from srcgrad.frontend import gradients
+from srcgrad.frontend.resolve import resolve
+from srcgrad.frontend.scope import NestedFunction, Scope, TraceObject
+from srcgrad.ir.core import Const, Var
+
+MAX_INLINE_DEPTH = 64
+
+
+class Inlining:
+    """Mixed into the Tracer: `expr`, `error`, `trace_body`, `depth`, `scopes`, `loc`
+    and `locate` are the Tracer's."""
+
+    def _generated_entry(self, compiled, node):
+        """The generated function a transform called from compiled code runs; an error
+        compiling it that names no line of its own is reported at this call."""
+        try:
+            return compiled.entry()
+        except CompileError as err:
+            if err.lineno:
+                raise
+            self.error(node, err.message, err.hint)
+
+    def inline_generated(self, fn, args, kwargs, node):
+        """Trace a transform's generated function called at `node` (Note [Transforms in
+        compiled code]): an error in the generated text is reported at the user's call."""
+        from srcgrad.frontend.parse import parse_function
+
+        lowered = gradients.inline(self, fn, args, kwargs)  # a loop's gradient, as IR
+        if lowered is not gradients.NOT_LOWERED:
+            return lowered
+        try:
+            return self.inline(parse_function(fn), args, kwargs, node)
+        except CompileError as err:
+            if err.lineno and fn.__code__.co_filename != err.filename:
+                raise  # already at a user's line (a custom Function's backward)
+            name = getattr(fn, "__name__", "f")
+            self.error(node, f"{err.message} (in the generated code of `{name}`, called here)",
+                       err.hint)
+
+    def inline(self, fs, args, kwargs, node):
+        """Trace a user function's body in place, its parameters bound to the arguments."""
+        import inspect
+
+        from srcgrad.frontend.fence import fence
+
+        self._check_depth(fs.name, node)
+        fence(fs)
+        try:
+            bound = inspect.signature(fs.fn).bind(*args, **kwargs)
+        except TypeError as err:
+            self.error(node, f"bad call to `{fs.name}`: {err}")
+        bound.apply_defaults()
+        env = {}
+        for name, value in bound.arguments.items():
+            if isinstance(value, (tuple, list, dict, Var, Const, TraceObject)):
+                env[name] = value
+            else:
+                env[name] = Const(value)
+        return self._trace_call(fs.node.body, self._function_scope(fs, env))
+
+    def inline_nested(self, nested, args, kwargs, node):
+        """Call a nested def or lambda: its body traced in a scope inside its definer's."""
+        self._check_depth(nested.name, node)
+        try:
+            bound = nested.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            self.error(node, f"bad call to `{nested.name}`: {err}")
+        bound.apply_defaults()
+        env = {n: v if isinstance(v, (tuple, list, dict, Var, Const, TraceObject)) else Const(v)
+               for n, v in bound.arguments.items()}
+        outer = nested.scope
+        scope = Scope(env, outer.lookup_free, outer.locate, outer=outer,
+                      local_names=nested.local_names)
+        return self._trace_call(nested.body, scope)
+
+    def _check_depth(self, name, node):
+        if self.depth >= MAX_INLINE_DEPTH:
+            self.error(node, f"calls to `{name}` nest more than {MAX_INLINE_DEPTH} deep: "
+                       "compiled code inlines every call, so recursion must end at a depth "
+                       "known when compiling", "give the recursion a base case decided by "
+                       "values known when compiling: a list's length, an array's shape "
+                       "(`if x.shape[0] == 1`), or a count passed as a literal (`f(x, 3)`) "
+                       "and lowered by each call; not array values or the compiled "
+                       "function's own arguments")
+
+    def _trace_call(self, body, scope):
+        saved = self.loc, self.locate
+        self.depth += 1
+        self.scopes.append(scope)
+        try:
+            return self.trace_body(body, scope)
+        except RecursionError:
+            self.error(None, "calls nest too deeply to compile (Python's recursion limit)",
+                       "give the recursion a base case decided by values known when "
+                       "compiling: a list's length, or a literal count lowered by each call")
+        finally:
+            self.scopes.pop()
+            self.depth -= 1
+            self.loc, self.locate = saved
+
+    def _function_scope(self, fs, env):
+        from srcgrad.frontend.fence import fence
+
+        fence(fs)
+        return Scope(env, lambda name: resolve(name, fs), fs.loc)
+
+
+def _at_user_line(fs, err: CompileError) -> CompileError:
+    """An error inside a generated function being differentiated again (grad(grad(f))),
+    moved to the user's line that generated code came from (its origin comment)."""
+    from srcgrad.frontend.parse import is_generated, user_line
+
+    if not is_generated(fs) or err.filename != fs.filename:
+        return err
+    loc = user_line(err.filename, err.lineno)
+    if loc is None:
+        return err
+    return CompileError.at(loc, f"{err.message} (in the generated code of `{fs.name}`)", err.hint)
+
+
+class _NestedDef(NestedFunction):
+    """A `def` or lambda inside a compiled function: traced at each call, in a scope
+    whose free names read the defining scope's bindings at call time (closures capture
+    variables). Defaults are evaluated once, at the definition, as Python does."""
+
+    def __init__(self, tracer, node, scope):
+        import inspect
+
+        self.node, self.scope = node, scope
+        if isinstance(node, gast.Lambda):
+            self.name = "<lambda>"
+            self.body = [gast.Return(value=node.body)]
+            gast.copy_location(self.body[0], node.body)
+        else:
+            self.name, self.body = node.name, node.body
+        a = node.args
+        P = inspect.Parameter
+        positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
+                     [(x, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+        defaults = [tracer.expr(d, scope) for d in a.defaults]
+        first_default = len(positional) - len(defaults)
+        params = []
+        for i, (arg, kind) in enumerate(positional):
+            default = defaults[i - first_default] if i >= first_default else P.empty
+            params.append(P(arg.id, kind, default=default))
+        if a.vararg is not None:
+            params.append(P(a.vararg.id, P.VAR_POSITIONAL))
+        for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+            params.append(P(arg.id, P.KEYWORD_ONLY,
+                            default=P.empty if d is None else tracer.expr(d, scope)))
+        if a.kwarg is not None:
+            params.append(P(a.kwarg.id, P.VAR_KEYWORD))
+        self.signature = inspect.Signature(params)
+        self.local_names = frozenset(p.name for p in params) | _assigned_names(self.body)
+
+    def __repr__(self):
+        return f"<nested function {self.name}>"
+
+
+def _assigned_names(body) -> frozenset:
+    """Names a function body binds (its locals), not looking into nested scopes."""
+    names, declared = set(), set()
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, gast.Nonlocal):
+            declared.update(n.names)
+            continue
+        if isinstance(n, (gast.FunctionDef, gast.Lambda)):
+            if isinstance(n, gast.FunctionDef):
+                names.add(n.name)
+            continue
+        if isinstance(n, (gast.ListComp, gast.GeneratorExp, gast.DictComp, gast.SetComp)):
+            continue
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            names.add(n.id)
+        stack.extend(gast.iter_child_nodes(n))
+    return frozenset(names - declared)
