@@ -100,3 +100,21 @@ def test_a_loop_leaving_a_name_bound_to_a_container_item_is_refused():
     value, grad = sg.value_and_grad(f)(x)
     assert_close(value, f(x.copy()))
     assert_close(grad, numeric_grad(f, [x], 0))
+
+
+def _loop_over_a_temporary_tuple_holding_a_written_array(x):
+    y = x.copy()  # an ndarray for certain: `y *= r` writes into it
+    for r in (y, y):  # the second iteration's r is y as the first one left it
+        y *= r
+    return np.sum(y)
+
+
+def test_an_unrolled_loop_reads_each_element_as_it_is_when_its_iteration_starts():
+    """A write in one iteration reaches the arrays a temporary sequence holds (fuzz seed
+    501217: `for r in (x, x.reshape(24)): x *= ...` read the first x in the
+    second iteration, a wrong value and gradient)."""
+    x = np.array([0.5, -1.2, 0.8])
+    f = _loop_over_a_temporary_tuple_holding_a_written_array
+    value, grad = sg.value_and_grad(f)(x)
+    assert_close(value, np.sum(x ** 4))
+    assert_close(grad, numeric_grad(f, [x], 0))

@@ -363,18 +363,29 @@ class Loops(Iteration):
             scope.env[flag] = Const(False)
         iterating = self.__dict__.setdefault("iterating", [])  # containers.block_changes reads it
         iterating.append(items)
+        # an element is read when its iteration starts, as it is then: a write in an earlier
+        # iteration rebinds the names and containers holding the array it wrote, so a
+        # temporary sequence is held under a hidden name too (fuzz seed 501217: `for r in
+        # (x, x.reshape(-1)): x *= ...` read the first x in the second iteration)
+        held = None if isinstance(node.iter, gast.Name) else f"{ITEM}{item}_sequence"
+        if held is not None:
+            scope.env[held] = list(items)
         try:
-            self._unrolled_iterations(node, scope, items, breaks, flag, item, bind, lowered)
+            self._unrolled_iterations(node, scope, items, breaks, flag, item, bind, lowered, held)
         finally:
             iterating.pop()
+            if held is not None:
+                scope.env.pop(held, None)
         if breaks:
             scope.env.pop(flag, None)
 
-    def _unrolled_iterations(self, node, scope, items, breaks, flag, item, bind, lowered):
+    def _unrolled_iterations(self, node, scope, items, breaks, flag, item, bind, lowered, held):
         """The body once per element, read when its iteration starts: a list the body
         changes (`L[-1] = v`, `L.append(v)`) is iterated as it is then, as in Python."""
         i = 0
         while i < len(items):
+            if i:  # what the sequence holds now (`held`: the temporary's hidden name)
+                items = scope.env[held] if held is not None else self.static_items(node, scope)
             value, i = items[i], i + 1
             if i > MAX_UNROLLED:
                 self.fail(node, f"a loop over a list that grows in every iteration (more than "
