@@ -154,3 +154,30 @@ def test_augmenting_an_item_that_may_be_a_scalar_is_undecided_and_the_hint_compi
     assert "write `L[0] = L[0] + ...`" in str(info.value)
     f = _item_that_may_be_a_scalar_rewritten
     assert_close(sg.grad(f)(x), numeric_grad(f, [x], 0))
+
+
+def _writes_its_argument(a):
+    a[a > 0.63] *= 3.0
+    return a
+
+
+def _receiver_computed_before_the_argument_writes(x):
+    v = x[0] + 1.0
+    return (v > 3.0).dot(_writes_its_argument(v)) + (v * 1.0).dot(_writes_its_argument(v))
+
+
+def _receiver_is_the_written_array(x):
+    v = x[0] + 1.0
+    return v.dot(_writes_its_argument(v * 1.0)) + v.dot(_writes_its_argument(v))
+
+
+def test_a_method_call_evaluates_its_receiver_before_its_arguments():
+    """Python evaluates `base.method` first: a receiver computed before an argument writes
+    into an array it was computed from keeps its value, and a receiver that is the written
+    array itself sees the write (fuzz seed 602080: `(v > 3.0).dot(f(v))` read v after f
+    wrote into it, a wrong value and gradient)."""
+    for x in (np.array([[0.7, 0.4], [0.7, 0.2]]), np.array([[-0.7, -0.4], [0.1, 0.2]])):
+        for f in (_receiver_computed_before_the_argument_writes, _receiver_is_the_written_array):
+            value, grad = sg.value_and_grad(f)(x.copy())
+            assert_close(value, f(x.copy()))
+            assert_close(grad, numeric_grad(f, [x], 0))

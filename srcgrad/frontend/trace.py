@@ -306,6 +306,21 @@ class Tracer(Inlining, Expander, ControlFlow):
             return containers.method(self, base, name, args, kwargs, node)
         return super().call_method(base, name, args, kwargs, node)
 
+    def hold(self, value, scope):
+        """A method call's receiver, under a hidden name while its arguments are traced:
+        a write into its storage by an argument rebinds it as it rebinds every name
+        (`x.dot(f(x))` sees f's write into x, `(x > 0).dot(f(x))` does not)."""
+        if not isinstance(value, Var):
+            return value
+        name = f"_receiver{sum(1 for n in scope.env if n.startswith('_receiver'))}"
+        scope.env[name] = value
+        return name
+
+    def release(self, held, scope):
+        if isinstance(held, str):
+            return scope.env.pop(held)
+        return held
+
     def call_value(self, value, args, kwargs, node):
         if isinstance(value, TraceObject):  # `model(x)`: its class's __call__
             return value.trace_method(self, "__call__", args, kwargs, node)

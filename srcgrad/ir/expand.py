@@ -333,6 +333,11 @@ class Expander:
         return self.expr(node, scope)
 
     def expr_Call(self, node, scope):
+        func = node.func
+        # Python evaluates `base.method` before the arguments, which may write into arrays:
+        # `(v > 3.0).dot(f(v))` reads v before f writes it (fuzz seed 602080)
+        held = self.hold(self.expr(func.value, scope), scope) if isinstance(func, gast.Attribute) \
+            else None
         args = list(self.elements(node.args, scope))
         kwargs = {}
         for kw in node.keywords:
@@ -343,9 +348,8 @@ class Expander:
                 kwargs.update(value)
             else:
                 kwargs[kw.arg] = self.expr(kw.value, scope)
-        func = node.func
         if isinstance(func, gast.Attribute):
-            base = self.expr(func.value, scope)
+            base = self.release(held, scope)
             if not isinstance(base, Const):
                 return self.call_method(base, func.attr, args, kwargs, node)
             try:
@@ -358,6 +362,14 @@ class Expander:
                 return self.call_value(callee_value, args, kwargs, node)
             callee = callee_value.value
         return self.call(callee, args, kwargs, node)
+
+    def hold(self, value, scope):
+        """Keep `value` while the rest of a call is evaluated; `release` gives it back as
+        it is then (the Tracer: an array the arguments wrote into, as it reads after)."""
+        return value
+
+    def release(self, held, scope):
+        return held
 
     def call_value(self, value, args, kwargs, node):
         """`value(...)` for a value that is not a static callable."""
