@@ -138,3 +138,16 @@ class ProbeFailed(Exception):
     so that the transforms can catch it without importing the passes: a disk-cache
     hit imports no pass and no IR (issue 15)."""
 
+
+def last_line(code) -> int:
+    """The last source line a function's code object (its nested code included) spans:
+    where its source ends in the file (srcgrad.frontend.parse reads it, and
+    srcgrad.pipeline.keys hashes it for a cache key without parsing)."""
+    end = code.co_firstlineno
+    for _, line_end, _, _ in code.co_positions():
+        if line_end is not None and line_end > end:
+            end = line_end
+    for const in code.co_consts:
+        if hasattr(const, "co_positions"):
+            end = max(end, last_line(const))
+    return end

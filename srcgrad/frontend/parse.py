@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from srcgrad.errors import CompileError
+from srcgrad.errors import CompileError, last_line
 from srcgrad.ir.core import Loc
 
 
@@ -57,7 +57,7 @@ def _source_lines(fn, code):
     lines = linecache.getlines(code.co_filename)
     if positions is None or not lines or code.co_name == "<lambda>":
         return inspect.getsourcelines(fn)
-    end = _last_line(code)
+    end = last_line(code)
     first = code.co_firstlineno
     chunk = lines[first - 1:end]
     text = textwrap.dedent("".join(chunk))
@@ -68,17 +68,6 @@ def _source_lines(fn, code):
     if not tree.body or not isinstance(tree.body[0], gast.FunctionDef):
         return inspect.getsourcelines(fn)
     return chunk, first
-
-
-def _last_line(code) -> int:
-    end = code.co_firstlineno
-    for _, line_end, _, _ in code.co_positions():
-        if line_end is not None and line_end > end:
-            end = line_end
-    for const in code.co_consts:
-        if hasattr(const, "co_positions"):
-            end = max(end, _last_line(const))
-    return end
 
 
 def parse_function(fn) -> FunctionSource:

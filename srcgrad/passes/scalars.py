@@ -93,17 +93,13 @@ def _as_numpy(op, known):
     NumPy value (which `op` then reads), else None."""
     if not all(_is_scalar(a, known) for a in op.args):
         return None
-    a = op.args[0]
-    out = Var("_number", a.kind if isinstance(a, Var) else "array")
-    op.args = (out,) + op.args[1:]
-    return Op("numpy_number", (a,), (out,), op.loc,
-              attrs={k: v for k, v in op.attrs.items() if k == "backward"})
+    return _first_as_numpy(op)
 
 
 def _first_as_numpy(op):
     """The op making `op`'s first operand a NumPy value again (which `op` then reads)."""
     a = op.args[0]
-    out = Var("_number", a.kind)
+    out = Var("_number", a.kind if isinstance(a, Var) else "array")
     op.args = (out,) + op.args[1:]
     return Op("numpy_number", (a,), (out,), op.loc,
               attrs={k: v for k, v in op.attrs.items() if k == "backward"})

@@ -45,6 +45,7 @@ import numpy
 
 from srcgrad._version import __version__ as VERSION
 from srcgrad.codegen.cache import sha256  # hashlib's, without importing OpenSSL
+from srcgrad.errors import last_line
 
 
 def _scan(directory: str, suffixes: tuple, recurse: bool, out: list) -> None:
@@ -161,7 +162,7 @@ class _Quick:
         if id(fn) in self._stack:
             return "recursive:" + fn.__qualname__
         lines = linecache.getlines(code.co_filename)
-        chunk = lines[code.co_firstlineno - 1:_last_line(code)]
+        chunk = lines[code.co_firstlineno - 1:last_line(code)]
         if not chunk:
             return None
         self._stack.add(id(fn))
@@ -270,14 +271,4 @@ def _names(code) -> set:
             found |= _names(const)
     return found
 
-
-def _last_line(code) -> int:
-    end = code.co_firstlineno
-    for _, line_end, _, _ in code.co_positions():
-        if line_end is not None and line_end > end:
-            end = line_end
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            end = max(end, _last_line(const))
-    return end
 
