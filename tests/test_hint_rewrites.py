@@ -764,6 +764,24 @@ PROGRAM = textwrap.dedent('''
             y = v.copy()
         return np.sum(v * v) + np.sum(y * y)
 
+    def bad_loop_leaves_a_view(x, c):
+        x = x * 1.0
+        y = x * 3.0
+        for _ in range(3):  # HERE (the loop; the message names the write's line)
+            x[[1, 0]] *= c
+            if x[0] > -5.0:
+                y = x[1:]
+        return np.sum(y)
+
+    def good_loop_leaves_a_view(x, c):
+        x = x * 1.0
+        y = x * 3.0
+        for _ in range(3):
+            x[[1, 0]] *= c
+            if x[0] > -5.0:
+                y = x[1:].copy()
+        return np.sum(y)
+
     def bad_chosen_view_written(x):
         v = np.reshape(x if x[:1] < -0.95 else x[:1], ())
         x[[0, 1]] += x[:1]
@@ -1262,6 +1280,9 @@ ROWS = [
     Row(("frontend/aliases.py", "through a name that an iteration leaves bound to the array of"),
         "bad_loop_rebinds_to_alias", "leaves bound to the array of `v`", "copy where the loop binds it",
         "good_loop_rebinds_to_alias"),
+    Row(("frontend/aliases.py", "iteration may have left shared with"),
+        "bad_loop_leaves_a_view", "may have left shared with `y`", "add `.copy()` to the value",
+        "good_loop_leaves_a_view", args=lambda m: (X.copy(), np.array([1.5]))),
     Row(("frontend/mutation.py", "on some paths this value is the array written at line"),
         "bad_chosen_view_written", "on some paths this value is the array written",
         "copy explicitly where it is chosen", "good_chosen_view_written"),

@@ -118,3 +118,40 @@ def test_an_unrolled_loop_reads_each_element_as_it_is_when_its_iteration_starts(
     value, grad = sg.value_and_grad(f)(x)
     assert_close(value, np.sum(x ** 4))
     assert_close(grad, numeric_grad(f, [x], 0))
+
+
+def _views_left_by_an_iteration(x, c):
+    x = x * 1.0
+    y = x * 3.0
+    s = 0.0
+    for _ in range(3):
+        x[[1, 0]] *= c  # from the second iteration on, this reaches y (NumPy)
+        s = s + np.sum(y * y)
+        if x[0] > -5.0:
+            y = x[1:]
+    return s
+
+
+def _view_rebound_before_it_is_read(x, c):
+    x = x * 1.0
+    s = 0.0
+    for _ in range(3):
+        x[[1, 0]] *= c
+        y = x[1:]  # bound afresh each iteration before any read: the write cannot reach it
+        s = s + np.sum(y * y)
+    return s
+
+
+def test_a_write_in_a_loop_reaching_a_view_an_earlier_iteration_left_is_refused():
+    # Fuzz seed 700838: `x0[...] *= s; if c: x1 = x0.reshape(4)` in a loop read x1 as the
+    # previous iteration left it, not as the next iteration's write changed it.
+    x, c = _r(4), np.array([1.5])
+    with pytest.raises(sg.CompileError, match="may have left shared with `y`"):
+        sg.grad(_views_left_by_an_iteration)(x, c)
+
+
+def test_a_view_bound_afresh_every_iteration_compiles():
+    x, c = _r(4), np.array([1.5])
+    for fn in (sg.grad, lambda f: (lambda *a: sg.value_and_grad(f)(*a)[1])):
+        assert_close(fn(_view_rebound_before_it_is_read)(x.copy(), c),
+                     numeric_grad(_view_rebound_before_it_is_read, [x, c], 0), rtol=1e-5, atol=1e-7)

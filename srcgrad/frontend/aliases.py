@@ -63,7 +63,7 @@ class BlockAliases:
         if any(self._mutable(s) for s in sources):
             self.merged[id(out)] = sources
 
-    def note_loop_outputs(self, prim, args, inits, params, results, outs):
+    def note_loop_outputs(self, prim, args, inits, params, results, outs, body_ops=(), names=()):
         """A loop's carried values (Note [Aliases across blocks]): inside the body a
         param is the first value or what the previous iteration left; after the loop
         the output is what the last iteration left, or the first value when the loop
@@ -74,6 +74,7 @@ class BlockAliases:
             isinstance(a, Const) for a in args) else None
         runs = prim == "for_range" and (bounds is None or not all(
             isinstance(b, int) for b in bounds) or bounds[2] == 0 or len(range(*bounds)) > 0)
+        self._refuse_carried_views(params, results, body_ops, names)
         for init, param, result, out in zip(inits, params, results, outs):
             self._refuse_rebound_alias(param, result)
             self.note_merge(param, (init, result))
@@ -83,6 +84,32 @@ class BlockAliases:
                     # loop's: that loop's body wrote through its param too (fuzz seed 82246)
                     self.held_written.setdefault(id(init), self.held_written[id(param)])
                 self._poison_held(param, init)
+
+    def _refuse_carried_views(self, params, results, body_ops, names):
+        """A body that writes through a param `x` and ends an iteration with another
+        carried name bound to `x`'s array (`y = x.reshape(4)`, on some path or all):
+        the next iteration's write reaches `y`'s param, which the body reads as a value
+        of its own (fuzz seed 700838). `shared` covers sharing on entry only."""
+        named = dict(zip(map(id, params), names))
+        pairs = [(p, r) for p, r in zip(params, results) if self._mutable(r)]
+        written = [(p, r) for p, r in pairs if id(p) in self.written_params]
+        if not written:
+            return
+        used = {id(v) for op in body_ops for v in op.operand_vars()}
+        used |= {id(v) for r in results if isinstance(r, Var) for v in (r,)}
+        memo = {}
+        for p, r in written:
+            for q, s in pairs:
+                if q is p or id(q) not in used or not self._storages(s, memo) & self._storages(r, memo):
+                    continue
+                loc = self.written_params[id(p)]
+                x, y = named.get(id(p), p.name), named.get(id(q), q.name)
+                self.tracer.fail(None, f"an in-place write inside a loop (line "
+                                 f"{loc.line if loc else '?'}) into `{x}`, which an earlier "
+                                 f"iteration may have left shared with `{y}` (a view of it or "
+                                 "the same array), so the write would reach it",
+                                 f"copy where the loop binds `{y}` (add `.copy()` to the value "
+                                 f"bound to `{y}`), or write into one name only")
 
     def _refuse_rebound_alias(self, param, result):
         """A body that writes through a param and ends its iteration with the name bound to

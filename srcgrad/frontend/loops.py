@@ -293,7 +293,8 @@ class Loops(Iteration):
             self.note_maybe_none(out, init)
         self.mutation.check_loop_containers(node, scope.env, env_after, carried)
         self.mutation.note_loop_outputs(prim, args, inits, flat_params,
-                                        results[-len(flat_params):] if flat_params else [], outs)
+                                        results[-len(flat_params):] if flat_params else [], outs,
+                                        body_ops, names)
         self.ops.append(Op(prim, (*args, Pack(tuple(inits))), outs, self.loc,
                            blocks=(Block(body_ops, results, block_params),)))
         by_param = {id(p): o for p, o in zip(flat_params, outs)}
