@@ -395,10 +395,10 @@ PROGRAM = textwrap.dedent('''
 
     def bad_write_in_called_helper(x):
         def bump(v):
-            v[0] = 0.0  # HERE
+            if np.sum(v) > 0:
+                v[0] = 0.0  # HERE
         y = x * 1.0
-        if np.sum(x) > 0:
-            bump(y)
+        bump(y)
         return np.sum(y * x)
 
     def good_write_in_called_helper(x):
@@ -1230,8 +1230,8 @@ ROWS = [
         "bad_maybe_written_in_loop", "the compiler cannot check it", "write out of place",
         "good_maybe_written_in_loop", args=lambda m: (X.copy(), 3)),
     # in-place writes
-    Row(("frontend/mutation.py", "{} {}"), "bad_write_in_called_helper",
-        "in a function called inside an `if`/loop", "`y = np.where(mask, v, y)`",
+    Row(("frontend/mutation.py", "in a called function, into"), "bad_write_in_called_helper",
+        "inside an `if`/loop in a called function, into `y`", "`y = np.where(mask, v, y)`",
         "good_write_in_called_helper"),
     Row(("frontend/control.py", "changes them, and `{}` differs {}"), "bad_append_in_branch",
         "the length or keys of `ys` would depend on array values", "append on both branches",
@@ -1430,8 +1430,6 @@ EXEMPT = {
     ("frontend/transforms.py", "has_aux must be True or False when compiling"): NOT_YET,
     ("frontend/transforms.py", "srcgrad's transforms are not loaded"):
         "internal: srcgrad.api registers the transforms when it is imported, before any runs",
-    ("frontend/idioms.py", "where `b` is a view of `a`"):
-        "its .copy() rewrite is tested in tests/test_idioms.py (f0d4636)",
     ("frontend/idioms.py", "the method `.{}()` of a functools.partial"): WRONG,
     ("frontend/idioms.py", "a functools.partial of a value that is not a function"): WRONG,
     ("frontend/idioms.py", "the attribute `.{}` of a functools.partial"): NOT_YET,

@@ -84,6 +84,33 @@ class Inlining:
                       local_names=nested.local_names)
         return self._trace_call(nested.body, scope)
 
+    # Note [Writes by callees inside blocks]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A block (an `if` branch, a loop body: Note [Tracing control flow]) traces in a
+    # copy of one scope's env and carries out the names of that scope it rebinds. A
+    # function called inside the block is traced in place, in scopes pushed while the
+    # block is traced: what its writes rebind there (`def bump(v): v[0] = 0`, called as
+    # `if c: bump(y)`, rebinds the caller's `y`, which is the block's scope) is the
+    # block's to carry, as if the callee's body were written in the block. Only a
+    # scope the innermost block neither copied nor pushed (the caller of a function
+    # whose own `if`/loop writes into the caller's array) would see a value defined in
+    # the block leak past it: Mutation._remap refuses a write that changes a name
+    # there.
+    def trace_block(self, stmts, scope, *args, **kwargs):
+        self.blocks.append((scope, len(self.scopes)))
+        try:
+            return super().trace_block(stmts, scope, *args, **kwargs)
+        finally:
+            self.blocks.pop()
+
+    def block_outside(self, scope) -> bool:
+        """Whether `scope`'s names are outside the innermost block traced now (Note
+        [Writes by callees inside blocks]); False outside every block."""
+        if not self.blocks:
+            return False
+        own, start = self.blocks[-1]
+        return scope is not own and not any(s is scope for s in self.scopes[start:])
+
     def _check_depth(self, name, node):
         if self.depth >= MAX_INLINE_DEPTH:
             self.error(node, f"calls to `{name}` nest more than {MAX_INLINE_DEPTH} deep: "

@@ -171,9 +171,10 @@ class InPlaceStatements:
             tr.error(node, f"'{type(base.value).__name__}' object does not support item assignment")
         if not isinstance(base, (Var, Const)):
             tr.fail(node, "item assignment into this value")
-        if self._views_of(value, self._chain(base)[-1]):
+        if self._views_of(value, self._chain(base)[-1]) and not _integer_array_index(index):
             # NumPy copies overlapping strided views element by element (seed 9079: `x[:, 0] =
             # x.ravel()[:4]`), so its result depends on memory order; compiled code's does not
+            # (an integer-array index copies an overlapping value first, as compiled code reads it)
             tr.fail(node, "assigning into an array a view of that same array",
                     "assign a copy: `x[...] = (...).copy()`")
         new = tr.apply(rules.RULES["setitem"], [base, index, value], {}, node)
@@ -238,3 +239,36 @@ def _shown(node) -> str:
     import ast
 
     return ast.unparse(gast.gast_to_ast(node)) if not isinstance(node, gast.Name) else node.id
+
+def _integer_array_index(index) -> bool:
+    """Whether `x[index] = v` indexes with an integer array (a constant list or array of
+    ints, beside ints and slices): NumPy's advanced assignment then copies a `v` that
+    overlaps `x` before writing (its map iterator's copy-if-overlap), which is what
+    compiled code computes. Not a boolean mask: a mask with every axis of `x` is
+    assigned element by element with no copy, so its result depends on memory order."""
+    parts = index if isinstance(index, tuple) else (
+        tuple(Const(v) for v in index.value) if isinstance(index, Const)
+        and isinstance(index.value, tuple) else (index,))
+    found = False
+    for p in parts:
+        value = _constant(p)
+        if value is None and not (isinstance(p, Const) and p.value is None):
+            return False  # a value known only at run time: its dtype too
+        if isinstance(value, (list, numpy.ndarray)):
+            if numpy.asarray(value).dtype.kind not in "iu":
+                return False
+            found = True
+        elif not (value is None or value is Ellipsis or isinstance(value, slice)
+                  or isinstance(value, (int, numpy.integer)) and not isinstance(value, bool)):
+            return False
+    return found
+
+
+def _constant(v):
+    """The Python value of a Const, or of a (nested) list of them; None otherwise."""
+    if isinstance(v, Const):
+        return v.value
+    if isinstance(v, list):
+        items = [_constant(x) for x in v]
+        return None if any(i is None for i in items) else items
+    return None

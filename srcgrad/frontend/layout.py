@@ -124,7 +124,6 @@ class ArgumentViews:
         write where x is an ndarray at run time, and keep their value where it is a
         scalar (which `op=` only rebinds). The caller binds x itself to `new`."""
         tr = self.tracer
-        self.guard_region(node, "an in-place write")
         self.saved.written(old, False, tr.loc)
         outer, then_ops, checked = tr.ops, [], set(self.checked)
         tr.ops = then_ops

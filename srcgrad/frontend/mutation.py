@@ -101,25 +101,6 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
             if isinstance(n, (gast.For, gast.While)):
                 self.loop_nodes.update(id(m) for m in gast.walk(n))
 
-    def guard_region(self, node, what, container=False):
-        """Writes inside if/for/while blocks that the blocks would not carry out.
-
-        A block (Note [Tracing control flow] in srcgrad.frontend.control) carries out
-        the names of its own scope that it rebinds; an in-place write inside a loop, a
-        write by an inlined callee, or a change to a native list/dict (shared with the
-        code outside the block) would not be carried: refused, never a wrong gradient."""
-        if self.top_ops is None or self.tracer.ops is self.top_ops:
-            return
-        # Loops carry what their body rebinds at their own level (Note [Tracing control
-        # flow]); a write by an inlined callee inside a block, or a change to a shared
-        # list/dict, is still refused.
-        if container or self.tracer.depth > 0:
-            where = "inside an `if`/loop on array values" if container else "inside a loop"
-            self.tracer.fail(node, f"{what} {where}" if not self.tracer.depth or container
-                             else f"{what} in a function called inside an `if`/loop on array "
-                             "values", "build the result functionally (e.g. `y = np.where(mask, "
-                             "v, y)`, or collect values in a list comprehension and `np.stack` them)")
-
     # ------------------------------------------------------------------ recording
     def note_view(self, name, operands, out):
         base = operands[0]
@@ -164,8 +145,6 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
         (ArgumentViews.write_if_array): an integer index above it was a view, and the
         rebinding is returned (a function of each tvalue) instead of applied."""
         tr = self.tracer
-        if not flagged:  # (a flagged write is checked before its block: write_if_array)
-            self.guard_region(node, "an in-place write")
         self._refuse_shared(old, node, "an in-place write")
         if how != "dirty" and not flagged:  # a Function's output replacing its written input
             self.saved.written(old, how != "name", tr.loc)
@@ -346,9 +325,17 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
             return v
 
         for scope in self._scopes():
+            outside = in_block and self.tracer.depth > 0 and self.tracer.block_outside(scope)
             for name in list(scope.env):
                 old = scope.env[name]
-                new = scope.env[name] = rebuild(old)
+                new = rebuild(old)
+                if outside and new is not old:  # Note [Writes by callees inside blocks]
+                    self.tracer.fail(None, "an in-place write, inside an `if`/loop in a called "
+                                     f"function, into `{name}` of its caller",
+                                     "build the result functionally (e.g. `y = np.where(mask, v, "
+                                     "y)`), or move the `if`/loop into the caller: a function "
+                                     "called inside an `if`/loop may write into its arguments")
+                scope.env[name] = new
                 if new is not old and isinstance(new, Var) and new.name.startswith("_"):
                     new.name = self.tracer.namer.fresh(name)  # `b` after a write through `v`
 

@@ -77,6 +77,8 @@ class Tracer(Inlining, Expander, ControlFlow):
         # by the pipeline when it compiles a variant for known argument shapes
         self.facts = None
         self.enclosing: list = []  # the op lists of the blocks around the one traced now
+        # (scope, len(scopes) at its start) per block traced now (Inlining.block_outside)
+        self.blocks: list = []
         self._facts_seen: tuple = (None, {})
 
     # ------------------------------------------------------------------ entry points

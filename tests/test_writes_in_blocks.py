@@ -1,0 +1,207 @@
+"""In-place writes made by a function called inside an `if`/loop (issue 11, task I5):
+the callee's body is traced in the block, so what its writes rebind in the caller is
+the block's to carry (Note [Writes by callees inside blocks] in
+srcgrad.frontend.inlining). Each program is checked against central differences in
+reverse and forward mode, and called again with data that takes the other path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from tests.conftest import assert_close, numeric_grad
+
+
+def _bump(v):
+    v[0] = 0.0
+
+
+def _scale_tail(v, s):
+    v[1:] *= s
+    return np.sum(v)
+
+
+def _fill_local(a):
+    y = np.zeros((4,))
+    for i, r in enumerate(a):
+        y[i] = np.sum(a) * r
+    return y * a
+
+
+def _write_view(a):
+    w = a[1:]
+    w[0:1] = np.min(a)
+    return np.sum(w)
+
+
+def _write_reshaped(a):
+    w = a.reshape(-1)
+    w[0:1] = np.min(a)
+    return np.sum(w)
+
+
+def _twice(v):
+    _bump(v)
+    v += 1.0
+
+
+def write_in_branch(x):
+    y = x * 1.0
+    if np.sum(x) > 0:
+        _bump(y)
+    return np.sum(y * x)
+
+
+def write_in_both_branches(x):
+    y = x * 2.0
+    if np.max(x) > 1.0:
+        _scale_tail(y, x[0])
+    else:
+        _bump(y)
+    return np.sum(y * y)
+
+
+def write_in_for_loop(x):
+    y = x * 1.0
+    for r in x[:2]:
+        _scale_tail(y, r)
+    return np.sum(np.sin(y))
+
+
+def write_in_while_loop(x):
+    y = x + 0.5
+    k = 0
+    while k < 3 and np.sum(y) < 20.0:
+        k += 1
+        _scale_tail(y, 1.5)
+    return np.sum(y * x)
+
+
+def local_buffer_in_callee_loop(x):
+    out = x * 0.0
+    for r in x[:2]:
+        out = out + _fill_local(x) * r
+    return np.sum(out)
+
+
+def write_through_view_in_branch(x):
+    y = x * 1.0
+    if np.mean(x) > 0:
+        s = _write_view(y)
+    else:
+        s = np.sum(y)
+    return s * np.sum(y * x)
+
+
+def nested_callees_in_branch(x):
+    y = x * 3.0
+    if x[1] > 0:
+        _twice(y)
+    return np.sum(y * x)
+
+
+def argument_view_written_in_branch(x):
+    s = 0.0
+    if x[0] > 0:  # a reshape of the argument: a view or not is NumPy's answer at run time
+        s = _write_reshaped(x)
+    return s * np.sum(x * x)
+
+
+def argument_written_in_branch(x):
+    if np.sum(x) > 0:
+        _scale_tail(x, 2.0)
+    return np.sum(x * x)
+
+
+PROGRAMS = [write_in_branch, write_in_both_branches, write_in_for_loop, write_in_while_loop,
+            local_buffer_in_callee_loop, write_through_view_in_branch, nested_callees_in_branch,
+            argument_written_in_branch, argument_view_written_in_branch]
+DATA = [np.array([0.5, -1.0, 2.0, 0.3]), np.array([-3.0, 1.5, -2.0, 0.3])]
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_reverse_mode_against_central_differences(f):
+    g = sg.grad(f)
+    for x in DATA:  # the second call takes the other path
+        assert_close(g(x.copy()), numeric_grad(f, [x.copy()], 0), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
+def test_forward_mode_against_central_differences(f):
+    for x in DATA:
+        t = np.linspace(0.5, 1.5, x.size)
+        out, t_out = sg.jvp(f, (x.copy(),), (t,))
+        assert_close(out, f(x.copy()))
+        assert_close(t_out, numeric_grad(f, [x.copy()], 0) @ t, rtol=1e-5, atol=1e-7)
+
+
+def test_value_and_grad_give_numpys_value():
+    for x in DATA:
+        value, _ = sg.value_and_grad(write_in_branch)(x.copy())
+        assert_close(value, write_in_branch(x.copy()))
+
+
+def _bump_if_positive(v):
+    if np.sum(v) > 0:
+        v[0] = 0.0
+
+
+def callee_branch_writes_callers_array(x):
+    y = x * 1.0
+    _bump_if_positive(y)
+    return np.sum(y * x)
+
+
+def test_a_callees_own_branch_writing_the_callers_array_is_refused():
+    # The callee's `if` carries only the callee's names: `y` of the caller is outside it.
+    with pytest.raises(sg.CompileError, match="inside an `if`/loop in a called function, into `y`"):
+        sg.grad(callee_branch_writes_callers_array)(DATA[0].copy())
+
+
+# ---------------------------------------------------------------- x[index] = a view of x
+# With an integer-array index NumPy copies an overlapping value before writing (its map
+# iterator's copy-if-overlap), which is what compiled code computes; a slice or a mask
+# is assigned element by element, its result depending on memory order: refused.
+
+def fancy_write_of_own_view(x):
+    y = x * 1.0
+    y[[2, 0, 1]] = y[0:3]
+    return np.sum(y * x)
+
+
+def fancy_write_of_own_scalar_view(x):
+    w = (x * 2.0).reshape(-1)
+    w[[1]] = w[:1].reshape(())
+    return np.sum(w * w)
+
+
+def fancy_rows_of_own_reversed_view(x):
+    m = np.outer(x, x[:3])
+    m[np.array([1, 3]), 1:] = m[::-1][:2, :2]
+    return np.sum(np.sin(m))
+
+
+FANCY = [fancy_write_of_own_view, fancy_write_of_own_scalar_view, fancy_rows_of_own_reversed_view]
+
+
+@pytest.mark.parametrize("f", FANCY, ids=lambda f: f.__name__)
+def test_integer_array_write_of_a_view_of_itself(f):
+    for x in DATA:
+        assert_close(sg.value_and_grad(f)(x.copy())[0], f(x.copy()))
+        assert_close(sg.grad(f)(x.copy()), numeric_grad(f, [x.copy()], 0), rtol=1e-5, atol=1e-7)
+        t = np.linspace(0.5, 1.5, x.size)
+        _, t_out = sg.jvp(f, (x.copy(),), (t,))
+        assert_close(t_out, numeric_grad(f, [x.copy()], 0) @ t, rtol=1e-5, atol=1e-7)
+
+
+def mask_write_of_own_view(x):
+    m = np.outer(x, x)
+    m[m > 0.0] = m.T[m > 0.0]  # (a copy: fine) ...
+    m[np.ones((4, 4), dtype=bool)] = m.ravel()[::-1]  # ... a view through a mask: refused
+    return np.sum(m)
+
+
+def test_mask_or_slice_write_of_a_view_of_itself_is_refused():
+    with pytest.raises(sg.CompileError, match="a view of that same array"):
+        sg.grad(mask_write_of_own_view)(DATA[0].copy())
