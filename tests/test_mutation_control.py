@@ -155,3 +155,46 @@ def test_a_view_bound_afresh_every_iteration_compiles():
     for fn in (sg.grad, lambda f: (lambda *a: sg.value_and_grad(f)(*a)[1])):
         assert_close(fn(_view_rebound_before_it_is_read)(x.copy(), c),
                      numeric_grad(_view_rebound_before_it_is_read, [x, c], 0), rtol=1e-5, atol=1e-7)
+
+
+def _bump(a):
+    a[1:2] = np.sum(a)  # writes into its argument: must run once per evaluation
+    return a * 2.0
+
+
+def _write_in_the_iterable_of_a_tuple_loop(x):
+    x = x * 1.0
+    s = 0.0
+    for r in (_bump(x), x):
+        s = s + np.sum(r * r)
+    return s + np.sum(x)
+
+
+def _write_in_the_iterable_of_enumerate(x):
+    x = x * 1.0
+    s = 0.0
+    for i, r in enumerate((_bump(x), x)):
+        s = s + (i + 1.0) * np.sum(r * r)
+    return s + np.sum(x)
+
+
+def _write_in_the_iterable_of_zip(x):
+    x = x * 1.0
+    s = 0.0
+    for r, q in zip((_bump(x), x), (x, _bump(x))):
+        s = s + np.sum(r * q)
+    return s + np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [_write_in_the_iterable_of_a_tuple_loop,
+                                _write_in_the_iterable_of_enumerate,
+                                _write_in_the_iterable_of_zip])
+def test_a_loops_iterable_is_evaluated_once(fn):
+    # Fuzz seed 703573: `for r in (helper(x0, b=x0),)` traced the call twice (once to
+    # choose how to loop, once for the elements), so its write into x0 happened twice.
+    x = np.array([0.3, -0.2, 0.5])
+    assert_close(sg.value_and_grad(fn)(x.copy())[0], fn(x.copy()))
+    assert_close(sg.grad(fn)(x.copy()), numeric_grad(fn, [x], 0), rtol=1e-5, atol=1e-7)
+    out, t = sg.jvp(fn, (x.copy(),), (np.ones(3),))
+    assert_close(out, fn(x.copy()))
+    assert_close(t, np.sum(numeric_grad(fn, [x], 0)), rtol=1e-5, atol=1e-7)

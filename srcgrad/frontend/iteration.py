@@ -34,26 +34,36 @@ class Iteration:
                 args = [Const(0), args[0]]
             start, stop, step = (args + [Const(1)])[:3]
             if all(isinstance(a, Const) for a in (start, stop, step)) and _subscripts_containers(
-                    node, scope):
-                return None  # `for i in range(3): layers[i]`: the index must be static
+                    node, scope):  # `for i in range(3): layers[i]`: the index must be static
+                return self._static(node, Const(range(start.value, stop.value, step.value)))
             return start, stop, step, lambda i, inner: i
-        value = self.expr(it, scope) if not _is_builtin_call(it, ("enumerate", "zip")) else None
-        if isinstance(value, Var):  # rows of an array
-            (name,) = self._sequences(scope, [value])
-            return (Const(0), self._length(value), Const(1),
-                    lambda i, inner: self._row(inner.env[name], i))
-        if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1:
+        if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1 and not it.keywords:
             seq = self.expr(it.args[0], scope)
             if isinstance(seq, Var):
                 (name,) = self._sequences(scope, [seq])
                 return (Const(0), self._length(seq), Const(1),
                         lambda i, inner: (i, self._row(inner.env[name], i)))
-        if _is_builtin_call(it, ("zip",)):
-            seqs = [self.expr(a, scope) for a in it.args]
-            if any(isinstance(s, Var) for s in seqs) and all(isinstance(s, Var) for s in seqs):
+            return self._static(node, self.builtin(enumerate, [seq], {}, it))
+        if _is_builtin_call(it, ("zip",)) and not it.keywords:
+            seqs = self.elements(it.args, scope)  # in order: a later one may write (Note
+            # [Operands evaluated in order] in srcgrad.ir.expand)
+            if all(isinstance(s, Var) for s in seqs) and seqs:
                 names = self._sequences(scope, seqs)
                 return (Const(0), self._length(seqs[0]), Const(1),
                         lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
+            return self._static(node, self.builtin(zip, seqs, {}, it))
+        value = self.expr(it, scope)
+        if isinstance(value, Var):  # rows of an array
+            (name,) = self._sequences(scope, [value])
+            return (Const(0), self._length(value), Const(1),
+                    lambda i, inner: self._row(inner.env[name], i))
+        return self._static(node, value)
+
+    def _static(self, node, value):
+        """None, the plan of a loop traced once per element; the iterable, evaluated here
+        once as Python does (a call in it runs once: fuzz seed 703573), is kept for
+        static_items."""
+        self.__dict__.setdefault("iterables", {})[id(node)] = value
         return None
 
     def _reversed_range(self, node, it, scope):
@@ -95,7 +105,13 @@ class Iteration:
         return names
 
     def static_items(self, node, scope):
-        value = self.expr(node.iter, scope)
+        """The elements of a loop traced once per element, from the iterable loop_plan
+        evaluated (read again where the loop iterates over a name)."""
+        iterables = self.__dict__.get("iterables", {})
+        value = iterables.pop(id(node)) if id(node) in iterables else self.expr(node.iter, scope)
+        return self._items(node, value)
+
+    def _items(self, node, value):
         if isinstance(value, Const):
             try:
                 return [Const(v) for v in value.value]
