@@ -181,3 +181,69 @@ def test_a_method_call_evaluates_its_receiver_before_its_arguments():
             value, grad = sg.value_and_grad(f)(x.copy())
             assert_close(value, f(x.copy()))
             assert_close(grad, numeric_grad(f, [x], 0))
+
+
+def _bump(a):
+    a[1:2] = np.sum(a)  # writes into its argument
+    return a * 2.0
+
+
+def _call_argument_before_a_writing_argument(x):
+    x = x * 1.0
+    return np.sum(np.add(x, _bump(x)))
+
+
+def _list_element_before_a_writing_element(x):
+    x = x * 1.0
+    t = np.stack([x, _bump(x)])
+    return np.sum(t * t)
+
+
+def _operand_before_a_writing_operand(x):
+    x = x * 1.0
+    return np.sum(x * _bump(x)) + np.sum((x > 0.1) == (_bump(x) > 0.1))
+
+
+def _tuple_and_dict_items_before_a_writing_item(x):
+    x = x * 1.0
+    t = (x, _bump(x))
+    d = {"a": x, "b": _bump(x)}
+    return np.sum(t[0] * t[1]) + np.sum(d["a"] * d["b"])
+
+
+def _keyword_before_a_writing_keyword(x):
+    x = x * 1.0
+    return np.sum(np.clip(x, a_min=-0.1, a_max=_bump(x)) * x)
+
+
+def _zipped_sequence_before_a_writing_one(x):
+    x = x * 1.0
+    s = 0.0
+    for r, q in zip((_bump(x), x), (x, _bump(x))):
+        s = s + np.sum(r * q)
+    return s
+
+
+def _index_computed_after_the_base(x):
+    x = x * 1.0
+    return np.sum(x[np.argsort(_bump(x))] * x)
+
+
+@pytest.mark.parametrize("f", [_call_argument_before_a_writing_argument,
+                               _list_element_before_a_writing_element,
+                               _operand_before_a_writing_operand,
+                               _tuple_and_dict_items_before_a_writing_item,
+                               _keyword_before_a_writing_keyword,
+                               _zipped_sequence_before_a_writing_one,
+                               _index_computed_after_the_base])
+def test_operands_evaluated_before_a_later_operand_writes_see_the_write(f):
+    """Note [Operands evaluated in order] (srcgrad.ir.expand): Python evaluates operands
+    left to right to objects, and an array evaluated first sees a write a later operand's
+    call makes into it (fuzz seed 703573: `helper(x0, x0, b=x0)` in a loop's iterable)."""
+    for x in (np.array([0.3, -0.2, 0.5]), np.array([-0.6, 0.4, 0.9])):
+        value, grad = sg.value_and_grad(f)(x.copy())
+        assert_close(value, f(x.copy()))
+        assert_close(grad, numeric_grad(f, [x], 0), rtol=1e-5, atol=1e-7)
+        out, t = sg.jvp(f, (x.copy(),), (np.ones(3),))
+        assert_close(out, f(x.copy()))
+        assert_close(t, np.sum(numeric_grad(f, [x], 0)), rtol=1e-5, atol=1e-7)

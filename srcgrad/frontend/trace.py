@@ -64,6 +64,16 @@ def is_temp(var: Var) -> bool:
     return var.name.startswith("_")
 
 
+HELD = "_held"  # hidden names of operands held while later operands are traced (Tracer.hold)
+
+
+class _Held:
+    """What Tracer.hold gives back for a held operand: the hidden name it is under."""
+
+    def __init__(self, name):
+        self.name = name
+
+
 class Tracer(Inlining, Expander, ControlFlow):
     """An Expander (srcgrad.ir.expand) for the whole user-code surface."""
 
@@ -265,12 +275,16 @@ class Tracer(Inlining, Expander, ControlFlow):
 
     def expr_Dict(self, node, scope):
         out = {}
-        for k, v in zip(node.keys, node.values):
-            key = self.expr(k, scope) if k is not None else None
-            if not isinstance(key, Const):
+        parts = [part for k, v in zip(node.keys, node.values)
+                 for part in (((self.expr, k),) if k is not None else ()) + ((self.expr, v),)]
+        values = iter(self.in_order(parts, scope))  # (Note [Operands evaluated in order])
+        for k in node.keys:
+            key = next(values) if k is not None else None
+            value = next(values)
+            if not isinstance(key, Const):  # (also `{**d}`)
                 self.fail(node, "a dict key that depends on the arguments",
                           "use constant keys (`{'a': x}`, `{0: x}`), or a list indexed by position")
-            out[key.value] = self.expr(v, scope)
+            out[key.value] = value
         return out
 
     def binop(self, optype, left, right, node=None):
@@ -309,18 +323,19 @@ class Tracer(Inlining, Expander, ControlFlow):
         return super().call_method(base, name, args, kwargs, node)
 
     def hold(self, value, scope):
-        """A method call's receiver, under a hidden name while its arguments are traced:
-        a write into its storage by an argument rebinds it as it rebinds every name
-        (`x.dot(f(x))` sees f's write into x, `(x > 0).dot(f(x))` does not)."""
-        if not isinstance(value, Var):
+        """An operand, under a hidden name while later operands are traced (Note [Operands
+        evaluated in order] in srcgrad.ir.expand): a write into its storage rebinds it as
+        it rebinds every name (`x.dot(f(x))` sees f's write into x, `(x > 0).dot(f(x))`
+        does not); a tuple, list or dict holding arrays is rebuilt the same way."""
+        if not isinstance(value, (Var, tuple, list, dict)):
             return value
-        name = f"_receiver{sum(1 for n in scope.env if n.startswith('_receiver'))}"
+        name = f"{HELD}{sum(1 for n in scope.env if n.startswith(HELD))}"
         scope.env[name] = value
-        return name
+        return _Held(name)
 
     def release(self, held, scope):
-        if isinstance(held, str):
-            return scope.env.pop(held)
+        if isinstance(held, _Held):
+            return scope.env.pop(held.name)
         return held
 
     def call_value(self, value, args, kwargs, node):

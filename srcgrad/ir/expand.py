@@ -185,21 +185,42 @@ class Expander:
         return list(self.elements(node.elts, scope))
 
     def elements(self, elts, scope):
-        for e in elts:
-            if isinstance(e, gast.Starred):
-                inner = self.expr(e.value, scope)
-                if isinstance(inner, Const):
-                    inner = [Const(v) for v in inner.value]
-                if not isinstance(inner, (tuple, list)):
-                    self.fail(e, "unpacking an array with `*`",
-                              "index its rows instead (`x[0], x[1]` for `*x`), or use the array whole")
-                yield from inner
-            else:
-                yield self.expr(e, scope)
+        """The values of `elts` (a `*` element gives its items), evaluated in order (Note
+        [Operands evaluated in order])."""
+        return _unstarred(elts, self.in_order([self.element(e) for e in elts], scope))
+
+    def element(self, e):
+        return (self.starred if isinstance(e, gast.Starred) else self.expr), e
+
+    def starred(self, e, scope):
+        inner = self.expr(e.value, scope)
+        if isinstance(inner, Const):
+            inner = [Const(v) for v in inner.value]
+        if not isinstance(inner, (tuple, list)):
+            self.fail(e, "unpacking an array with `*`",
+                      "index its rows instead (`x[0], x[1]` for `*x`), or use the array whole")
+        return inner
+
+    def in_order(self, parts, scope):
+        """Note [Operands evaluated in order]
+        ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        Python evaluates an expression's operands left to right, each to an object, and
+        an array object sees a write into it made while a later operand is evaluated:
+        `np.add(x, f(x))` adds x as f left it, when f writes into its argument (fuzz
+        seed 703573). An operand is a value here, not an object, so one evaluated before
+        a later operand that calls a function is held (`hold`: the Tracer keeps it under
+        a hidden name, which a write rebinds as it rebinds every name) and read back
+        once all are evaluated. `parts`: (evaluate, node) pairs."""
+        calls = [_calls(node) for _, node in parts]
+        values = []
+        for i, (evaluate, node) in enumerate(parts):
+            value = evaluate(node, scope)
+            values.append((True, self.hold(value, scope)) if any(calls[i + 1:]) else (False, value))
+        return [self.release(value, scope) if held else value for held, value in values]
 
     def expr_BinOp(self, node, scope):
-        return self.binop(type(node.op), self.expr(node.left, scope),
-                          self.expr(node.right, scope), node)
+        left, right = self.in_order([(self.expr, node.left), (self.expr, node.right)], scope)
+        return self.binop(type(node.op), left, right, node)
 
     def binop(self, optype, left, right, node=None):
         if isinstance(left, Const) and isinstance(right, Const):
@@ -218,10 +239,10 @@ class Expander:
         return self.apply(rules.RULES[UNARYOPS[type(node.op)]], [operand], {})
 
     def expr_Compare(self, node, scope):
-        left = self.expr(node.left, scope)
+        left, *rights = self.in_order([(self.expr, n) for n in (node.left, *node.comparators)],
+                                      scope)
         result = None
-        for op, comp in zip(node.ops, node.comparators):
-            right = self.expr(comp, scope)
+        for op, right in zip(node.ops, rights):
             if isinstance(left, Const) and isinstance(right, Const):
                 part = Const(PY_CMPOPS[type(op)](left.value, right.value))
             elif type(op) in (gast.Is, gast.IsNot) and (isinstance(left, Const) or isinstance(right, Const)):
@@ -301,8 +322,7 @@ class Expander:
         self.fail(node, f"the attribute `.{node.attr}` of a tuple, list or dict")
 
     def expr_Subscript(self, node, scope):
-        base = self.expr(node.value, scope)
-        index = self.index(node.slice, scope)
+        base, index = self.in_order([(self.expr, node.value), (self.index, node.slice)], scope)
         if isinstance(base, (tuple, list, dict)):
             if not isinstance(index, Const):
                 self.fail(node, "indexing a tuple, list or dict with a dynamic index",
@@ -334,22 +354,24 @@ class Expander:
 
     def expr_Call(self, node, scope):
         func = node.func
-        # Python evaluates `base.method` before the arguments, which may write into arrays:
-        # `(v > 3.0).dot(f(v))` reads v before f writes it (fuzz seed 602080)
-        held = self.hold(self.expr(func.value, scope), scope) if isinstance(func, gast.Attribute) \
-            else None
-        args = list(self.elements(node.args, scope))
+        # Python evaluates `base.method`, then the arguments, which may write into arrays
+        # (Note [Operands evaluated in order]): `(v > 3.0).dot(f(v))` reads v before f
+        # writes it, `v.dot(f(v))` after (fuzz seed 602080)
+        method = isinstance(func, gast.Attribute)
+        receiver = [(self.expr, func.value)] if method else []
+        values = self.in_order(receiver + [self.element(e) for e in node.args]
+                               + [(self.expr, kw.value) for kw in node.keywords], scope)
+        base = values[0] if method else None
+        args = _unstarred(node.args, values[method:method + len(node.args)])
         kwargs = {}
-        for kw in node.keywords:
+        for kw, value in zip(node.keywords, values[method + len(node.args):]):
             if kw.arg is None:
-                value = self.expr(kw.value, scope)
                 if not isinstance(value, dict):
                     self.fail(node, "`**` of a value that is not a dict")
                 kwargs.update(value)
             else:
-                kwargs[kw.arg] = self.expr(kw.value, scope)
+                kwargs[kw.arg] = value
         if isinstance(func, gast.Attribute):
-            base = self.release(held, scope)
             if not isinstance(base, Const):
                 return self.call_method(base, func.attr, args, kwargs, node)
             try:
@@ -472,6 +494,17 @@ def _static_value(operand):
             return slice(*items)
         return items if operand.style == "tuple" else list(items)
     raise TypeError(operand)
+
+
+def _unstarred(elts, values) -> list:
+    """`values` of `elts` with the items of each `*` element in its place."""
+    return [v for e, value in zip(elts, values)
+            for v in (value if isinstance(e, gast.Starred) else (value,))]
+
+
+def _calls(node) -> bool:
+    """Whether evaluating `node` may call a function (which may write into arrays)."""
+    return any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(node))
 
 
 def describe(node) -> str:
