@@ -277,6 +277,10 @@ def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, a
               - float(phi(*unflatten(axpy(leaves, u, -e, lspecs), spec)))) / (2 * e) for e in EPS]
         if not (np.isfinite(d[0]) and np.isfinite(d[1])) or not _close(d[0], d[1], scale * 10):
             raise Discard("finite differences disagree between step sizes (kink or branch)")
+        if abs(d[0]) * EPS[0] > 1.0:  # (seed 701411: `s + np.cos(s)`, s ~ 4e13, whose
+            # cosine turns 3e8 times within the smallest step: both steps average it away)
+            raise Discard("the smallest step moves the output by more than 1: finite "
+                          "differences cannot resolve a periodic function of such values")
         derivs.append(d[0])
     u = directions[0]
     jvps = []

@@ -219,6 +219,19 @@ def test_references_discard_a_python_float_whose_intermediate_overflows():
         oracle.references(f, [("float",)], "scalar", [-2.067172], np.random.default_rng(0))
 
 
+def test_references_discard_a_periodic_function_of_huge_values():
+    """Seed 701411: s ~ 4e13, and cos(s) turns 3e8 times within the smallest step, so
+    the differences at both steps agree on the derivative of s alone (1.97e15), where
+    the derivative (1 - sin s) ds is 3.85e15 (srcgrad, HIPS autograd, 60-digit mpmath)."""
+    def f(x0):
+        s = np.sum(x0) * 1e13
+        return s + np.cos(s)
+
+    with pytest.raises(oracle.Discard, match="periodic function"):
+        oracle.references(f, [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
+                          np.random.default_rng(0))
+
+
 def test_differences_keep_a_0d_array_argument_an_array():
     """A 0-d ndarray argument is written in place by `w *= w`, an np.float64 only rebinds:
     the points of the differences keep the argument's class (fuzz seed 400898: `x + eps`
