@@ -19,7 +19,11 @@ the names they change, which would cut the sharing between names:
 * a loop's body starts from params; a param whose first value shares memory with
   another name (`y = x` or `row = x[0]` before the loop) is recorded (`shared`) and
   a write through it inside the body is a CompileError: on the first iteration the
-  write reaches the other name, which the body cannot see.
+  write reaches the other name, which the body cannot see;
+* likewise from the second iteration on: a body that writes through a param and
+  leaves another carried name sharing its array at the end of an iteration (`y =
+  x[1:]`, on some path or all) is refused where the body reads that name's param
+  (`_refuse_carried_views`), since the next iteration's write would reach it.
 """
 
 from __future__ import annotations
