@@ -1,12 +1,13 @@
 """A loop's gradient called inside compiled code, inlined as IR.
 
-`sg.grad(g)(x)` in a function that is itself compiled traces the generated gradient
-(Note [Transforms in compiled code] in srcgrad.frontend.transforms). When `g` has a
-loop, that text holds a tape (a Python list the forward loop appends to) and an
-adjoint loop over `range(...)[::-1]` that pops it, which the tracer does not read
-back; instead the gradient's IR, built by the pipeline with the tracer's own namer,
-is spliced into the trace (Note [Transforms of loop gradients] in
-srcgrad.pipeline.programs), and the passes differentiate its tape ops again.
+`sg.grad(g)(x)` or `sg.value_and_grad(g)(x)` (has_aux or not) in a function that is
+itself compiled traces the generated gradient (Note [Transforms in compiled code] in
+srcgrad.frontend.transforms). When `g` has a loop, that text holds a tape (a Python
+list the forward loop appends to) and an adjoint loop over `range(...)[::-1]` that
+pops it, which the tracer does not read back; instead the gradient's IR, built by the
+pipeline with the tracer's own namer, is spliced into the trace (Note [Transforms of
+loop gradients] in srcgrad.pipeline.graphs), and the passes differentiate its tape ops
+again.
 """
 
 from __future__ import annotations
@@ -17,11 +18,26 @@ from srcgrad.ir import tree as pytree
 from srcgrad.ir.core import Const, Var, substitute
 
 NOT_LOWERED = object()
-_BUILD: list = []  # [srcgrad.pipeline.programs.gradient_graph], registered on its import
+# [srcgrad.pipeline.graphs.gradient_graph, srcgrad.pipeline.graphs.has_loop], registered
+# on its import
+_BUILD: list = []
 
 
-def register(build) -> None:
-    _BUILD[:] = [build]
+def register(build, has_loop) -> None:
+    _BUILD[:] = [build, has_loop]
+
+
+def refuse_loop_vjp(tracer, compiled, node) -> None:
+    """`sg.vjp(f, ...)` inside compiled code traces f's generated forward and backward,
+    which for a loop hold its tape: a list the forward appends to and the backward pops,
+    which the tracer does not read back (and no IR form of them is built, as for a
+    gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
+    the cause, rather than by an error inside the generated text."""
+    if _BUILD and _BUILD[1](compiled.parsed(), tracer.mutation.saved.allow):
+        tracer.fail(node, "`sg.vjp` of a function with a loop, called in a compiled "
+                    "function (its backward pops the loop's tape)", "call `sg.grad` or "
+                    "`sg.value_and_grad` of a scalar function there (they differentiate "
+                    "loops), or `sg.jvp`, or call sg.vjp outside the compiled function")
 
 
 def inline(tracer, fn, args, kwargs):

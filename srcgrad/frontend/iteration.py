@@ -21,11 +21,6 @@ class Iteration:
         """(start, stop, step, index -> loop-variable value) for an index loop, or None."""
         it = node.iter
         if isinstance(it, gast.Subscript) and _is_builtin_call(it.value, ("range",)):
-            if _pops_a_list(node):  # `for i in range(n)[::-1]: ... = _tape.pop()`: the adjoint
-                # loop of srcgrad's own generated code (value_and_grad's, traced again)
-                self.fail(node, "differentiating a generated loop adjoint again (a second "
-                          "derivative through a loop)", "unroll the loop (write its body once "
-                          "per iteration) and take the second derivative of that loop-free code")
             return self._reversed_range(node, it, scope)
         if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id == "range" \
                 and not it.keywords:
@@ -162,10 +157,3 @@ def _subscripts_containers(node, scope) -> bool:
 def _target_names(target) -> list:
     return [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
 
-
-def _pops_a_list(node) -> bool:
-    """Whether the loop body starts by popping a list (`... = _tape.pop()`)."""
-    first = node.body[0] if node.body else None
-    value = getattr(first, "value", None)
-    return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-        and value.func.attr == "pop" and not value.args

@@ -219,6 +219,9 @@ def _vjp(tracer, args, kwargs, node):
     _leaves_only(tracer, "vjp", primals, node)
     pipeline = _programs()
     compiled = pipeline.compiled_vjp(pipeline.source_function(fn))
+    from srcgrad.frontend import gradients  # (IR: not on a disk-cache hit)
+
+    gradients.refuse_loop_vjp(tracer, compiled, node)  # (L2: a loop's tape, refused here)
     fwd, bwd = compiled.entry(0), compiled.entry(1)
     outs, saved = _trace_generated(tracer, fwd, primals, node)
     outs = list(outs)

@@ -37,7 +37,9 @@ def active_vars(ops: list, wrt: list, outputs: list) -> set:
     useful = {v for v in outputs if isinstance(v, Var)} | tapes
     for op in reversed(ops):
         if any(o in useful for o in op.outs) or (tapes and op.prim == "tape_push") or (
-                tapes and op.blocks and any(v in tapes for v in op.operand_vars())):
+                tapes and op.blocks and (any(v in tapes for v in op.operand_vars())
+                                         or tape_vars([op]))):  # (a push inside: an `if`
+            # whose branch makes a tape, a loop in it pushing, and exports it)
             for _, a in _differentiable_args(op):
                 useful.update(operand_vars(a))
     return varied & useful

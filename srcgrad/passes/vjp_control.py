@@ -26,7 +26,6 @@ pops copies of its tapes (`reusable_tapes`), so `vjp_fn` can run more than once.
 from __future__ import annotations
 
 from srcgrad import rules
-from srcgrad.errors import CompileError
 from srcgrad.ir.core import Block, Const, Op, Pack, Var, substitute
 
 
@@ -57,7 +56,7 @@ class TapeCotangents:
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     Reverse mode over a program that holds a loop's gradient (`sg.grad(sg.grad(f))`,
     a reverse-mode Jacobian of a gradient: Note [Transforms of loop gradients] in
-    srcgrad.pipeline.programs): its forward loop L1 pushes `(v1, v2)` on a tape T
+    srcgrad.pipeline.graphs): its forward loop L1 pushes `(v1, v2)` on a tape T
     every iteration, its adjoint loop L2 pops them in reverse order. The value popped
     at an iteration *is* the value pushed at the same iteration, so the cotangent of a
     popped value belongs to the pushed one; no operand shows that link (activity
@@ -82,7 +81,22 @@ class TapeCotangents:
     outer forward body reaches its push of To first, whose item k is T_in: T_in's
     cotangent tape is T_in''s, before the inner forward loop is reversed. One
     cotangent tape serves every outer iteration: the inner pushes of outer iteration
-    i come after those of i - 1 and are popped before them.
+    i come after those of i - 1 and are popped before them. A tape pushed in turn
+    holds tapes (three levels of loops, or an `if` between two): the pushed tape takes
+    over the popped one's links too (`_same_tape`), so each level finds its cotangent
+    tape.
+
+    In an `if`: a branch's tape leaves the `cond` as an export (Note [Reverse mode of
+    control flow]), popped in the backward `cond` on the same predicate; so CT is
+    pushed (reversing the backward `cond`) and popped (reversing the forward one) on
+    the same path, the one taken. The export is its branch's tape (`alias_exports`,
+    through nested `if`s at once, so `pushes_in` sees a push two `if`s down). A `cond`
+    whose branches only pop tapes is reversed even when no array it reads has a
+    cotangent (`return a0 * 1.0`: the gradient depends on a0 only through what the
+    tape holds); and activity counts an op with a push anywhere in its blocks as
+    useful (srcgrad.passes.activity). Each of these gave a wrong second derivative
+    before (0.0 where it is 0.535: fuzz seed 62219; three nested loops, an `if` in an
+    `if`, nested loops in an `if` in a loop).
     """
 
     def __init__(self):
@@ -92,11 +106,28 @@ class TapeCotangents:
 
     def alias_exports(self, op) -> None:
         """A tape a `cond` exports (Note [Reverse mode of control flow]) is its branch's
-        own tape: it shares the exported one's cotangent tape."""
+        own tape: it shares the exported one's cotangent tape, and the tapes its
+        entries were popped as. A branch's tape may itself be a nested `cond`'s export
+        (an `if` in an `if`): the nested ones are aliased now too, so that `pushes_in`
+        sees the push inside (the outer `cond` holds no push on a tape of its own)."""
         for out, index in op.attrs.get("exports", {}).items():
             if out in self.cotangent:
-                result = op.blocks[index].results[op.outs.index(out)]
-                self.cotangent.setdefault(result, self.cotangent[out])
+                self._same_tape(op.blocks[index].results[op.outs.index(out)], out)
+        if op.prim == "cond":
+            for block in op.blocks:
+                for inner in block.ops:
+                    if inner.prim == "cond":
+                        self.alias_exports(inner)
+
+    def _same_tape(self, tape, other) -> None:
+        """`tape` is `other` (a branch's tape and its export; a pushed tape and the one
+        its adjoint popped): the same cotangent tape, and the same tapes popped from
+        its entries, so that a tape nested two levels deep (a loop in a loop in a loop,
+        or in an `if` in a loop) finds its cotangent tape too."""
+        self.cotangent.setdefault(tape, self.cotangent[other])
+        for (t, k), popped in list(self.popped_tapes.items()):
+            if t is other:
+                self.popped_tapes.setdefault((tape, k), popped)
 
     def pushes_in(self, op) -> bool:
         """Whether a block of `op` pushes on a tape whose pops were reversed."""
@@ -125,7 +156,7 @@ class TapeCotangents:
         for k, v in enumerate(items):
             popped = self.popped_tapes.get((op.args[0], k))
             if popped is not None:  # the pushed tape is the one its adjoint popped
-                self.cotangent[v] = self.cotangent[popped]
+                self._same_tape(v, popped)
         outs = tuple(Var(namer.fresh("grad_" + v.name.lstrip("_") + "_t"), v.kind) if isinstance(v, Var)
                      else Var(namer.fresh("_unused"), "static") for v in items)
         tracer.ops.append(Op("tape_pop", (tape,), outs, op.loc))
@@ -134,20 +165,10 @@ class TapeCotangents:
 
 # ---------------------------------------------------------------------- cond
 def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
-    if any(_nested_loops(b.ops) and _tape_ops(b.ops) for b in op.blocks):
-        # an `if` of a gradient program (its loops push or pop tapes): reverse mode over a
-        # gradient. With a loop nested in a loop inside the branch the cotangent tapes do
-        # not line up yet (a wrong second derivative, found by the fuzzer through
-        # sg.grad(g) called inside compiled code); forward over reverse is right
-        raise CompileError.at(op.loc, "reverse mode over the gradient of nested loops inside "
-                              "an `if` (a second derivative in reverse mode) is not supported "
-                              "in compiled code", hint="take the second derivative in forward "
-                              "mode: `sg.hessian(f)`, or `sg.jacobian(sg.grad(f), "
-                              "mode='forward')`")
     pred = op.args[0]
     free = [v for v in dict.fromkeys(op.operand_vars()) if v in active and v.kind == "array"
             and v is not pred]
-    if not free:
+    if not free and not any(_pops(b.ops) for b in op.blocks):
         return []
     outs = [Var(namer.fresh("grad_" + v.name.lstrip("_"))) for v in free]
     blocks = []
@@ -158,21 +179,17 @@ def _reverse_cond(op, cts, tracer, namer, active, reverse_block):
         results = [grads[v] if grads[v] is not None else _zeros_like(v, inner) for v in free]
         _export(op, block, b_ops, results, namer)
         blocks.append(Block(b_ops, results))
+    if not free and not any(b.ops for b in blocks):
+        return []
     tracer.ops.append(Op("cond", (pred,), tuple(outs), op.loc, {"backward": True}, tuple(blocks)))
     return list(zip(free, outs))
 
 
-def _nested_loops(ops, depth=0) -> bool:
-    for o in ops:
-        inner = depth + (o.prim in ("for_range", "while_loop"))
-        if inner >= 2 or any(_nested_loops(b.ops, inner) for b in o.blocks):
-            return True
-    return False
-
-
-def _tape_ops(ops) -> bool:
-    return any(o.prim in ("tape_push", "tape_pop") or any(_tape_ops(b.ops) for b in o.blocks)
-               for o in ops)
+def _pops(ops) -> bool:
+    """Whether `ops` pop a tape: a gradient's adjoint code, whose reverse pushes the
+    popped values' cotangents (Note [Reverse mode over adjoint loops]) even where no
+    array it reads has a cotangent (`grad_f(a) = 1.0 * (what the tape holds)`)."""
+    return any(o.prim == "tape_pop" or any(_pops(b.ops) for b in o.blocks) for o in ops)
 
 
 def _export(op, block, b_ops, b_results, namer):

@@ -255,8 +255,8 @@ class Compiled:
 
     def entry(self, index: int = 0):
         fn = self.load()[entry_names(self)[index]]
-        if self.kind == "grad" and not self.has_aux and not self.arg_trees:
-            # its IR, for a transform of it (Note [Transforms of loop gradients] in programs)
+        if self.kind in ("grad", "value_and_grad") and not self.arg_trees:
+            # its IR, for a transform of it (Note [Transforms of loop gradients] in graphs)
             fn.__srcgrad_gradient__ = self
         return fn
 

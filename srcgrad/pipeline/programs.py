@@ -12,14 +12,8 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.codegen import emit, names
-from srcgrad.errors import CompileError
-from srcgrad.frontend import gradients
-from srcgrad.frontend.fence import fence
-from srcgrad.frontend.parse import FunctionSource
-from srcgrad.frontend.trace import Tracer
-from srcgrad.ir import tree as pytree
-from srcgrad.ir.core import Const, Graph, Var
-from srcgrad.ir.expand import Expander, Namer
+from srcgrad.ir.core import Const, Var
+from srcgrad.ir.expand import Expander
 from srcgrad.passes import hooks as hooks_pass
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
@@ -32,6 +26,7 @@ from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.passes.vjp_control import reusable_tapes
+from srcgrad.pipeline.graphs import backward_of, provably_scalar, scalar_output, trace  # noqa: F401 (re-exported)
 from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
 
@@ -43,79 +38,6 @@ class Functions:
     entries: tuple  # names of the functions the caller uses, in order
     constants: dict = field(default_factory=dict)  # global name -> value
     out_tree: object = None  # vjp: the primal output's tree definition
-
-
-def trace(fs: FunctionSource, allow_mutation: bool = False, args=None):
-    """`allow_mutation`: traced under `allow_mutation_on_saved_tensors` (Note [Saved
-    values written in place] in srcgrad.frontend.versions)."""
-    gradient = gradient_graph(fs.fn, allow_mutation)
-    if gradient is not None:
-        return gradient
-    return _trace_source(fs, allow_mutation, args=args)
-
-
-def _trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None):
-    fence(fs)
-    namer = namer or Namer(names.RESERVED)
-    tracer = Tracer(namer)
-    if args is not None:  # a variant for these argument shapes: Note [Shape facts] (H2)
-        tracer.facts = lambda ops, inputs: probe(ops, inputs, args).values
-    tracer.mutation.saved.allow = allow_mutation
-    graph = tracer.trace_function(fs)
-    return graph, namer
-
-
-def gradient_graph(fn, allow_mutation: bool, namer=None):
-    """(graph, namer): the IR of `sg.grad(g)`'s gradient when `fn` is its generated
-    function and `g` has a loop; None otherwise (the generated source is traced like
-    any function). `namer`: the one of a trace that inlines the graph (a call of
-    `sg.grad(g)` in compiled code: srcgrad.frontend.gradients).
-
-    Note [Transforms of loop gradients]
-    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    A transform of a transform's result (`sg.hessian`'s per-seed columns, `sg.jvp` or
-    `sg.jacobian` of `sg.grad(g)`) differentiates the generated gradient. Straight-line
-    generated code is plain Python the tracer reads back; a loop's gradient is not: its
-    tape is a Python list that the forward loop appends to and the adjoint loop
-    (`range(...)[::-1]`) pops. Rather than recognise srcgrad's own code in the tracer,
-    the gradient of a loop program is rebuilt here as IR, `g`'s ops and their
-    backward, with the tape ops and the reversed `for_range` as the VJP pass wrote
-    them, which forward mode (Note [Tangents on tapes] in srcgrad.passes.jvp_control)
-    and reverse mode (Note [Reverse mode over adjoint loops] in srcgrad.passes.vjp_control)
-    differentiate again. `Compiled.entry` marks a `grad` transform's generated function
-    with its Compiled.
-    """
-    compiled = getattr(fn, "__srcgrad_gradient__", None)
-    if compiled is None:
-        return None
-    inner = compiled.parsed()
-    built = gradient_graph(inner.fn, allow_mutation, namer)  # `g` may be a loop's gradient too
-    graph, namer = built or _trace_source(inner, allow_mutation, namer)
-    if not _has_loop(graph.ops):
-        return None
-    value, _, _ = _scalar_output(graph, has_aux=False)
-    wrt_vars = [graph.inputs[i] for i in compiled.wrt]
-    if isinstance(value, Var) and not provably_scalar(graph.ops, value):
-        value = Expander(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(inner.name)], {})
-    seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
-    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer, zero_edges=zero_edges(graph.ops))
-    tracer = Expander(namer, backward)
-    grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
-    out_tree = pytree.LEAF if compiled.single else ("tuple", (pytree.LEAF,) * len(grad_list))
-    for op in backward:  # to a transform of this gradient, all of it is primal code: a
-        # gradient program emits its "backward"-marked ops after the rest, which put an outer
-        # check of grad_a0 before the inner adjoint loop computing it (UnboundLocalError)
-        op.attrs.pop("backward", None)
-    return Graph(names.grad_fn_name(inner.name), graph.inputs, graph.ops + backward, grad_list,
-                 out_tree, graph.param_names, graph.defaults, graph.loc), namer
-
-
-gradients.register(gradient_graph)
-
-
-def _has_loop(ops) -> bool:
-    return any(op.prim in ("for_range", "while_loop") or any(_has_loop(b.ops) for b in op.blocks)
-               for op in ops)
 
 
 def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None) -> tuple:
@@ -147,20 +69,6 @@ def _follow(v, alias):
     return v
 
 
-def _scalar_output(graph, has_aux: bool):
-    tree = graph.out_tree
-    if has_aux:
-        if tree[0] not in ("tuple", "list") or len(tree[1]) != 2 or tree[1][0] != ("leaf",):
-            raise CompileError.at(graph.loc, f"`{graph.name}` must return `(value, aux)` "
-                                  "when has_aux=True")
-        return graph.outputs[0], graph.outputs[1:], tree[1][1]
-    if tree != ("leaf",):
-        raise CompileError.at(graph.loc, f"grad requires `{graph.name}` to return one scalar; "
-                              "it returns a tuple, list or dict",
-                              hint="use sg.vjp for several outputs, or has_aux=True")
-    return graph.outputs[0], [], None
-
-
 def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=False,
                      optimized=True, fn_name=None, pool=None, args=None,
                      allow_mutation=False) -> tuple:
@@ -172,7 +80,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     `allow_mutation`: compiled for `allow_mutation_on_saved_tensors`.
     """
     graph, namer = trace(fs, allow_mutation, args)
-    value, aux, aux_tree = _scalar_output(graph, has_aux)
+    value, aux, aux_tree = scalar_output(graph, has_aux)
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
     if check_scalar and args is not None:  # a specialised variant checks once, here
@@ -183,10 +91,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
                 raise ProbeFailed("grad of a non-scalar output")  # the generic code says so
     if check_scalar:  # checked at run time by the identity `ensure_scalar`
         value = Expander(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
-    seeds = [(value, Const(1.0))] if isinstance(value, Var) else []
-    backward, grads = reverse(graph.ops, wrt_vars, seeds, namer, zero_edges=zero_edges(graph.ops))
-    tracer = Expander(namer, backward)
-    grad_list = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+    backward, grad_list = backward_of(graph.ops, value, wrt_vars, namer)
     ops = graph.ops + backward
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
     found = probe(ops, graph.inputs, args) if args is not None else Probe()
@@ -224,28 +129,6 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
                        else names.grad_fn_name(fs.name))
     source = emit.render_function(name, _params(graph, pool), body, result)
     return source, pool
-
-
-# Reductions whose output is 0-d when they reduce over all axes without keepdims.
-_FULL_REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "var", "std", "norm"})
-
-
-def provably_scalar(ops, value) -> bool:
-    """True when `value` is 0-d for every input (so grad needs no run-time check)."""
-    scalar: set = set()
-    for op in ops:
-        rule = rules.RULES[op.prim]
-        args = dict(zip(rule.params, op.args))
-        if op.prim in _FULL_REDUCTIONS:
-            axis, keepdims = args.get("axis", Const(None)), args.get("keepdims", Const(False))
-            if (isinstance(axis, Const) and axis.value is None and isinstance(keepdims, Const)
-                    and not keepdims.value):
-                scalar.update(op.outs)
-        elif rule.elementwise and all(
-                (isinstance(a, Var) and a in scalar) or (isinstance(a, Const) and numpy.ndim(a.value) == 0)
-                for a in op.args):
-            scalar.update(op.outs)
-    return value in scalar
 
 
 def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None) -> Functions:
@@ -522,13 +405,10 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int, budget=No
         examples = tuple(numpy.zeros_like(f) for f in floats)
         ops, firsts = graph.ops, list(graph.outputs)
         if kind == "hessian":
-            value, _, _ = _scalar_output(graph, has_aux=False)
+            value, _, _ = scalar_output(graph, has_aux=False)
             if not isinstance(value, Var):
                 raise ProbeFailed("a constant loss")
-            backward, grads = reverse(graph.ops, wrt_vars, [(value, Const(1.0))], namer,
-                                      zero_edges=zero_edges(graph.ops))
-            tracer = Expander(namer, backward)
-            firsts = [grads[w] if grads[w] is not None else zeros_for(tracer, w) for w in wrt_vars]
+            backward, firsts = backward_of(graph.ops, value, wrt_vars, namer)
             ops = graph.ops + backward
         if kind == "hessian":  # before forward mode extends the loops in graph.ops
             shape = probe(graph.ops, graph.inputs, args).shapes.get(value)
