@@ -159,10 +159,11 @@ class _Dispatch:
             return
         guards = []
         for i, (name, value) in enumerate(zip(self.params, key)):
-            if isinstance(value, tuple):  # (shape, dtype, class) of a NumPy array
-                self.globals[f"_g{i}"], self.globals[f"_d{i}"], self.globals[f"_c{i}"] = value
+            if isinstance(value, tuple):  # (shape, dtype, class[, C-contiguous]) of a NumPy array
+                self.globals[f"_g{i}"], self.globals[f"_d{i}"], self.globals[f"_c{i}"] = value[:3]
                 guards.append(f"{name}.__class__ is _c{i} and {name}.shape == _g{i} "
-                              f"and {name}.dtype is _d{i}")
+                              f"and {name}.dtype is _d{i}" + ("" if len(value) < 4 else
+                              f" and {'' if value[3] else 'not '}{name}.flags.c_contiguous"))
             else:
                 self.globals[f"_g{i}"] = value
                 guards.append(f"{name}.__class__ is _g{i}")
@@ -224,7 +225,7 @@ def vjp(f, *primals, has_aux=False):
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
                                     trees=trees if nested else None)
-    if hooks is None and not nested:
+    if not nested:  # under hooks too: a variant decides what layout facts decide
         fwd, bwd, specialized = compiled.vjp_variant(leaves)
     else:
         fwd, bwd, specialized = compiled.entry(0), compiled.entry(1), False

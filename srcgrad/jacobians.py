@@ -246,7 +246,7 @@ def _forward_blocks(f, args, indices):
     blocks, outs, tree = None, None, None
     for j, i in enumerate(indices):
         compiled = modules.compiled_jvp(fn, (i,))
-        impl = compiled.entry()
+        impl = compiled.entry_at(args)  # the generic code, else a variant (Note [Layout facts])
         arg = numpy.asarray(args[i])
         basis = numpy.zeros(arg.size, dtype=_float_dtype(arg))
         tangent = basis.reshape(arg.shape)
@@ -280,7 +280,7 @@ def _hooks():
 def _reverse_blocks(f, args, indices):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None)
-    fwd, bwd = compiled.entry(0), compiled.entry(1)
+    fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])
     outs, saved = fwd(*args)

@@ -593,7 +593,7 @@ PROGRAM = textwrap.dedent('''
         return np.sum(z * y)
 
     def bad_maybe_written_in_loop(x, n):
-        y = x * 1.0
+        y = x[np.argmax(x)] * 1.0  # an index known at run time: a row or a NumPy scalar
         total = 0.0
         for _ in range(n):
             z = Mul.apply(y, W)
@@ -602,7 +602,7 @@ PROGRAM = textwrap.dedent('''
         return total
 
     def good_maybe_written_in_loop(x, n):
-        y = x * 1.0
+        y = x[np.argmax(x)] * 1.0
         total = 0.0
         for _ in range(n):
             z = Mul.apply(y, W)
@@ -623,13 +623,13 @@ PROGRAM = textwrap.dedent('''
         return sum(ys)
 
     def bad_augmented_alias(x):
-        y = (x * 2.0)[0]  # of a computed array (of an argument it is decided at run time)
+        y = (x * 2.0)[np.argmax(x)]  # a row or a NumPy scalar, by an index known at run time
         z = y
         y += 1.0
         return z * y  # HERE
 
     def good_augmented_alias(x):
-        y = (x * 2.0)[0]
+        y = (x * 2.0)[np.argmax(x)]
         z = y
         y = y + 1.0
         return z * y
@@ -786,7 +786,7 @@ PROGRAM = textwrap.dedent('''
         return v
 
     def bad_view_or_copy(x):
-        y = x * 2.0  # computed: its layout is the generated code's (an argument's is decided)
+        y = x * 2.0  # of a strided x: its layout is not known (of a C-ordered one it is)
         if np.sum(x) > 0.26:
             w = y.reshape(3)
             w[[1]] = 1.0
@@ -806,7 +806,7 @@ PROGRAM = textwrap.dedent('''
         return s
 
     def bad_view_after_write(x):
-        y = x * 1.0
+        y = x * 1.0  # of a strided x: its layout is not known (of a C-ordered one it is)
         v = y.reshape(3)
         w = v[1:]
         y[0] = 5.0
@@ -818,6 +818,22 @@ PROGRAM = textwrap.dedent('''
         w = y.reshape(3)[1:]
         return np.sum(w * x[1:])
 
+
+    def bad_layout_changed_by_loop(x):
+        v = np.outer(x, x)
+        for _ in range(2 if np.sum(x) < 1e3 else 3):  # a trip count on data: not unrolled
+            w = v.reshape(-1)  # a view of a C-ordered v, a copy of its transpose's product
+            w[0] = 1.0  # HERE
+            v = v.T * 0.5
+        return np.sum(v)
+
+    def good_layout_changed_by_loop(x):
+        v = np.outer(x, x)
+        for _ in range(2 if np.sum(x) < 1e3 else 3):
+            w = v.reshape(-1).copy()
+            w[0] = 1.0
+            v = v.T * 0.5
+        return np.sum(v)
 
     # ------------------------------------------------------------------ whole programs
     async def bad_async_def(x):  # HERE
@@ -1037,6 +1053,11 @@ def prog(tmp_path_factory):
 
 def _x(m):
     return (X.copy(),)
+
+
+def _strided(a):
+    """`a`'s values in a non-contiguous array (Note [Layout facts]: its layout is not known)."""
+    return np.repeat(a, 2)[::2]
 
 
 def _grad(fn, args):
@@ -1262,10 +1283,13 @@ ROWS = [
         "copy explicitly where it is chosen", "good_chosen_view_written"),
     Row(("frontend/mutation.py", "this value may or may not have been changed"),
         "bad_view_or_copy", "view or a copy", "copy explicitly where you mean a copy",
-        "good_view_or_copy"),
+        "good_view_or_copy", args=lambda m: (_strided(X),)),
     Row(("frontend/mutation.py", "this view may or may not see the in-place write"),
         "bad_view_after_write", "may return a copy", "index the written array again after the write",
-        "good_view_after_write"),
+        "good_view_after_write", args=lambda m: (_strided(X),)),
+    Row(("frontend/layout_facts.py", "whose memory layout or type a loop changes"),
+        "bad_layout_changed_by_loop", "whose memory layout or type a loop changes",
+        "copy explicitly where you mean a copy", "good_layout_changed_by_loop"),
     # whole programs and transforms
     Row(("frontend/iteration.py", "this loop's iterable"), "bad_loop_over_record",
         "this loop's iterable", "loop over range(...), an array, or a list",

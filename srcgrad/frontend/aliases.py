@@ -64,6 +64,7 @@ class BlockAliases:
 
     def note_merge(self, out, sources):
         """`out` is one of `sources` depending on the path taken (an if/else merge)."""
+        self.layout.merge(out, sources)
         if any(self._mutable(s) for s in sources):
             self.merged[id(out)] = sources
 
@@ -172,6 +173,7 @@ class BlockAliases:
         (Note [Aliases across blocks])."""
         for name, param in zip(carried, params):
             init = env.get(name)
+            self.layout.assume(param, init)
             if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
                     not isinstance(init, Const):
                 continue

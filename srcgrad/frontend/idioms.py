@@ -65,7 +65,7 @@ def lower_call(tracer, callee, args, kwargs, node):
     if getattr(callee, "__name__", None) == "at" and \
             getattr(callee, "__self__", None) in _SCATTER_UFUNCS:
         return _ufunc_at(tracer, _SCATTER_UFUNCS[callee.__self__], args, kwargs, node)
-    return _fold_constant(callee, args, kwargs)
+    return _fold_constant(callee, args, kwargs, tracer)
 
 
 def lower_builtin(tracer, fn, args, kwargs, node):
@@ -171,7 +171,7 @@ def _ufunc_at(tracer, name, args, kwargs, node):
 
 
 # ---------------------------------------------------------------------- constants
-def _fold_constant(callee, args, kwargs):
+def _fold_constant(callee, args, kwargs, tracer=None):
     """Run a pure NumPy/`math` function on constant arguments at compile time."""
     module = getattr(callee, "__module__", None) or ""
     owner = getattr(callee, "__self__", None)
@@ -187,9 +187,29 @@ def _fold_constant(callee, args, kwargs):
     if values is NOT_LOWERED or kw is NOT_LOWERED:
         return NOT_LOWERED
     try:
-        return Const(callee(*values, **kw))
+        result = callee(*values, **kw)
     except Exception:  # let the tracer say it has no rule for the call
         return NOT_LOWERED
+    bases = [a for a in [owner, *values, *kw.values()] if isinstance(a, numpy.ndarray)
+             and isinstance(result, numpy.ndarray) and numpy.shares_memory(result, a)]
+    if not bases:
+        return Const(result)
+    return _constant_view(tracer, callee, result, bases[0])
+
+
+def _constant_view(tracer, callee, result, base):
+    """`w = c.reshape(-1)` (or ravel, squeeze) of a constant array `c`: a view, recorded
+    so that a write through w reaches c (fuzz seed 90093: the fold lost the write); other
+    views of a local constant are refused by the tracer (no rule for the call)."""
+    holders = [r for r in tracer.mutation._references() if isinstance(r, Const) and r.value is base] \
+        if tracer is not None else []
+    if not holders:  # a global's or closure's array: no name here sees it
+        return Const(result)
+    if getattr(callee, "__name__", "") not in ("reshape", "ravel", "squeeze") or len(holders) != 1:
+        return NOT_LOWERED
+    out = Const(result)
+    tracer.mutation.views[id(out)] = (out, holders[0], "reshape", (Const(result.shape),), "view")
+    return out
 
 
 # ---------------------------------------------------------------------- functools.partial

@@ -94,6 +94,7 @@ class InPlaceStatements:
         (`rebind(value)` binds the name or stores the item)."""
         tr = self.tracer
         self._refuse_shared(old, node, f"`{shown} {op}= ...`")
+        self.layout.written(self._chain(old))  # a view or scalar decided by a loop param's fact
         refs = self._family_refs(old) + self.saved.references(old)
         if refs <= 1:  # only this name sees the storage for certain: in place == rebinding
             bound = self._guard_input(old, new)
@@ -103,8 +104,10 @@ class InPlaceStatements:
             # across blocks]; fuzz seeds 28843, 21400); `y` itself reads the same either way
             self._poison_merged(old, tr.loc)
             rebind(bound)
-        elif self.is_array(old):
+        elif self.is_array(old) or self.layout.is_array(old):  # (Note [Layout facts])
             self.write(old, new, node, "name")
+        elif self.layout.is_scalar(old):  # a NumPy scalar: immutable (Note [Layout facts])
+            rebind(new)
         elif (flag := self.array_flag(old)) is not None:  # Note [Views of arguments]
             self.write_if_array(old, new, node, flag)
             rebind(new)

@@ -31,9 +31,12 @@ w += np.ones(3)` rebinds a scalar w to an array, which `x[1] = w` would reject).
 After it, a name whose relation to x differs between the two paths is recorded as a
 merge of both (Note [Aliases across blocks]): a later write reaching it is Undecided.
 
-Values the compiled code computed itself (`y = x * 2.0`) are not covered: the generated
-code may compute them differently from the user's program (folded, fused, written into
-a reused buffer), so their layout need not be NumPy's; they keep the Undecided marker.
+Values the compiled code computed itself (`y = x * 2.0`) are not covered here: the
+generated code may compute them differently from the user's program (folded, fused,
+written into a reused buffer), so their layout need not be NumPy's. A variant decides
+them from the user's program's semantics instead, where its guard fixes what NumPy's
+answer depends on (Note [Layout facts] in srcgrad.frontend.layout_facts); elsewhere they
+keep the Undecided marker.
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ class ArgumentViews:
             mirror = self.tracer.apply(rules.RULES[name], [base, *operands[1:]], {})
             if id(mirror) in self.view_flags:
                 self.view_flags[id(out)] = self.view_flags[id(mirror)]
+
+    def runtime_answer(self, parent) -> bool:
+        """A view of `parent` is decided at run time from the caller's object (the layout
+        facts decide the other values: Note [Layout facts])."""
+        return self._user_object(parent) or self._caller_array(parent) not in (None, _CYCLE)
 
     def _caller_array(self, t, seen=None):
         """The argument (or view of one made before any write) that `t` is the very

@@ -53,6 +53,7 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.aliases import BlockAliases, Undecided
 from srcgrad.frontend.inplace import InPlaceStatements
 from srcgrad.frontend.layout import ArgumentViews
+from srcgrad.frontend.layout_facts import LayoutTracker
 from srcgrad.frontend.versions import SavedWrites
 from srcgrad.ir.core import Const, Var
 
@@ -94,6 +95,7 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
         self.held: dict = {}  # id(loop param) -> (name, containers holding its first value)
         self.held_written: dict = {}  # id(loop param) -> Loc of a write through it
         self.written_params: dict = {}  # id(value) -> Loc of the last write through it
+        self.layout = LayoutTracker(self)  # Note [Layout facts]
 
     def start(self, fs_node, ops):
         self.top_ops = ops
@@ -115,6 +117,14 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
             return
         how = _index_kind(operands[1]) if name == "getitem" else (
             UNKNOWN if name in ("reshape", "ravel") else CERTAIN)
+        if how in (INT, UNKNOWN) and not self.runtime_answer(base):  # (Note [Layout facts])
+            decided = self.layout.indexed(base, operands[1], out) if name == "getitem" else (
+                self.layout.view_or_copy(base, out) if how == UNKNOWN else None)
+            if decided in ("copy", "scalar"):
+                if decided == "copy":
+                    self.arrays[id(out)] = out
+                return
+            how = CERTAIN if decided == "view" else how
         if how is not None:
             self.views[id(out)] = (out, base, name, tuple(operands[1:]), how)
             if how != CERTAIN:
@@ -146,6 +156,7 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
         rebinding is returned (a function of each tvalue) instead of applied."""
         tr = self.tracer
         self._refuse_shared(old, node, "an in-place write")
+        self.layout.written(self._chain(old))  # Note [Layout facts]
         if how != "dirty" and not flagged:  # a Function's output replacing its written input
             self.saved.written(old, how != "name", tr.loc)
         new = self._guard_input(old, new)

@@ -434,6 +434,7 @@ class Tracer(Inlining, Expander, ControlFlow):
                                and isinstance(operands[1], Const) and isinstance(operands[1].value, int)
                                or rule.name in _INT_ARITHMETIC and self._ints_only(operands)):
             self.python_ints[id(outs[0])] = outs[0]  # a number, never iterated (_length)
+        self.mutation.layout.note_op(rule, operands, outs)
         if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:

@@ -267,7 +267,10 @@ def guard_value(a):
     runs the shape-generic code bound to its namespace (Note [Array namespaces] in
     srcgrad.backend). The class tells NumPy from CuPy, dask or array_api_strict in O(1)."""
     cls = a.__class__
-    if cls is numpy.ndarray or cls is numpy.float64:  # the common case first: per argument, per call
+    if cls is numpy.ndarray:  # the common case first: per argument, per call; and whether it is
+        # C-contiguous, which a variant's layout facts rely on (Note [Layout facts])
+        return (a.shape, a.dtype, cls, a.flags.c_contiguous)
+    if cls is numpy.float64:
         return (a.shape, a.dtype, cls)
     shape = getattr(a, "shape", None)
     if isinstance(shape, tuple) and isinstance(a, (numpy.ndarray, numpy.generic)):
@@ -339,11 +342,13 @@ class CompiledVjpHooks(Compiled):
     def __init__(self, fn, arg_trees=None):
         super().__init__(fn, "vjp", arg_trees=arg_trees)
 
-    def options(self) -> tuple:
-        return super().options() + ("saved_tensors_hooks",)
+    def options(self, shapes=None) -> tuple:
+        return super().options(shapes) + ("saved_tensors_hooks",)
 
-    def _generate(self, fs, key: str) -> tuple:
-        return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed()))
+    def _generate(self, fs, key: str, args=None) -> tuple:  # args: a variant (vjp_variant), whose
+        # layout facts decide views of computed values (Note [Layout facts])
+        return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed(),
+                                                        args=args))
 
 
 
