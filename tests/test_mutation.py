@@ -248,3 +248,42 @@ def test_operands_evaluated_before_a_later_operand_writes_see_the_write(f):
         out, t = sg.jvp(f, (x.copy(),), (np.ones(3),))
         assert_close(out, f(x.copy()))
         assert_close(t, np.sum(numeric_grad(f, [x], 0)), rtol=1e-5, atol=1e-7)
+
+
+def _bump_test(a):
+    a[1:2] = np.sum(a)
+    return np.sum(a) > 0.0
+
+
+def _and_with_a_writing_call(x):
+    x = x * 1.0
+    if np.sum(x) > 0.5 and _bump_test(x):
+        return np.sum(x * x)
+    return np.sum(x * 3.0)
+
+
+def _or_with_a_writing_call(x):
+    x = x * 1.0
+    if np.sum(x) > 0.5 or _bump_test(x):
+        return np.sum(x * x)
+    return np.sum(x * 3.0)
+
+
+def _conditional_expression_with_a_writing_call(x):
+    x = x * 1.0
+    v = np.sum(_bump(x)) if np.sum(x) > 0.5 else x[0]
+    return np.sum(x * x) + v
+
+
+@pytest.mark.parametrize("f", [_and_with_a_writing_call, _or_with_a_writing_call,
+                               _conditional_expression_with_a_writing_call])
+def test_a_call_python_may_skip_writes_only_where_it_runs(f):
+    """`a and f(x)`, `a or f(x)`, `f(x) if c else v`: Python calls f on some paths only,
+    and what f writes into x is merged after them as an `if` statement's writes are (both
+    the short-circuit and the conditional expression dropped or always made the write)."""
+    for x in (np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.2, -0.5]), np.array([0.5, 0.4, 0.3])):
+        value, grad = sg.value_and_grad(f)(x.copy())
+        assert_close(value, f(x.copy()))
+        assert_close(grad, numeric_grad(f, [x], 0), rtol=1e-5, atol=1e-7)
+        out, t = sg.jvp(f, (x.copy(),), (np.ones(3),))
+        assert_close(out, f(x.copy()))

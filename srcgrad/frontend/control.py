@@ -44,6 +44,8 @@ from srcgrad.frontend.loops import Loops, _assign, _kind, _leaves, _name
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.tree import unflatten
 
+IFEXP = "_ifexp"  # the value of a conditional expression, merged beside the names
+
 RETURNED, RESULT = "_returned", "_result"
 
 
@@ -150,45 +152,59 @@ class ControlFlow(Loops):
 
     # ------------------------------------------------------------------ if
     def trace_if(self, node, scope):
-        loc = self.loc
         test = self.expr(node.test, scope)
         if isinstance(test, Const):
             self.trace_statements(node.body if test.value else node.orelse, scope)
             return
-        then_ops, then_env, _, _ = self.trace_block(node.body, scope)
-        else_ops, else_env, _, _ = self.trace_block(node.orelse, scope)
+        self.branches(node, test, scope, node.body, node.orelse)
+
+    def trace_ifexp(self, node, test, scope):
+        """`a if c else b` on a run-time condition: a `cond` computing one value; what
+        a call in a branch writes is merged as an `if` statement's writes are."""
+        return self.branches(node, test, scope, [], [], lambda s: self.expr(node.body, s),
+                             lambda s: self.expr(node.orelse, s))
+
+    def branches(self, node, test, scope, then_stmts, else_stmts, then_value=None,
+                 else_value=None):
+        """Both branches of a run-time `if`, merged: every name they rebind (also through
+        writes in place) is bound to its merged value. `then_value`/`else_value` (scope ->
+        value, traced last in each branch): the value of a conditional expression, merged
+        too and returned."""
+        loc = self.loc
+        then_ops, then_env, _, a = self.trace_block(then_stmts, scope, epilogue=then_value)
+        else_ops, else_env, _, b = self.trace_block(else_stmts, scope, epilogue=else_value)
         before = scope.env
         merged, same = {}, {}
         for name in dict.fromkeys(list(then_env) + list(else_env)):
-            a, b = then_env.get(name), else_env.get(name)
-            if a is None or b is None:
+            a_, b_ = then_env.get(name), else_env.get(name)
+            if a_ is None or b_ is None:
                 continue  # defined in one branch only: not defined after the `if`
-            if a is b:  # the same value either way (`y = x` in both): no merge, so an
-                if a is not before.get(name):  # in-place write through `y` still reaches `x`
-                    same[name] = a
+            if a_ is b_:  # the same value either way (`y = x` in both): no merge, so an
+                if a_ is not before.get(name):  # in-place write through `y` still reaches `x`
+                    same[name] = a_
                 continue
-            if isinstance(a, Undecided) or isinstance(b, Undecided):
-                same[name] = a if isinstance(a, Undecided) else b  # reading it is the error
+            if isinstance(a_, Undecided) or isinstance(b_, Undecided):
+                same[name] = a_ if isinstance(a_, Undecided) else b_  # reading it is the error
                 continue
-            merged[name] = (a, b)
+            merged[name] = (a_, b_)
+        expression = then_value is not None
+        if expression and a is b and not then_ops and not else_ops and not merged:
+            scope.env.update(same)
+            return a  # `x if c else x`
+        if expression:
+            merged[IFEXP] = (a, b)
         self.loc = loc
         values = self.merge_branches(node, test, then_ops, else_ops,
                                      [v[0] for v in merged.values()], [v[1] for v in merged.values()],
                                      list(merged))
         shared: dict = {}  # names bound to one container on both paths share it after the `if`
-        for i, (a, b) in enumerate(merged.values()):  # too (a later `L.append` reaches `M`)
-            if isinstance(a, (list, dict)):
-                values[i] = shared.setdefault((id(a), id(b)), values[i])
+        for i, (a_, b_) in enumerate(merged.values()):  # too (a later `L.append` reaches `M`)
+            if isinstance(a_, (list, dict)):
+                values[i] = shared.setdefault((id(a_), id(b_)), values[i])
+        value = values.pop() if expression else None
+        merged.pop(IFEXP, None)
         scope.env.update(zip(merged, values))
         scope.env.update(same)
-
-    def trace_ifexp(self, node, test, scope):
-        """`a if c else b` on a run-time condition: a `cond` computing one value."""
-        then_ops, _, _, a = self.trace_block([], scope, epilogue=lambda s: self.expr(node.body, s))
-        else_ops, _, _, b = self.trace_block([], scope, epilogue=lambda s: self.expr(node.orelse, s))
-        if a is b and not then_ops and not else_ops:
-            return a  # `x if c else x`
-        (value,) = self.merge_branches(node, test, then_ops, else_ops, [a], [b], ["_ifexp"])
         return value
 
     def if_with_return(self, node, rest, scope):

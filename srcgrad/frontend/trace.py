@@ -27,7 +27,7 @@ from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING
 from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir.core import Const, Graph, Var
-from srcgrad.ir.expand import Expander, Namer, describe
+from srcgrad.ir.expand import Expander, Namer, describe, may_call
 from srcgrad.ir.tree import LEAF, flatten
 
 # Builtins evaluated at compile time when all their arguments are static.
@@ -304,6 +304,26 @@ class Tracer(Inlining, Expander, ControlFlow):
             self.fail(node, "repeating a sequence a dynamic number of times",
                       "repeat a literal number of times (`[x] * 2`), or use `np.tile` on an array")
         return type(seq)(items(seq) * n.value)
+
+    def expr_BoolOp(self, node, scope):
+        """`a and f(x)` / `a or f(x)`: Python calls f only where `a` does not decide, and
+        f may write into arrays, so the rest is traced as the branch of an `if` (`f(x)
+        if a else a`, `a if a else f(x)`) rather than evaluated on every path."""
+        if not any(may_call(v) for v in node.values[1:]):
+            return super().expr_BoolOp(node, scope)
+        first = self.expr(node.values[0], scope)
+        conj = isinstance(node.op, gast.And)
+        rest = gast.BoolOp(node.op, node.values[1:]) if len(node.values) > 2 else node.values[1]
+        if isinstance(first, Const):
+            return first if bool(first.value) != conj else self.expr(rest, scope)
+        def rest_value(s):
+            return self.expr(rest, s)
+
+        def first_value(s):
+            return first
+
+        return self.branches(node, first, scope, [], [], rest_value if conj else first_value,
+                             first_value if conj else rest_value)
 
     def dynamic_ifexp(self, node, test, scope):
         return self.trace_ifexp(node, test, scope)  # Note [Tracing control flow]

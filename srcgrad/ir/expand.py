@@ -211,7 +211,7 @@ class Expander:
         a later operand that calls a function is held (`hold`: the Tracer keeps it under
         a hidden name, which a write rebinds as it rebinds every name) and read back
         once all are evaluated. `parts`: (evaluate, node) pairs."""
-        calls = [_calls(node) for _, node in parts]
+        calls = [may_call(node) for _, node in parts]
         values = []
         for i, (evaluate, node) in enumerate(parts):
             value = evaluate(node, scope)
@@ -502,7 +502,7 @@ def _unstarred(elts, values) -> list:
             for v in (value if isinstance(e, gast.Starred) else (value,))]
 
 
-def _calls(node) -> bool:
+def may_call(node) -> bool:
     """Whether evaluating `node` may call a function (which may write into arrays)."""
     return any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(node))
 
