@@ -165,6 +165,10 @@ def test_reshape_ravel_and_transposes():
                 assert fact.c and np.shares_memory(a.ravel(), a)
             _check(_predicted("T", x=a), a.T)
             _check(_predicted("transpose", x=a, axes=Static(None)), np.transpose(a))
+            for axis in (0, -1, (0, 1)):
+                fact = _predicted("expand_dims", x=a, axis=Static(axis))
+                _check(fact, np.expand_dims(a, axis))
+                assert np.shares_memory(np.expand_dims(a, axis), a) or a.size == 0  # a view
     for s in (np.float64(2.0), 2.0):  # a scalar's reshape is a fresh array
         fact = _predicted("reshape", x=s, shape=Static((-1,)))
         _check(fact, np.reshape(s, (-1,)))
