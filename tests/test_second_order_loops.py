@@ -630,3 +630,53 @@ def test_vjp_of_a_loop_function_inside_compiled_code_is_refused_at_the_call():
         sg.grad(_vjp_of_a_loop_inside)(XS)
     assert info.value.lineno == _vjp_of_a_loop_inside.__code__.co_firstlineno + 1
     assert "sg.grad" in info.value.hint
+
+
+def _linear_loop(x):
+    for _ in range(3):
+        x = x * 2.0 + 1.0
+    return np.sum(x)
+
+
+def _vjp_of_a_linear_loop_inside(x):
+    value, vjp_fn = sg.vjp(_linear_loop, x)
+    (g,) = vjp_fn(1.0)
+    return value * np.sum(g * x)
+
+
+def test_vjp_of_a_loop_with_no_tape_inside_compiled_code_compiles():
+    """A loop of linear steps keeps no tape (its backward reads no iteration's values):
+    its generated code is traced as before. d/dx (sum(8x + 7) * 8 sum(x)) by hand."""
+    x = np.array([0.3, -0.2])
+    expected = 8.0 * (8.0 * np.sum(x)) + 8.0 * np.sum(8.0 * x + 7.0)
+    assert_close(sg.grad(_vjp_of_a_linear_loop_inside)(x), np.full(2, expected), rtol=1e-12)
+    assert_close(sg.grad(_vjp_of_a_linear_loop_inside)(x),
+                 numeric_grad(_vjp_of_a_linear_loop_inside, [x], 0))
+
+
+def two_args_loop(x, y):
+    h = x
+    for _ in range(3):
+        h = np.sin(h * y) + 0.3 * h
+    return np.sum(h * h) + np.sum(y * h), {"h": h, "c": 2.0}
+
+
+def _uses_tuple_wrt_and_a_dict_aux(x, y):
+    (gx, gy), aux = sg.grad(two_args_loop, wrt=(0, 1), has_aux=True)(x, y)
+    return np.sum(gx * gx) + np.sum(aux["h"] * gy) * aux["c"]
+
+
+def _uses_value_and_grad_with_a_dict_aux(x, y):
+    (value, aux), gy = sg.value_and_grad(two_args_loop, wrt=1, has_aux=True)(x, y)
+    return np.sum(gy * aux["h"]) + value
+
+
+@pytest.mark.parametrize("fn", [_uses_tuple_wrt_and_a_dict_aux, _uses_value_and_grad_with_a_dict_aux])
+def test_loop_gradients_with_tuple_wrt_and_dict_aux_differentiated_again(fn):
+    x, y = np.array([0.3, -0.5, 0.8]), np.array([1.1, 0.7, -0.4])
+    for i in (0, 1):
+        expected = numeric_grad(fn, [x, y], i)
+        assert_close(sg.grad(fn, wrt=i)(x, y), expected, rtol=1e-6, atol=1e-8)
+        t = np.linspace(0.3, 1.1, 3)
+        _, tangent = sg.jvp(fn, (x, y), (t, np.zeros(3)) if i == 0 else (np.zeros(3), t))
+        assert_close(tangent, np.sum(expected * t), rtol=1e-6, atol=1e-8)

@@ -18,21 +18,22 @@ from srcgrad.ir import tree as pytree
 from srcgrad.ir.core import Const, Var, substitute
 
 NOT_LOWERED = object()
-# [srcgrad.pipeline.graphs.gradient_graph, srcgrad.pipeline.graphs.has_loop], registered
-# on its import
+# [srcgrad.pipeline.graphs.gradient_graph, srcgrad.pipeline.graphs.vjp_has_tape],
+# registered on its import
 _BUILD: list = []
 
 
-def register(build, has_loop) -> None:
-    _BUILD[:] = [build, has_loop]
+def register(build, vjp_has_tape) -> None:
+    _BUILD[:] = [build, vjp_has_tape]
 
 
 def refuse_loop_vjp(tracer, compiled, node) -> None:
     """`sg.vjp(f, ...)` inside compiled code traces f's generated forward and backward,
-    which for a loop hold its tape: a list the forward appends to and the backward pops,
-    which the tracer does not read back (and no IR form of them is built, as for a
-    gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
-    the cause, rather than by an error inside the generated text."""
+    which for most loops hold a tape: a list the forward appends to and the backward
+    pops, which the tracer does not read back (and no IR form of them is built, as for
+    a gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
+    the cause, rather than by an error inside the generated text; a loop with no tape
+    (linear steps) is traced as before."""
     if _BUILD and _BUILD[1](compiled.parsed(), tracer.mutation.saved.allow):
         tracer.fail(node, "`sg.vjp` of a function with a loop, called in a compiled "
                     "function (its backward pops the loop's tape)", "call `sg.grad` or "

@@ -92,13 +92,22 @@ def gradient_graph(fn, allow_mutation: bool, namer=None):
                  graph.param_names, graph.defaults, graph.loc), namer
 
 
-def has_loop(fs: FunctionSource, allow_mutation: bool) -> bool:
-    """Whether the program of `fs` (a gradient's too) has a loop."""
-    graph, _ = trace(fs, allow_mutation)
-    return _has_loop(graph.ops)
+def vjp_has_tape(fs: FunctionSource, allow_mutation: bool) -> bool:
+    """Whether sg.vjp's program of `fs` keeps a loop's tape: a loop whose backward
+    reads values of its iterations (a loop of linear steps, `x = 2.0 * x`, needs none)."""
+    graph, namer = trace(fs, allow_mutation)
+    if not _has_loop(graph.ops):
+        return False
+    seeds = [(out, Var(namer.fresh("_ct"))) for out in graph.outputs if isinstance(out, Var)]
+    backward, _ = reverse(graph.ops, graph.inputs, seeds, namer, zero_edges=zero_edges(graph.ops))
+    return _has_tape(graph.ops + backward)
 
 
-gradients.register(gradient_graph, has_loop)
+def _has_tape(ops) -> bool:
+    return any(op.prim == "tape_new" or any(_has_tape(b.ops) for b in op.blocks) for op in ops)
+
+
+gradients.register(gradient_graph, vjp_has_tape)
 
 
 def backward_of(ops, value, wrt_vars, namer) -> tuple:
