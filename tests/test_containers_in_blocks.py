@@ -299,7 +299,7 @@ SOURCE = textwrap.dedent('''
     def bad_shared_items_in_loop(x):
         y = x * 1.0
         L = [y, y * 2.0]
-        for r in x:  # HERE
+        for r in x[:3 if np.sum(x) < 1e3 else 2]:  # HERE (a trip count on data: not unrolled)
             L = [L[0], L[1] * r]
             y[0] += r
         return np.sum(L[0]) + np.sum(L[1]) + np.sum(y)

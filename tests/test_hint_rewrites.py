@@ -342,7 +342,7 @@ PROGRAM = textwrap.dedent('''
     def bad_shared_items_in_loop(x):
         y = x * 1.0
         ys = [y, y * 2.0]
-        for r in x:  # HERE
+        for r in x[:3 if np.sum(x) < 1e3 else 2]:  # HERE (a trip count on data: not unrolled)
             ys = [ys[0], ys[1] * r]
             y[0] += r
         return np.sum(ys[0]) + np.sum(ys[1]) + np.sum(y)
@@ -665,7 +665,7 @@ PROGRAM = textwrap.dedent('''
     def bad_alias_write_in_loop(a):
         x = a * 1.0
         y = x
-        for _ in range(2):
+        for _ in range(2 if np.sum(a) < 1e3 else 3):  # a trip count on data: not unrolled
             y[0] = y[0] * 2.0  # HERE
         return np.sum(x * x)
 
@@ -680,7 +680,7 @@ PROGRAM = textwrap.dedent('''
     def bad_write_into_held_array(x):
         w = x * 1.0
         ws = [w]
-        for i in range(3):  # HERE
+        for i in range(3 if np.sum(x) < 1e3 else 2):  # HERE (a trip count on data: not unrolled)
             ws[0][i] = ws[0][i] * 2.0
         return np.sum(ws[0] * x)
 
@@ -707,7 +707,7 @@ PROGRAM = textwrap.dedent('''
 
     def bad_write_through_row(x):
         m = np.stack([x, x * 2.0])
-        for row in m:
+        for row in m[:2 if np.sum(x) < 1e3 else 1]:  # a trip count on data: not unrolled
             row[0] = row[0] * 3.0  # HERE
         return np.sum(m * m)
 
@@ -744,7 +744,7 @@ PROGRAM = textwrap.dedent('''
     def bad_loop_rebinds_to_alias(x):
         y = x * 1.0
         v = x * 2.0
-        for _ in range(3):  # HERE (the loop; the message names the write's line)
+        for _ in range(3 if np.sum(x) < 1e3 else 4):  # HERE (the loop; the message names the write's line)
             y[0] = y[0] + 1.0
             y = v
         return np.sum(v * v)
@@ -760,7 +760,7 @@ PROGRAM = textwrap.dedent('''
     def bad_loop_leaves_a_view(x, c):
         x = x * 1.0
         y = x * 3.0
-        for _ in range(3):  # HERE (the loop; the message names the write's line)
+        for _ in range(3 if np.sum(c) < 1e3 else 4):  # HERE (the loop; the message names the write's line)
             x[[1, 0]] *= c
             if x[0] > -5.0:
                 y = x[1:]

@@ -74,7 +74,7 @@ def test_a_write_in_a_nested_loop_into_a_container_held_array_is_undecided():
 def _loop_rebinds_to_a_dict_item(x):
     d = {"a": x, "b": np.maximum(x, 0.0)}
     v = 2.0
-    for _ in range(3):
+    for _ in range(3 if np.sum(x) < 1e3 else 4):  # a trip count on data: not unrolled
         v *= v  # from the second iteration on, writes into the array d["b"] holds
         v = d["b"]
     return np.sum(v)
@@ -124,7 +124,7 @@ def _views_left_by_an_iteration(x, c):
     x = x * 1.0
     y = x * 3.0
     s = 0.0
-    for _ in range(3):
+    for _ in range(3 if np.sum(c) < 1e3 else 4):  # a trip count on data: not unrolled
         x[[1, 0]] *= c  # from the second iteration on, this reaches y (NumPy)
         s = s + np.sum(y * y)
         if x[0] > -5.0:

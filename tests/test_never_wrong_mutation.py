@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from srcgrad.api import emit_standalone
 from tests.conftest import assert_close, numeric_grad
 
 A = np.array([1.0, 2.0, 3.0, 4.0])
@@ -105,7 +106,7 @@ def test_forward_mode(name, fn, args):
 def alias_write_in_loop(a):
     x = a * 1.0
     y = x
-    for _ in range(2):
+    for _ in range(2 if np.sum(a) < 1e3 else 3):  # a trip count on data: not unrolled
         y[0] = 0.0
     return np.sum(x * x)
 
@@ -113,7 +114,7 @@ def alias_write_in_loop(a):
 def view_write_in_loop(a):
     x = a * 1.0
     row = x[1:]
-    for _ in range(2):
+    for _ in range(2 if np.sum(a) < 1e3 else 3):  # a trip count on data: not unrolled
         row[0] = row[0] * 2.0
     return np.sum(x * x)
 
@@ -122,7 +123,7 @@ def view_augmented_in_while(a):
     x = a * 1.0
     acc = x[:2]
     i = 0
-    while i < 2:
+    while i < 2 and np.sum(a) < 1e3:  # a trip count on data: not unrolled
         acc += a[2:]
         i = i + 1
     return np.sum(x * x)
@@ -213,7 +214,8 @@ def write_through_index_instead(x0):
 def test_row_of_the_loop_sequence_written_is_refused_and_the_rewrite_compiles():
     a = np.array([[0.5, -0.2], [0.3, 0.9]])
     with pytest.raises(sg.CompileError, match="row of the array the loop iterates over"):
-        sg.grad(write_through_enumerated_row)(a.copy())
+        emit_standalone(write_through_enumerated_row)  # the shape-generic code: no trip count
+    # known (a variant for these shapes unrolls it: tests/test_unrolled_loops.py)
     value, grad = sg.value_and_grad(write_through_index_instead)(a)
     assert_close(value, write_through_enumerated_row(a.copy()))
     assert_close(grad, numeric_grad(write_through_index_instead, [a], 0), rtol=1e-5, atol=1e-7)
@@ -351,10 +353,9 @@ def row_written_then_nested_loop_rewritten(x0):
 
 def test_row_write_before_a_nested_loop_is_refused_and_the_rewrite_compiles():
     a = np.array([[0.5, -0.2], [0.3, 0.9]])
-    for transform in (lambda: sg.grad(row_written_then_nested_loop)(a.copy()),
-                      lambda: sg.jvp(row_written_then_nested_loop, (a.copy(),), (np.ones((2, 2)),))):
+    for mode in ("reverse", "forward"):  # the shape-generic code (a variant unrolls the loop)
         with pytest.raises(sg.CompileError, match="row of the array the loop iterates over"):
-            transform()
+            emit_standalone(row_written_then_nested_loop, mode=mode)
     value, grad = sg.value_and_grad(row_written_then_nested_loop_rewritten)(a)
     assert_close(value, row_written_then_nested_loop(a.copy()))
     assert_close(grad, numeric_grad(row_written_then_nested_loop_rewritten, [a], 0), rtol=1e-5, atol=1e-7)
@@ -527,7 +528,7 @@ def write_in_loop_into_dict_item(a):
     w = a * 1.0
     d = {"w": w}  # `w` shares the array (unshared, the dict is carried: test_containers_in_blocks)
     k = 0
-    while k < 2:
+    while k < 2 and np.sum(a) < 1e3:  # a trip count on data: not unrolled
         d["w"][0, k] = 1.0
         k += 1
     return np.sum(d["w"] * d["w"]) + np.sum(w)
@@ -595,7 +596,7 @@ def test_a_write_in_a_loop_into_an_array_a_container_holds_compiles_when_not_rea
 def alias_in_nested_loop(a):
     x = a * 1.0
     v = x
-    for _ in range(2):
+    for _ in range(2 if np.sum(a) < 1e3 else 3):  # a trip count on data: not unrolled
         for _ in range(2):
             x[0] = 3.0
     return np.sum(v * v)
@@ -604,7 +605,7 @@ def alias_in_nested_loop(a):
 def rebound_to_alias_then_written(a):
     x = a * 1.0
     v = a * 2.0
-    for _ in range(3):
+    for _ in range(3 if np.sum(a) < 1e3 else 4):  # a trip count on data: not unrolled
         x[0] = x[0] + 1.0
         x = v  # the next iteration writes into v
     return np.sum(v * v)
@@ -614,7 +615,7 @@ def fuzz_4718(x0):
     v1 = x0
     if x0.max() > 0.25:
         return np.sum(x0)
-    for _ in range(2):
+    for _ in range(2 if np.sum(x0) < 1e3 else 3):  # a trip count on data: not unrolled
         for _ in range(4):
             x0[0:2] = 1.0
             x0 = v1
@@ -637,7 +638,7 @@ def alias_from_one_loop_written_in_the_next(x0):  # fuzz seed 7752
     while k < 2:
         k += 1
         r2 = v1.reshape((2,))  # after the while, r2 may be v1's array
-    for _ in range(2):
+    for _ in range(2 if np.sum(x0) < 1e3 else 3):  # a trip count on data: not unrolled
         r2 += r2[:1]
     return np.sum(v1)
 
@@ -799,7 +800,7 @@ def test_the_copy_where_it_is_bound_is_right(fn, arg):
 def chosen_view_then_written_in_loop(a):
     x = a * 1.0
     v = x[:2] if a[0] > 0.0 else x[1:]
-    for _ in range(2):
+    for _ in range(2 if np.sum(a) < 1e3 else 3):  # a trip count on data: not unrolled
         x -= 0.5
     return np.sum(v)
 
@@ -816,7 +817,7 @@ def test_a_loop_write_into_an_array_a_chosen_view_may_share_is_refused():
 
 def held_array_read_in_the_loop(x, t):
     v = t[1]
-    for _ in range(3):
+    for _ in range(3 if np.sum(x) < 1e3 else 4):  # a trip count on data: not unrolled
         v *= 0.5 / (t[1] * t[1] + 1.0)
     return np.log(v * v + 1.0) + np.sum(x)
 
@@ -999,7 +1000,7 @@ def alias_of_the_iterated_array_written(x):
 
 def test_a_write_into_the_iterated_array_names_it():
     with pytest.raises(sg.CompileError, match="shares memory with the array a loop iterates over"):
-        sg.grad(alias_of_the_iterated_array_written)(np.ones((3, 2)))
+        emit_standalone(alias_of_the_iterated_array_written)  # (a variant unrolls the loop)
 
 
 def held_array_written_while_another_item_is_read(x, t):

@@ -26,12 +26,9 @@ import gast
 from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
 from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
+from srcgrad.frontend.unrolling import ITEM, Unrolling, _name, _not_flag
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import LEAF, flatten, is_record, unflatten
-
-
-def _name(n, ctx):
-    return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
 
 
 def _assign(target, value, at):
@@ -77,15 +74,10 @@ def lower_jumps(stmts, flag="_break"):
 
 
 BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
-ITEM = "_item"  # the element an unrolled loop binds its target to (trace_unrolled_for)
 
 
 def _assign_flag(node, flag):
     return _assign(flag, gast.Constant(value=True, kind=None), node)
-
-
-def _not_flag(node, flag):
-    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())), node)
 
 
 def _jumps(stmt) -> bool:
@@ -102,12 +94,26 @@ def _leaves(value):
 
 
 
-class Loops(Iteration):
+class Loops(Unrolling, Iteration):
     """Loop statements, mixed into the Tracer through ControlFlow."""
 
     def trace_for(self, node, scope):
         if node.orelse:
             self.fail(node, "`for ... else`", "use a flag variable")
+        outer_sequences = {n for n in scope.env if n.startswith(SEQUENCE)}
+
+        def unroll(err):  # Note [Unrolling loops the lowering refuses]
+            body, flag = self._loop_body(node, scope)
+            self.unroll_for(node, scope, err, body, flag, flag in scope.env)
+            self._leave_for(scope, flag, outer_sequences)
+        self.lowered_or_unrolled(node, scope, lambda: self._lower_for(node, scope), unroll)
+
+    def _leave_for(self, scope, flag, outer_sequences):
+        scope.env.pop(flag, None)
+        for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
+            scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
+
+    def _lower_for(self, node, scope):
         outer_sequences = {n for n in scope.env if n.startswith(SEQUENCE)}  # enclosing loops'
         plan = self.loop_plan(node, scope)
         if plan is None:  # a static sequence: one trace per element
@@ -138,19 +144,29 @@ class Loops(Iteration):
                         body_ops, env_after, writes=_writes(self) > mark)
         if flag in carried:  # leave the loop at once after an iteration that breaks
             self.ops[-1].attrs["until"] = params[carried.index(flag)]
-        scope.env.pop(flag, None)
-        for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
-            scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
+        self._leave_for(scope, flag, outer_sequences)
 
     def trace_while(self, node, scope):
         if node.orelse:
             self.fail(node, "`while ... else`", "use a flag variable")
+
+        def unroll(err):  # Note [Unrolling loops the lowering refuses]
+            body, flag = self._loop_body(node, scope)
+            self.unroll_while(node, scope, err, body, self._while_test(node, flag, scope))
+            scope.env.pop(flag, None)
+        self.lowered_or_unrolled(node, scope, lambda: self._lower_while(node, scope), unroll)
+
+    @staticmethod
+    def _while_test(node, flag, scope):
+        if flag not in scope.env:
+            return node.test
+        return gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node, flag),
+                                                                      node.test]), node.test)
+
+    def _lower_while(self, node, scope):
         body, flag = self._loop_body(node, scope)
-        test_node = node.test
         breaks = flag in scope.env
-        if breaks:  # `while not _break and test`
-            test_node = gast.copy_location(gast.BoolOp(op=gast.And(), values=[_not_flag(node, flag),
-                                                                               node.test]), node.test)
+        test_node = self._while_test(node, flag, scope)  # `while not _break and test`
 
         def prologue(inner):
             if breaks:  # the test was False after an iteration that broke

@@ -1,0 +1,221 @@
+"""Loops unrolled at trace time where the loop lowering refuses a write.
+
+Note [Unrolling loops the lowering refuses]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A loop lowered to `for_range`/`while_loop` carries its values leafwise through block
+params (Note [Tracing control flow], Note [Containers carried by loops]). A param
+starts as one value and is its own name inside the body, so an in-place write there
+cannot reach the other names that shared its storage before the loop (`v = x`,
+`row = x[0]`, the array `for r in x` iterates over, a tuple holding it), and the
+lowering refuses such writes (Note [Aliases across blocks]). Straight-line code has
+no such limit: a write rebinds every name that sees the storage (Note [Mutation at
+trace time]).
+
+So when the lowering refuses for that reason (`refused_by_lowering`) and the trip
+count is known while tracing, the loop is traced again unrolled: the body once per
+iteration, in order, as straight-line code, which is what NumPy runs. Known trip
+counts: `range(...)` of constants or of shape facts of the variant (`range(len(x))`,
+Note [Shape facts] in srcgrad.frontend.trace), the rows of an array whose length is
+such a fact (`for r in x`, `enumerate(x)`, `zip(x, y)`), and a `while` whose test is
+a constant after every iteration (`while True:` with a counter's `break`, `while k <
+3:`). A row is taken when its iteration starts, from the array as it is then (NumPy's
+`for r in x` reads `x[i]` then, a view that sees the earlier iterations' writes).
+`break`/`continue` are lowered as for any loop (loops.lower_jumps): after a `break`
+on data, each later iteration runs under `if not _break`, and a `while` whose test
+would depend on data there is not unrolled.
+
+The alternative, carrying every name that shares the written storage and re-deriving
+views from the carried base after each write, keeps the loop a loop but needs the view
+relation of every alias to be certain on every path; unrolling handles whatever
+straight-line code handles, at a size cost, so it is bounded: trip count times body
+size (`UNROLL_BUDGET` AST nodes per loop, `TOTAL_BUDGET` per trace, nested unrolls
+counted), beyond which the refusal stands with its rewrite hint. The shape-generic
+code has no shape facts, so there `for r in x` keeps the refusal; the variant compiled
+for the arguments' shapes unrolls it.
+
+The first attempt leaves state behind (ops, names bound, the mutation tables); a
+`Snapshot` taken before it is restored before the unrolled trace, so the unrolled code
+is traced exactly as if the loop had never been lowered.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Const
+
+UNROLL_BUDGET = 6000  # AST nodes traced per unrolled loop: trip count x body size
+TOTAL_BUDGET = 30000  # the same summed over every unrolled loop of one trace
+MAX_TRIPS = 256  # iterations of one unrolled loop
+ITEM = "_item"  # the element an unrolled loop binds its target to (also Loops.trace_unrolled_for)
+
+# Refusals of the loop lowering that the unrolled code does not meet (aliases.py,
+# loops.py): the write or container change is straight-line code once unrolled.
+_LOWERING_REFUSALS = (
+    "from before the loop is not supported",  # a write into storage another name shares
+    "a row of the array the loop iterates over",
+    "so the next iteration would write into it",  # a rebound alias written next iteration
+    "which an earlier iteration may have left shared with",  # a view an iteration left
+    "whose items share memory with other names",  # a carried container's items
+    "and a loop does not carry a tuple, list or dict",
+)
+
+
+def refused_by_lowering(err: CompileError) -> bool:
+    """Whether `err` is a refusal of the loop lowering that unrolling avoids."""
+    message = err.message or ""
+    return any(text in message for text in _LOWERING_REFUSALS) or (
+        message.startswith("a write inside a loop into an array that the "))
+
+
+def _name(n, ctx):
+    return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
+
+
+def _not_flag(node, flag):
+    return gast.copy_location(gast.UnaryOp(op=gast.Not(), operand=_name(flag, gast.Load())), node)
+
+
+def body_size(stmts) -> int:
+    return sum(1 for s in stmts for _ in gast.walk(s))
+
+
+class Snapshot:
+    """The tracer's state before a loop is traced, to trace it again from there."""
+
+    def __init__(self, tracer, scope):
+        self.objects = []
+        mutation = tracer.mutation
+        for obj in (tracer, mutation, mutation.saved):
+            self.objects.append((obj, {k: (v, _copy(v)) for k, v in vars(obj).items()
+                                       if k not in _KEEP}))
+        envs, s = {}, scope
+        for sc in [*tracer.scopes, scope]:
+            s = sc
+            while s is not None:
+                envs[id(s)] = (s, s.env, dict(s.env))
+                s = s.outer
+        self.envs = list(envs.values())
+        self.records = [(r, len(r.certain), len(r.possible)) for r in mutation.saved.records]
+
+    def restore(self):
+        for obj, attrs in self.objects:
+            for k in [k for k in vars(obj) if k not in attrs and k not in _KEEP]:
+                delattr(obj, k)  # made by the attempt (`maybe_none`, ...)
+            for k, (value, content) in attrs.items():
+                setattr(obj, k, value)
+                if content is not None:
+                    value.clear()
+                    value.update(content) if isinstance(value, (dict, set)) else value.extend(content)
+        for scope, env, content in self.envs:
+            scope.env = env
+            env.clear()
+            env.update(content)
+        for record, certain, possible in self.records:
+            del record.certain[certain:]
+            del record.possible[possible:]
+
+
+_KEEP = frozenset({"namer", "mutation", "tracer", "saved", "facts"})
+
+
+def _copy(value):
+    if isinstance(value, (dict, set)):
+        return type(value)(value) if type(value) in (dict, set) else None
+    if type(value) is list:
+        return list(value)
+    return None
+
+
+class Unrolling:
+    """Mixed into Loops (srcgrad.frontend.loops): `stmt`, `expr`, `bind`, `fail` are the
+    Tracer's; `loop_plan`, `_length` Iteration's."""
+
+    def lowered_or_unrolled(self, node, scope, lower, unroll):
+        """`lower()` traces the loop as a loop; where it refuses a write the unrolled
+        code would not meet, the state is restored and `unroll(err)` traces it unrolled
+        (Note [Unrolling loops the lowering refuses])."""
+        snapshot = Snapshot(self, scope)
+        try:
+            lower()
+        except CompileError as err:
+            if not refused_by_lowering(err):
+                raise
+            snapshot.restore()
+            unroll(err)
+
+    def _spend(self, node, err, trips, body):
+        """Count an unrolled loop against the budgets; the refusal `err` stands beyond."""
+        cost = trips * body_size(body)
+        spent = self.__dict__.get("unrolled_nodes", 0) + cost
+        if trips > MAX_TRIPS or cost > UNROLL_BUDGET or spent > TOTAL_BUDGET:
+            raise err
+        self.unrolled_nodes = spent
+
+    def unroll_for(self, node, scope, err, lowered, flag, breaks):
+        """The `for` loop `node` (refused by its lowering with `err`) traced once per
+        iteration, when its trip count is known now; else `err` stands."""
+        before = set(scope.env)
+        plan = self.loop_plan(node, scope)
+        rows = [n for n in scope.env if n not in before]  # the arrays whose rows it binds
+        if plan is None:
+            raise err  # (a static sequence is unrolled already: not this path)
+        start, stop, step, per_index = plan
+        bounds = [self.shape_fact(b) if hasattr(self, "shape_fact") else b for b in (start, stop, step)]
+        if not all(isinstance(b, Const) and isinstance(b.value, int) for b in bounds) \
+                or bounds[2].value == 0:
+            raise err
+        indices = range(*(b.value for b in bounds))
+        self._spend(node, err, len(indices), lowered)
+
+        def value_at(k):
+            for name in rows:  # read as the iteration starts: a write may have made it Undecided
+                self.mutation.check_decided(scope.env[name], node.iter)
+            return per_index(Const(k), scope)
+        self.unrolled_iterations(node, scope, [lambda k=k: value_at(k) for k in indices],
+                                 lowered, flag, breaks)
+
+    def unrolled_iterations(self, node, scope, values, lowered, flag, breaks):
+        """The lowered body once per element of `values` (thunks: each is read as its
+        iteration starts), the loop variable bound to it; after a `break` on data each
+        later iteration runs under `if not <flag>` (as Loops.trace_unrolled_for)."""
+        item = f"{ITEM}{sum(1 for n in scope.env if n.startswith(ITEM))}"
+        bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
+                                              type_comment=None), node.target)
+        for value_at in values:
+            done = scope.env.get(flag)
+            if breaks and isinstance(done, Const) and done.value:
+                break  # a break on static values: the rest never runs
+            self.loc = scope.locate(node)
+            value = value_at()
+            if not breaks or isinstance(done, Const):
+                self.bind(node.target, value, scope)
+                body = lowered
+            else:  # the element's body, the loop variable included, runs under the guard
+                scope.env[item] = value
+                body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
+                                                   orelse=[]), node)]
+            for stmt in body:
+                self.loc = scope.locate(stmt)
+                self.stmt(stmt, scope)
+            scope.env.pop(item, None)
+
+    def unroll_while(self, node, scope, err, lowered, test_node):
+        """The `while` loop `node` (refused by its lowering with `err`) traced once per
+        iteration while its test is a constant; a test on data leaves `err` standing."""
+        size = body_size(lowered) + body_size([gast.Expr(value=test_node)])
+        for trips in range(MAX_TRIPS + 1):
+            self.loc = scope.locate(node)
+            test = self.expr(test_node, scope)
+            if not isinstance(test, Const):
+                raise err
+            if not test.value:
+                return
+            self._spend(node, err, 1, [gast.Expr(value=test_node)] + lowered)
+            if trips * size > UNROLL_BUDGET:
+                raise err
+            for stmt in lowered:
+                self.loc = scope.locate(stmt)
+                self.stmt(stmt, scope)
+        raise err
