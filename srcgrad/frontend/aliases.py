@@ -173,6 +173,7 @@ class BlockAliases:
         (Note [Aliases across blocks])."""
         for name, param in zip(carried, params):
             init = env.get(name)
+            self.saved.note_param(param, init)  # Note [Saved values written in place]
             self.layout.assume(param, init)
             if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
                     not isinstance(init, Const):

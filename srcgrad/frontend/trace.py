@@ -127,6 +127,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         self.scopes.append(scope)
         try:
             result = self.trace_body(fs.node.body, scope)
+            self.mutation.saved.finish(scope.env, self.ops)  # Note [Saved values written in place]
         except CompileError as err:
             raise _at_user_line(fs, err) from None
         finally:

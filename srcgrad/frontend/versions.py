@@ -36,6 +36,18 @@ refused at run time by `no_alias` (Note [Mutation at trace time]) before a saved
 value could be involved. Inside a loop body a save is compared with the writes that
 follow it in the same iteration; a write in the next iteration into what this one
 saved is not seen (the gradient is still that of the values as saved).
+
+Where the flag is computed: in the op list the save was traced into, the backward
+reads it beside the saved value. A value saved at the function's own level and
+possibly written later inside an `if`/loop (of the function, or of a function
+called in it) has a version count, a hidden name of the function's scope
+(`_saved_version_<k>`, 0 at the save): the write adds its flag to it, and blocks
+carry it as any name they rebind (an `if` merges it, a loop carries it, an early
+return's branches merge it with the result). The backward reads its value at the
+function's end. Should a count not reach the end from every write (a write inside a
+conditional expression, or a block of a called function's own scope), the write
+is refused, as any possible write that cannot be checked: `finish` follows each
+count back through the ops.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var
 
 CERTAIN, POSSIBLE = "certain", "possible"
+COUNT_NAME = "_saved_version_"  # the hidden name of a record's version count, then its index
 
 
 @dataclass(eq=False)
@@ -61,6 +74,8 @@ class SavedRecord:
     certain: list = field(default_factory=list)  # Locs of writes that changed it
     ops: list | None = None  # the op list the save was traced into (a block's, or the function's)
     possible: list = field(default_factory=list)  # (flag Var, Loc) of writes that may have
+    hidden: str | None = None  # the name of its version count in the function's scope
+    counted: list = field(default_factory=list)  # (count after a write, Loc) in blocks
 
 
 class SavedWrites:
@@ -71,6 +86,13 @@ class SavedWrites:
         self.records: list = []
         self.allow = False  # tracing under allow_mutation_on_saved_tensors
         self.aliases: dict = {}  # id(a custom_call output) -> the forward's value it names
+        self.param_inits: dict = {}  # id(loop param) -> the value it starts as
+
+    def note_param(self, param, init) -> None:
+        """A loop's `param` starts as `init`: a write through it may reach init's storage
+        (it is init's array until the body binds the name to another)."""
+        if isinstance(param, Var) and isinstance(init, (Var, Const)):
+            self.param_inits[id(param)] = init
 
     def same_storage(self, name, value) -> None:
         """`name` (a custom_call output) is `value` (what the forward returned)."""
@@ -80,8 +102,11 @@ class SavedWrites:
         """Record `value`, saved by `function` at `loc` (`shown`: its name there)."""
         if not isinstance(value, Var):
             return None  # None, or a constant array (writing into a global is refused)
-        record = SavedRecord(value, function, loc, self.allow, shown or "a value",
-                             ops=self.mutation.tracer.ops)
+        tracer = self.mutation.tracer
+        record = SavedRecord(value, function, loc, self.allow, shown or "a value", ops=tracer.ops)
+        if record.ops is self.mutation.top_ops and tracer.scopes and not record.allow:
+            record.hidden = f"{COUNT_NAME}{len(self.records)}"
+            tracer.scopes[0].env[record.hidden] = Const(0)
         self.records.append(record)
         return record
 
@@ -94,7 +119,10 @@ class SavedWrites:
         ndarray, as a subscript write does; else `x += ...` on a name)."""
         tracer = self.mutation.tracer
         for record in self.records:
-            relation = self.relation(record.value, target, proven_array)
+            if record.allow:
+                continue  # no check: the functional code keeps the value as saved
+            relation = self.relation(record.value, target, proven_array,
+                                     params=record.hidden is not None)
             if relation == CERTAIN and not proven_array and not self.mutation.is_array(target):
                 relation = POSSIBLE  # `x += 1` on a value that may be a NumPy scalar
             if relation == CERTAIN:
@@ -104,21 +132,57 @@ class SavedWrites:
                 # the function's own ops: a value saved inside an `if` exists on one path
                 # only (fuzz seed 81318: `v = c if t else x.reshape(...) * F.apply(...)`
                 # then a write into x read an unbound name in the generated code)
-                if tracer.ops is not self.mutation.top_ops or record.ops is not tracer.ops:
-                    raise CompileError.at(loc, f"this in-place write may change a value that "
-                                          f"{record.function} saved for backward at {record.loc}, "
-                                          "and inside an `if`/loop the compiler cannot check it "
-                                          "at run time", hint="write out of place, or save a copy "
-                                          "(`ctx.save_for_backward(x.copy())`)")
-                flag = tracer.apply(rules.RULES["storage_written"], [record.value, target], {})
-                flag.name = tracer.namer.fresh(f"{target.name.lstrip('_')}_written")
-                record.possible.append((flag, loc))
+                if record.ops is tracer.ops is self.mutation.top_ops:  # read beside the value
+                    record.possible.append((self._flag(record, target), loc))
+                elif not self._count(record, target, loc):
+                    _unchecked(record, loc)
 
-    def relation(self, saved, target, proven_array: bool):
+    def _flag(self, record, target):
+        """`storage_written(saved, target)`, computed here."""
+        tracer = self.mutation.tracer
+        flag = tracer.apply(rules.RULES["storage_written"], [record.value, target], {})
+        if isinstance(flag, Var):
+            flag.name = tracer.namer.fresh(f"{getattr(target, 'name', 'x').lstrip('_')}_written")
+        return flag
+
+    def _count(self, record, target, loc) -> bool:
+        """Add this write's flag to the record's version count, inside a block of the
+        function's own scope (Note [Saved values written in place]); False elsewhere."""
+        tracer = self.mutation.tracer
+        if record.hidden is None or not tracer.blocks or not tracer.scopes:
+            return False
+        env = tracer.blocks[-1][0].env
+        if tracer.blocks[-1][0] is not tracer.scopes[0] or record.hidden not in env:
+            return False
+        count = tracer.apply(rules.RULES["add"], [env[record.hidden], self._flag(record, target)], {})
+        if isinstance(count, Var):
+            count.name = tracer.namer.fresh(record.hidden.lstrip("_"))
+        env[record.hidden] = count
+        record.counted.append((count, loc))
+        return True
+
+    def finish(self, env, ops) -> None:
+        """At the function's end: each count read by the backward, once every write
+        counted in a block reaches it (else that write is refused)."""
+        for record in self.records:
+            if not record.counted:
+                continue
+            final = env.get(record.hidden)
+            reached, defined = _reaching(final, ops)
+            # (a count no op defines was traced in a loop body traced again: not the program)
+            counted = [(c, loc) for c, loc in record.counted if id(c) in defined]
+            for count, loc in counted:
+                if id(count) not in reached:
+                    _unchecked(record, loc)
+            locs = list(dict.fromkeys(loc for _, loc in counted))
+            record.possible.append((final, _Writes(locs)))
+
+    def relation(self, saved, target, proven_array: bool, params: bool = False):
         """CERTAIN, POSSIBLE or None: whether writing into `target`'s storage writes
         `saved`'s, judged by the view steps between them. A subscript write proves each
-        integer-indexed step above its target was a view, not a scalar."""
-        up_saved, up_target = self._path(saved), self._path(target)
+        integer-indexed step above its target was a view, not a scalar. `params`: a
+        loop's param may be the array it starts as (a value saved before the loop)."""
+        up_saved, up_target = self._path(saved, params), self._path(target, params)
         if proven_array:
             up_target = [(t, "view" if k == "int" else k) for t, k in up_target]
         depth = {id(t): i for i, (t, _) in enumerate(up_target)}
@@ -129,7 +193,7 @@ class SavedWrites:
                 return CERTAIN if all(k == "view" for k in steps) else POSSIBLE
         return None
 
-    def _path(self, t) -> list:
+    def _path(self, t, params: bool = False) -> list:
         """[(t, None), (its parent, how certain that view step is), ...] up to the root."""
         views = self.mutation.views
         path = [(t, None)]
@@ -139,8 +203,51 @@ class SavedWrites:
                 path.append((views[id(top)][1], views[id(top)][4]))
             elif id(top) in self.aliases:
                 path.append((self.aliases[id(top)], "view"))
+            elif params and id(top) in self.param_inits:  # the same array, or another
+                path.append((self.param_inits[id(top)], "unknown"))
             else:
                 return path
+
+
+def _unchecked(record, loc):
+    raise CompileError.at(loc, f"this in-place write may change a value that "
+                          f"{record.function} saved for backward at {record.loc}, "
+                          "and inside an `if`/loop the compiler cannot check it "
+                          "at run time", hint="write out of place, or save a copy "
+                          "(`ctx.save_for_backward(x.copy())`)")
+
+
+class _Writes(list):
+    """The Locs of the writes one version count adds up (named together in the error)."""
+
+
+def _reaching(value, ops) -> tuple:
+    """(ids of the values `value` is computed from, through the ops (a region op's
+    output from its blocks' results at the same place; a loop's from all of them),
+    ids of every value the ops define)."""
+    producer: dict = {}
+
+    def index(op_list):
+        for op in op_list:
+            for i, out in enumerate(op.outs):
+                producer[id(out)] = (op, i)
+            for block in op.blocks or ():
+                index(block.ops)
+    index(ops)
+    seen, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        if not isinstance(v, Var) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if id(v) not in producer:
+            continue
+        op, i = producer[id(v)]
+        todo.extend(op.operand_vars())
+        for block in op.blocks or ():
+            results = list(block.results)
+            todo.extend([results[i]] if op.prim == "cond" and i < len(results) else results)
+    return seen, producer
 
 
 def checked_saved(tracer, value, record: SavedRecord | None):
@@ -161,7 +268,8 @@ def checked_saved(tracer, value, record: SavedRecord | None):
     if not record.possible:
         return value
     flags = Pack(tuple(flag for flag, _ in record.possible))
-    writes = tuple(f"{_short(loc)} (`{loc.text}`)" for _, loc in record.possible)
+    writes = tuple(" or ".join(f"{_short(w)} (`{w.text}`)" for w in loc) if isinstance(loc, _Writes)
+                   else f"{_short(loc)} (`{loc.text}`)" for _, loc in record.possible)
     return tracer.apply(rules.RULES["check_saved"], [
         value, flags, Const(record.function), Const(_short(record.loc)), Const(writes)], {})
 

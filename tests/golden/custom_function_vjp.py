@@ -87,7 +87,7 @@ def storage_written(saved, target):
 def check_saved(x, written, name, saved_at, writes):
     """`x`, a value custom Function `name` saved at `saved_at`, unless one of the in-place
     writes `writes` changed it (its flag in `written` is set): torch's RuntimeError."""
-    version = sum(1 for w in written if w)
+    version = sum(int(w) for w in written)  # a flag, or a count of writes (in a loop)
     if version:
         first = next(where for w, where in zip(written, writes) if w)
         shape = ", ".join(str(n) for n in getattr(x, "shape", ()))
