@@ -8,13 +8,21 @@ Every number comes from fresh interpreters (this process imports nothing of srcg
 * import: `import srcgrad` alone, over `--runs` processes;
 * first gradient, MLP loss (32x32 -> 64 -> 10): `sg.grad(loss)` plus its first call, in
   a process that has imported NumPy and run the hand gradient once (BLAS set up), so
-  only srcgrad's imports and work are charged. *cold*: an empty disk cache (the
-  compile); *warm*: the module already on disk (a hit). Also shown less one steady
-  call, which is the gradient's own arithmetic;
+  only srcgrad's imports and work are charged (NumPy's own import is not). *cold*: an
+  empty disk cache (the compile); *warm*: the module already on disk (a hit). Also
+  shown less one steady call, which is the gradient's own arithmetic. The process has
+  imported benchmarks.workloads (and with it dataclasses and copy, which srcgrad is then
+  not charged for); the *numpy only* rows run the same loss from a process that imported
+  NumPy and examples/mlp.py alone, so every stdlib module srcgrad imports is charged;
+* the same from an *installed copy* (the sources and templates copied under a
+  `site-packages` directory, as a wheel installs them): its compiler fingerprint is
+  read from the install's stamps, where a source checkout stats every source file on
+  each start (Note: srcgrad.pipeline.keys.compiler_fingerprint);
 
 Times are the minimum over the processes (the least disturbed run: on a loaded machine
 the median mostly measures the other processes) and the median beside it; the load
-average is printed with them.
+average is printed with them, and the least CPU time (time.process_time) of the first
+gradient, which other processes disturb far less than the wall clock.
 * peak memory (tracemalloc, NumPy's buffers included) of the first call (cold cache:
   compile, probe and the call) and of a steady call, for mlp_b1024_512-1024-10 and
   elementwise_1e6, with the hand-written gradient's peak for reference.
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,17 +65,43 @@ from benchmarks import workloads
 wl = workloads.BY_NAME[sys.argv[2]]
 args = tuple(wl.make_inputs().values())
 wl.hand(*args)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import srcgrad as sg
 g = sg.grad(wl.loss, wrt=wl.wrt)
 g(*args)
-first = time.perf_counter() - t0
+first, cpu = time.perf_counter() - t0, time.process_time() - c0
 steady = []
 for _ in range(20):
     t = time.perf_counter()
     g(*args)
     steady.append(time.perf_counter() - t)
-print(json.dumps({"first": first, "steady": statistics.median(steady),
+print(json.dumps({"first": first, "cpu": cpu, "steady": statistics.median(steady),
+                  "compiled": "srcgrad.pipeline.programs" in sys.modules,
+                  "table": "srcgrad.rules.table" in sys.modules}))
+"""
+
+# the same first gradient from a process that has imported only NumPy and the loss's module
+_FIRST_BARE = r"""
+import json, statistics, sys, time
+sys.path.append(sys.argv[1])
+import numpy as np
+from examples import mlp
+rng = np.random.default_rng(0)
+W1, b1, W2, b2 = mlp.init_params(rng, 32, 64, 10)
+X, y = rng.standard_normal((32, 32)), rng.standard_normal((32, 10))
+args = (W1, b1, W2, b2, X, y)
+mlp.loss(*args)
+t0, c0 = time.perf_counter(), time.process_time()
+import srcgrad as sg
+g = sg.grad(mlp.loss, wrt=("W1", "b1", "W2", "b2"))
+g(*args)
+first, cpu = time.perf_counter() - t0, time.process_time() - c0
+steady = []
+for _ in range(20):
+    t = time.perf_counter()
+    g(*args)
+    steady.append(time.perf_counter() - t)
+print(json.dumps({"first": first, "cpu": cpu, "steady": statistics.median(steady),
                   "compiled": "srcgrad.pipeline.programs" in sys.modules,
                   "table": "srcgrad.rules.table" in sys.modules}))
 """
@@ -116,6 +151,34 @@ def _run(code: str, argv: list, env: dict) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+def _installed_copy(src: str, tmp: str) -> str:
+    """`src`'s package and templates copied as a wheel installs them: <tmp>/site-packages."""
+    site = os.path.join(tmp, "lib", "site-packages")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(os.path.join(src, "srcgrad"), os.path.join(site, "srcgrad"), ignore=ignore)
+    shutil.copytree(os.path.join(src, "templates"), os.path.join(site, "srcgrad", "templates"),
+                    ignore=ignore, dirs_exist_ok=True)
+    return site
+
+
+def _first(code: str, runs: int, src: str, tmp: str, tag: str, pycache: str) -> tuple:
+    """(cold rows, warm rows): `runs` processes on empty caches, then `runs` on a filled one."""
+    env = _env(src, os.path.join(tmp, f"warm-{tag}"), pycache)
+    _run(code, [str(ROOT), LATENCY], env)  # bytecode written; the module cached
+    cold = [json.loads(_run(code, [str(ROOT), LATENCY],
+                            _env(src, os.path.join(tmp, f"cold-{tag}-{i}"), pycache)))
+            for i in range(runs)]
+    warm = [json.loads(_run(code, [str(ROOT), LATENCY], env)) for _ in range(runs)]
+    return cold, warm
+
+
+def _summary(out: dict, name: str, rows: list) -> None:
+    out[f"first_{name}_cpu_s"] = min(r["cpu"] for r in rows)  # (CPU time: robust to a busy machine)
+    out[f"first_{name}_s"] = min(r["first"] for r in rows)
+    out[f"first_{name}_median_s"] = statistics.median(r["first"] for r in rows)
+    out[f"first_{name}_less_steady_s"] = min(r["first"] - r["steady"] for r in rows)
+
+
 def measure(runs: int, src: str, memory: bool = True) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
@@ -132,12 +195,21 @@ def measure(runs: int, src: str, memory: bool = True) -> dict:
             cold.append(json.loads(_run(_FIRST, [str(ROOT), LATENCY], cold_env)))
         warm = [json.loads(_run(_FIRST, [str(ROOT), LATENCY], env)) for _ in range(runs)]
         for name, rows in (("cold", cold), ("warm", warm)):
-            out[f"first_{name}_s"] = min(r["first"] for r in rows)
-            out[f"first_{name}_median_s"] = statistics.median(r["first"] for r in rows)
-            out[f"first_{name}_less_steady_s"] = min(r["first"] - r["steady"] for r in rows)
+            _summary(out, name, rows)
         out["warm_hits_compiled"] = sum(r["compiled"] for r in warm)  # a miss: files changed
         out["warm_hits_imported_table"] = sum(r["table"] for r in warm)
         out["steady_s"] = min(r["steady"] for r in warm)
+
+        bare_cold, bare_warm = _first(_FIRST_BARE, runs, src, tmp, "bare", pycache)
+        site = _installed_copy(src, tmp)
+        inst_imports = [float(_run(_IMPORT, [], _env(site, os.path.join(tmp, "i"), pycache)))
+                        for _ in range(runs)]
+        out["import_installed_s"] = min(inst_imports)
+        inst_cold, inst_warm = _first(_FIRST_BARE, runs, site, tmp, "installed", pycache)
+        for name, rows in (("cold_bare", bare_cold), ("warm_bare", bare_warm),
+                           ("cold_installed", inst_cold), ("warm_installed", inst_warm)):
+            _summary(out, name, rows)
+        out["warm_hits_compiled"] += sum(r["compiled"] for r in bare_warm + inst_warm)
         out["load_average"] = os.getloadavg() if hasattr(os, "getloadavg") else None
 
         for name in MEMORY if memory else ():
@@ -151,12 +223,17 @@ def report(r: dict) -> None:
     print(f"min (median) over the runs; load average {r['load_average']}")
     print(f"import srcgrad                        {r['import_s'] * ms:7.2f} ms "
           f"({r['import_median_s'] * ms:.2f})")
-    print(f"first gradient, cold (empty cache)    {r['first_cold_s'] * ms:7.2f} ms "
-          f"({r['first_cold_median_s'] * ms:.2f})"
-          f"   (less one steady call: {r['first_cold_less_steady_s'] * ms:.2f} ms)")
-    print(f"first gradient, warm (disk-cache hit) {r['first_warm_s'] * ms:7.2f} ms "
-          f"({r['first_warm_median_s'] * ms:.2f})"
-          f"   (less one steady call: {r['first_warm_less_steady_s'] * ms:.2f} ms)")
+    for name, what in (("cold", "cold (empty cache)"), ("warm", "warm (disk-cache hit)"),
+                       ("cold_bare", "cold, numpy only"), ("warm_bare", "warm, numpy only"),
+                       ("cold_installed", "cold, installed copy"),
+                       ("warm_installed", "warm, installed copy")):
+        if f"first_{name}_s" in r:
+            print(f"first gradient, {what:<21s} {r[f'first_{name}_s'] * ms:7.2f} ms "
+                  f"({r[f'first_{name}_median_s'] * ms:.2f})"
+                  f"   less one steady call {r[f'first_{name}_less_steady_s'] * ms:.2f} ms;"
+                  f" CPU {r[f'first_{name}_cpu_s'] * ms:.2f} ms")
+    if "import_installed_s" in r:
+        print(f"import srcgrad, installed copy        {r['import_installed_s'] * ms:7.2f} ms")
     print(f"steady call                           {r['steady_s'] * ms:7.3f} ms   "
           f"({LATENCY}; warm runs that compiled: {r['warm_hits_compiled']}, "
           f"that imported the rule table: {r['warm_hits_imported_table']})")

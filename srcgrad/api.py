@@ -21,9 +21,7 @@ from srcgrad import arguments, backend, contexts
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import render_dispatcher  # not emit: a cache hit renders nothing else
 from srcgrad.errors import CompileError, ProbeFailed, hide_internal_frames, note_user_line
-from srcgrad.frontend import transforms
-from srcgrad.ir import tree as pytree
-from srcgrad.pipeline import modules
+from srcgrad.pipeline import modules  # (no frontend, no IR: a disk-cache hit compiles nothing)
 
 
 def _normalize_wrt(fn, wrt) -> tuple:
@@ -115,7 +113,9 @@ class _Dispatch:
         if self.compiled.kind in ("grad", "value_and_grad") and contexts.current_hooks() is not None:
             return self._under_hooks(args)  # never bound to the guards: every call comes here
         mode = modules.mutation_allowed()
-        if any(pytree.is_node(a) for a in args):  # containers and records: no fast guard
+        if arguments.any_container(args):  # containers and records: no fast guard
+            from srcgrad.ir import tree as pytree
+
             leaves, trees = pytree.flatten_args(args)
             key = ("tree", trees, tuple([modules.guard_value(a) for a in leaves]), mode)
             impl = self.variants.get(key)
@@ -179,7 +179,7 @@ class _Dispatch:
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):
-    fn = transforms.plain_function(fn)  # functools.partial: a function of its open parameters
+    fn = arguments.plain_function(fn)  # functools.partial: a function of its open parameters
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
     transformed = _Dispatch(fn, compiled).function
@@ -214,12 +214,14 @@ def vjp(f, *primals, has_aux=False):
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
-    f, hooks = transforms.plain_function(f), contexts.current_hooks()  # (functools.partial)
+    f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
     if hooks is None and recorded_in is None and not has_aux:
         plain = modules.plain_vjp(f, primals)  # Note [The plain sg.vjp call]
         if plain is not None:
             return plain
+    from srcgrad.ir import tree as pytree
+
     leaves, trees = pytree.flatten_args(primals)
     leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
@@ -260,6 +262,8 @@ def jvp(f, primals, tangents, *, has_aux=False):
     Forward mode: one pass of generated code computes both, with no reverse pass.
     `out` and `tangent_out` have the structure of `f`'s result.
     """
+    from srcgrad.ir import tree as pytree
+
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
@@ -277,7 +281,7 @@ def jvp(f, primals, tangents, *, has_aux=False):
     # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
     p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
                           for ls in (p_leaves, t_leaves))
-    fn = transforms.plain_function(modules.source_function(f))
+    fn = arguments.plain_function(modules.source_function(f))
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
@@ -344,6 +348,3 @@ def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="nump
         indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
     return modules.standalone_module(func, indices, single, mode, optimize, namespace=backend)
 
-
-transforms.register(modules, grad=grad, value_and_grad=value_and_grad, vjp=vjp, jvp=jvp,  # inside
-                    jacobian=jacobian, hessian=hessian)  # compiled code: their generated programs

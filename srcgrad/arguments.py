@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy
 
-from srcgrad.ir import tree as pytree
+# srcgrad.ir.tree (containers) is imported where an argument is one: a call on arrays and
+# floats, a disk-cache hit's first call among them, does not import the IR (issue 15)
+_PLAIN = frozenset({numpy.ndarray, float, int, numpy.float64, numpy.float32})
+
+
+def plain_function(fn):
+    """What a transform compiles for `fn`: `fn`, or for a functools.partial a plain
+    function with the parameters it leaves open (srcgrad.frontend.parse.partial_function)."""
+    if not isinstance(fn, functools.partial):
+        return fn
+    from srcgrad.frontend.parse import partial_function  # (gast: not on a disk-cache hit)
+
+    return partial_function(fn)
 
 
 def check_float_arguments(transform: str, fn, args, indices) -> None:
@@ -17,7 +30,7 @@ def check_float_arguments(transform: str, fn, args, indices) -> None:
     implement yet."""
     names = list(inspect.signature(fn).parameters)
     for i in indices:
-        for leaf in pytree.flatten(args[i])[0]:
+        for leaf in _leaves(args[i]):
             kind = numpy.result_type(leaf).kind if _numeric(leaf) else None
             if kind in ("i", "u", "b"):
                 what = (f"an integer array ({numpy.result_type(leaf)})" if hasattr(leaf, "dtype")
@@ -28,6 +41,25 @@ def check_float_arguments(transform: str, fn, args, indices) -> None:
             if kind == "c":
                 raise TypeError(f"{transform}: argument `{names[i]}` is complex; complex "
                                 "differentiation is not supported yet")
+
+
+def _leaves(value) -> list:
+    if value.__class__ in _PLAIN:
+        return [value]
+    from srcgrad.ir import tree as pytree
+
+    return pytree.flatten(value)[0]
+
+
+def any_container(args) -> bool:
+    """Whether some argument is a tuple, list, dict or record (srcgrad.ir.tree.is_node)."""
+    for a in args:
+        if a.__class__ not in _PLAIN:
+            from srcgrad.ir import tree as pytree
+
+            if pytree.is_node(a):
+                return True
+    return False
 
 
 def _numeric(value) -> bool:
@@ -51,6 +83,8 @@ def check_cotangents(cotangent, out_tree, out_leaves, specialized: bool) -> list
     """The leaves of `vjp_fn`'s `cotangent`, checked against the output it is the
     cotangent of: the same structure, each leaf the same shape (a clear error, never a
     gradient of the wrong shape). A variant compiled for arrays gets arrays."""
+    from srcgrad.ir import tree as pytree
+
     cts, ct_tree = pytree.flatten(cotangent)
     if ct_tree != out_tree:
         raise ValueError(f"vjp_fn: the cotangent's structure {pytree.describe(ct_tree)} does "

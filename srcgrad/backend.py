@@ -31,8 +31,6 @@ import math
 
 import numpy
 
-from srcgrad import rules
-
 
 class Target:
     """The namespace a module is generated for and bound to (immutable, compared by value).
@@ -172,7 +170,19 @@ def _target_of_array(value) -> Target:
     return Target("array-api", "array-api", False, xp, getattr(xp, "__name__", "array-api"))
 
 
-def module_globals(target: Target = NUMPY) -> dict:
-    """The globals a generated module is loaded with, for `target` (or a namespace module)."""
+def module_globals(target: Target = NUMPY, reads=None) -> dict:
+    """The globals a generated module is loaded with, for `target` (or a namespace module).
+
+    `reads`: the names its code reads as globals and does not define (srcgrad.codegen.loader
+    .free_globals), where known. A module reading none but `xp` and `math` is bound without
+    the rule helpers, whose import (srcgrad.rules.helpers) is half a millisecond of a
+    disk-cache hit (issue 15); any other name binds them all, as without `reads`."""
     xp = target.xp if isinstance(target, Target) else target
+    if reads is not None and reads <= _PLAIN_GLOBALS:
+        return {"xp": xp, "math": math}
+    from srcgrad import rules
+
     return {**rules.FORMULA_GLOBALS, "xp": xp, "math": math}
+
+
+_PLAIN_GLOBALS = frozenset({"xp", "math"})

@@ -8,10 +8,10 @@ compiler and the runtime, lets `sg.grad` read it without importing the runtime.
 
 from __future__ import annotations
 
-import threading
 import weakref
+from _thread import _local  # threading.local itself: importing threading costs a cache hit 0.6 ms
 
-_state = threading.local()
+_state = _local()
 
 
 def hooks_stack() -> list:

@@ -79,15 +79,17 @@ def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
 
 def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp_path):
     """Issue 15: a hit imports only the transforms, the cache key (from the function's code
-    object: Note [Quick keys]), the cache, the loader and the generated module's helpers."""
-    cache, heavy = tmp_path / "cache", ("srcgrad", "jinja2", "gast", "array_api_compat", "hashlib")
+    object: Note [Quick keys]), the cache and the loader; the rule helpers only when the
+    module reads one (Note [Globals a module reads]), and no stdlib module NumPy has not."""
+    cache = tmp_path / "cache"
+    heavy = ("srcgrad", "jinja2", "gast", "array_api_compat", "hashlib", "threading", "dataclasses")
     for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
         _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
         loaded = _imported_after(GRAD_CALL, tmp_path, cache, heavy)
         if "srcgrad.pipeline.programs" not in loaded:
             break
     assert "srcgrad.pipeline.programs" not in loaded  # a hit
-    assert not loaded & HEAVY, loaded & HEAVY
+    assert not loaded & (HEAVY | PLAIN_HIT), loaded & (HEAVY | PLAIN_HIT)
     assert not {m for m in loaded if m.startswith("srcgrad.passes")}, loaded
     if importlib.util.find_spec("_sha2") or importlib.util.find_spec("_sha256"):
         assert "hashlib" not in loaded  # OpenSSL's load: Python's own SHA-256 (codegen/cache.py)
@@ -100,6 +102,14 @@ HEAVY = frozenset({"srcgrad.rules.table", "srcgrad.rules.core", "jinja2", "gast"
                    "srcgrad.codegen.emit", "srcgrad.frontend.parse", "srcgrad.frontend.trace",
                    "srcgrad.frontend.classes", "srcgrad.ir.core", "srcgrad.passes",
                    "srcgrad.passes.shapes", "srcgrad.pipeline.programs", "array_api_compat"})
+
+# ... nor, for sg.grad of arrays whose module reads no helper (GRAD_CALL's), the frontend
+# (the transforms are registered lazily: srcgrad.frontend.transforms._registered), the IR's
+# trees (arrays are no containers), the helpers and codegen.names (which imports them), and
+# threading / dataclasses (NumPy imports neither; _thread's lock and local are the same).
+PLAIN_HIT = frozenset({"srcgrad.frontend", "srcgrad.frontend.transforms", "srcgrad.frontend.scope",
+                       "srcgrad.ir", "srcgrad.ir.tree", "srcgrad.rules", "srcgrad.rules.helpers",
+                       "srcgrad.codegen.names", "threading", "dataclasses"})
 
 TRANSFORMS_CALL = """
     import numpy as np
@@ -311,3 +321,112 @@ def test_an_installed_copy_is_fingerprinted_by_its_install_not_by_a_walk(tmp_pat
     assert fingerprint() == first
     os.utime(site / "srcgrad" / "_version.py", ns=(1, 1))  # a reinstall writes every file anew
     assert fingerprint() != first
+
+
+def test_entry_names_are_spelled_as_codegen_names_spells_them():
+    """srcgrad.pipeline.modules spells the generated functions' names itself (codegen.names
+    imports the rule helpers, which a disk-cache hit does without): the two must agree."""
+    from srcgrad.codegen import names
+    from srcgrad.pipeline import modules
+
+    class Kind:
+        fn_name = "loss"
+
+    for kind, expected in (("grad", (names.grad_fn_name("loss"),)),
+                           ("value_and_grad", (names.value_and_grad_fn_name("loss"),)),
+                           ("vjp", (names.forward_fn_name("loss"), names.backward_fn_name("loss")))):
+        Kind.kind = kind
+        assert modules.entry_names(Kind) == expected
+
+
+def test_free_globals_are_the_names_the_code_reads_as_globals():
+    """Note [Globals a module reads]: loads of globals in functions, nested code and the
+    module body, less builtins and what the module defines; attributes are not globals."""
+    from srcgrad.codegen.loader import free_globals
+
+    text = textwrap.dedent("""
+        def grad_f(x, s):
+            t = [unbroadcast(v, s) for v in (x, x)]
+            return xp.sum(len(t) * _c0 * helper(x).T, axis=0)
+
+        def helper(x):
+            return sum_to(x, (1,)) if math.pi else x.sum_to
+    """)
+    found = free_globals(compile(text, "<test>", "exec"))
+    if found is None:  # a Python whose bytecode the scan does not know: everything is bound
+        return
+    assert found == {"unbroadcast", "xp", "_c0", "sum_to", "math"}, found
+    assert free_globals(compile("def g(x):\n    return xp.tanh(x).T\n", "<t>", "exec")) == {"xp"}
+
+
+def test_a_module_reading_no_helper_is_bound_without_them():
+    from srcgrad import backend, rules
+
+    plain = backend.module_globals(backend.NUMPY, frozenset({"xp"}))
+    assert plain == {"xp": np, "math": __import__("math")}
+    full = backend.module_globals(backend.NUMPY, frozenset({"xp", "unbroadcast"}))
+    assert full["unbroadcast"] is rules.FORMULA_GLOBALS["unbroadcast"]
+    assert backend.module_globals(backend.NUMPY).keys() == full.keys()  # reads unknown: all
+
+
+def test_a_disk_cache_hit_that_reads_a_helper_runs_in_a_fresh_process(tmp_path):
+    """A module whose code calls a rule helper (np.diff's gradient: diff_bar) is bound to the
+    helpers when loaded from the disk (Note [Globals a module reads]); checked by hand."""
+    script = """
+        import numpy as np
+        import srcgrad as sg
+        from user_loss import squared_steps
+        x = np.array([0.5, -1.0, 2.0, 0.25, 1.5])
+        steps = np.diff(x)
+        expected = np.zeros_like(x)
+        expected[:-1] -= 2.0 * steps
+        expected[1:] += 2.0 * steps
+        assert np.allclose(sg.grad(squared_steps)(x), expected)
+    """
+    extra = """
+        def squared_steps(x):
+            return np.sum(np.diff(x) ** 2)
+    """
+    cache = tmp_path / "cache"
+    for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
+        _imported_after(script, tmp_path, cache, extra=extra)
+        loaded = _imported_after(script, tmp_path, cache, extra=extra)
+        if "srcgrad.pipeline.programs" not in loaded:
+            break
+    assert "srcgrad.pipeline.programs" not in loaded  # a hit
+    assert "srcgrad.rules.helpers" in loaded  # bound, since the module reads diff_bar
+
+
+def test_a_hit_loads_the_stored_code_and_ignores_a_damaged_code_file(tmp_path, monkeypatch):
+    """Note [Cache file format]: the code object is stored beside the text; a hit does not
+    compile it, and a code file that fails its checks is compiled again and rewritten."""
+    import srcgrad as sg
+    from srcgrad.codegen import loader
+    from srcgrad.pipeline import modules
+
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    mod = _user_module(tmp_path, "coded", """
+        import numpy as np
+        def f(x):
+            return np.sum(np.sin(x) * x)
+    """)
+    x = np.linspace(0.0, 1.0, 5)
+    expected = np.sin(x) + x * np.cos(x)
+    assert np.allclose(sg.grad(mod.f)(x), expected)  # a miss: text and code written
+    codes = list((tmp_path / "cache").rglob("*.pyc"))
+    assert len(codes) == 1
+
+    def no_compile(*args):
+        raise AssertionError("compiled on a hit")
+
+    modules._MEMORY.clear()
+    with monkeypatch.context() as m:
+        m.setattr(loader, "compile_module", no_compile)
+        assert np.allclose(sg.grad(mod.f)(x), expected)
+    codes[0].write_bytes(codes[0].read_bytes()[:-7] + b"garbage")
+    modules._MEMORY.clear()
+    assert np.allclose(sg.grad(mod.f)(x), expected)  # compiled from the text
+    modules._MEMORY.clear()
+    with monkeypatch.context() as m:
+        m.setattr(loader, "compile_module", no_compile)
+        assert np.allclose(sg.grad(mod.f)(x), expected)  # the rewritten code file

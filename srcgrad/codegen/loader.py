@@ -9,7 +9,9 @@ alone (as it does for source that came from a module's `__loader__`).
 
 from __future__ import annotations
 
+import builtins
 import linecache
+import sys
 from typing import Any
 
 
@@ -18,13 +20,20 @@ def pseudo_filename(key: str) -> str:
     return f"<srcgrad:{key[:12]}>"
 
 
-def load_module(source: str, filename: str, namespace: dict | None = None) -> dict[str, Any]:
-    """Compile and run `source` as a module named by `filename`; its globals dict.
+def compile_module(source: str, filename: str):
+    """The code object of a generated module's text."""
+    return compile(source, filename, "exec", dont_inherit=True)
+
+
+def load_module(source: str, filename: str, namespace: dict | None = None, code=None) -> dict[str, Any]:
+    """Compile (unless `code` is its code already) and run `source` as a module named by
+    `filename`; its globals dict.
 
     The dict starts as `{"__name__", "__file__"}` updated with `namespace` (e.g.
     `{"xp": numpy}`), so generated code sees exactly what the caller binds.
     """
-    code = compile(source, filename, "exec", dont_inherit=True)
+    if code is None:
+        code = compile_module(source, filename)
     lines = source.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -34,6 +43,56 @@ def load_module(source: str, filename: str, namespace: dict | None = None) -> di
         ns.update(namespace)
     exec(code, ns)
     return ns
+
+
+# Note [Globals a module reads]
+# A generated module is bound to `xp`, `math`, its constants and every rule helper
+# (srcgrad.backend.module_globals), but most read only `xp`: then importing the helpers
+# (srcgrad.rules.helpers, half a millisecond) is all a disk-cache hit would pay them for.
+# `free_globals` reads the names the code loads as globals from its bytecode (LOAD_GLOBAL
+# in functions, LOAD_NAME in the module body, nested code included), less the builtins and
+# what the module body defines. It answers None, and every helper is bound, on a Python
+# whose bytecode it was not written for, so a new opcode can cost a hit time, never a
+# NameError. A superset of what the code reads is harmless (more is bound).
+_OPS = None  # (LOAD_GLOBAL, LOAD_NAME, STORE_NAME, EXTENDED_ARG, LOAD_GLOBAL's shift)
+
+
+def free_globals(code) -> frozenset | None:
+    """The global names a module's code reads and does not define (Note [Globals a module
+    reads]), or None where this Python's bytecode is not known."""
+    global _OPS
+    if not (3, 10) <= sys.version_info[:2] <= (3, 13):
+        return None
+    if _OPS is None:
+        import opcode  # (inspect, which NumPy imports, has imported it)
+
+        m = opcode.opmap
+        _OPS = (m["LOAD_GLOBAL"], m["LOAD_NAME"], m["STORE_NAME"], opcode.EXTENDED_ARG,
+                1 if sys.version_info >= (3, 11) else 0)
+    loads: set = set()
+    stores: set = set()
+    _scan_names(code, loads, stores)
+    return frozenset(loads - stores - builtins.__dict__.keys())
+
+
+def _scan_names(code, loads: set, stores: set) -> None:
+    load_global, load_name, store_name, extended, shift = _OPS
+    raw, names, ext = code.co_code, code.co_names, 0
+    for i in range(0, len(raw), 2):
+        op, arg = raw[i], raw[i + 1] | ext
+        if op == extended:
+            ext = arg << 8
+            continue
+        ext = 0
+        if op == load_global:
+            loads.add(names[arg >> shift])
+        elif op == load_name:
+            loads.add(names[arg])
+        elif op == store_name:
+            stores.add(names[arg])
+    for const in code.co_consts:
+        if const.__class__ is code.__class__:
+            _scan_names(const, loads, stores)
 
 
 def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:

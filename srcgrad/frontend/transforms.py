@@ -18,16 +18,16 @@ checks arguments and raises, which compiled code cannot do); instead:
 * `sg.vjp(f, *primals)` traces `f`'s forward program; its `vjp_fn` is a `VjpFn` whose
   call traces the backward on the saved values and the cotangent.
 
-The pipeline that makes those programs sits above the frontend, so srcgrad.api
-registers the transforms and the module that compiles them (`register`); the tracer
-knows them by identity. Any other function from srcgrad's own package is refused at
-the user's call site (`internal_call`): tracing srcgrad's Python would report an error
-inside srcgrad, at a line the user never wrote.
+The pipeline that makes those programs sits above the frontend, so the transforms and
+the module that compiles them are registered (`register`, from srcgrad.api once it is
+imported: `_registered`); the tracer knows them by identity. Any other function from
+srcgrad's own package is refused at the user's call site (`internal_call`): tracing
+srcgrad's Python would report an error inside srcgrad, at a line the user never wrote.
 """
 
 from __future__ import annotations
 
-import functools
+import sys
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.scope import NestedFunction, TraceObject
@@ -50,17 +50,20 @@ def register(pipeline, **transforms) -> None:
     _TRANSFORMS.update({fn: name for name, fn in transforms.items()})
 
 
-def plain_function(fn):
-    """What a transform compiles for `fn`: `fn`, or for a functools.partial a plain
-    function with the parameters it leaves open (srcgrad.frontend.parse.partial_function)."""
-    if not isinstance(fn, functools.partial):
-        return fn
-    from srcgrad.frontend.parse import partial_function  # (gast: not on a disk-cache hit)
-
-    return partial_function(fn)
+def _registered() -> None:
+    """Register srcgrad.api's transforms the first time the tracer asks. api does not
+    import this module (a disk-cache hit imports no frontend: issue 15), so it cannot
+    register them when imported; and the frontend sits below api, so it does not import
+    api either: a callee can be one of its transforms only once srcgrad.api has been
+    imported, and then it is in sys.modules."""
+    api = sys.modules.get("srcgrad.api")
+    if not _PIPELINE and api is not None:
+        register(sys.modules["srcgrad.pipeline.modules"],
+                 **{name: getattr(api, name) for name in _STATIC + ("jvp", "vjp")})
 
 
 def transform_name(callee):
+    _registered()
     try:
         return _TRANSFORMS.get(callee)
     except TypeError:  # an unhashable callee
@@ -160,7 +163,8 @@ def _leaves_only(tracer, name, values, node) -> None:
 
 
 def _programs():
-    if not _PIPELINE:  # srcgrad.api registers it when imported, before any transform runs
+    _registered()
+    if not _PIPELINE:  # registered from srcgrad.api, imported before any transform runs
         raise CompileError("srcgrad's transforms are not loaded")
     return _PIPELINE[0]
 

@@ -30,8 +30,6 @@ The trees are part of the variant's key: another structure compiles another vari
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy
 
 LEAF = ("leaf",)
@@ -51,6 +49,8 @@ def is_record(value) -> bool:
 def record_fields(value) -> tuple:
     if isinstance(value, tuple):
         return tuple(value._fields)
+    import dataclasses  # (a dataclass instance exists: its module is imported; a cache hit is not)
+
     return tuple(f.name for f in dataclasses.fields(value))
 
 

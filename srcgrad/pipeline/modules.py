@@ -10,7 +10,6 @@ module, written to the disk cache and loaded with its array namespace bound
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import linecache
 import os
@@ -19,11 +18,10 @@ import numpy
 
 from srcgrad import backend, contexts
 from srcgrad.arguments import check_cotangents
-from srcgrad.codegen import names
+from srcgrad.codegen import loader
 from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
 from srcgrad.errors import CompileError, ProbeFailed
-from srcgrad.ir import tree as pytree
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
@@ -54,6 +52,8 @@ class Compiled:
 
     def parsed(self):
         if self._fs is None:
+            import dataclasses
+
             from srcgrad.frontend.resolve import global_bindings
 
             fs = parse_function(self.fn)
@@ -140,6 +140,8 @@ class Compiled:
         """For arguments that are tuples/lists/dicts of arrays: a function taking the
         original arguments, calling generated code on their leaves, and nesting the
         gradients back into each argument's structure (Note [Container arguments])."""
+        from srcgrad.ir import tree as pytree  # (not on a plain call's hit: issue 15)
+
         leaves, _ = pytree.flatten_args(args)
         target = backend.target_of(*leaves)
         if target is not backend.NUMPY:  # the container variant is NumPy's only
@@ -225,8 +227,12 @@ class Compiled:
             path = str(cache.path_for(key))
             out_tree = self._out_tree_from_source(source)
         filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
-        namespace = {**backend.module_globals(target), **constants}
-        ns = load_module(source, filename, namespace)
+        code = cache.code(key, source, path, loader.compile_module) if path else \
+            loader.compile_module(source, filename)  # (stored beside the text: Note [Cache file format])
+        reads = loader.free_globals(code)  # Note [Globals a module reads] in srcgrad.codegen.loader
+        namespace = {**backend.module_globals(target, None if reads is None else reads - constants.keys()),
+                     **constants}
+        ns = load_module(source, filename, namespace, code)
         self.module_source, self.out_tree = source, out_tree
         if key:
             _MEMORY[key] = (ns, source, out_tree)
@@ -282,6 +288,7 @@ def records_key(trees) -> tuple:
     """The source of every record class in `trees` (Note [Records]): its methods are
     inlined into the generated code, so editing them must change the cache key."""
     from srcgrad.frontend import records
+    from srcgrad.ir import tree as pytree
 
     found: dict = {}
 
@@ -314,12 +321,15 @@ def _module(fs, key: str, program) -> tuple:
 
 
 def entry_names(compiled) -> tuple:
+    """The generated functions a transform calls, spelled as srcgrad.codegen.names spells
+    them (test_startup checks they agree): that module imports the rule helpers, which a
+    disk-cache hit does not need (Note [Globals a module reads] in srcgrad.codegen.loader)."""
     name = compiled.fn_name
     if compiled.kind == "grad":
-        return (names.grad_fn_name(name),)
+        return (f"grad_{name}",)
     if compiled.kind == "value_and_grad":
-        return (names.value_and_grad_fn_name(name),)
-    return (names.forward_fn_name(name), names.backward_fn_name(name))
+        return (f"value_and_grad_{name}",)
+    return (f"{name}_fwd", f"{name}_bwd")
 
 
 def short_path(path: str) -> str:
@@ -359,6 +369,7 @@ class CompiledVjpHooks(Compiled):
 # cotangent's structure) cost as much as they did, so that call takes a short path:
 # the variant's forward runs at once and `vjp_fn` is a small object checking one shape.
 _PLAIN_PRIMALS = frozenset({numpy.ndarray, float, numpy.float64})
+_LEAF = ("leaf",)  # srcgrad.ir.tree.LEAF, whose module a plain call's hit does not import
 
 
 def plain_vjp(f, primals):
@@ -369,7 +380,7 @@ def plain_vjp(f, primals):
     compiled = compiled_vjp(source_function(f))
     leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
     fwd, bwd, specialized = compiled.vjp_variant(leaves)
-    if compiled.out_tree != pytree.LEAF:
+    if compiled.out_tree != _LEAF:
         return None
     outs, saved = fwd(*leaves)
     out = outs[0]
@@ -393,7 +404,7 @@ class _PlainVjpFn:
             return self.bwd(self.saved, cotangent)
         if cls is float and self.shape == ():
             return self.bwd(self.saved, numpy.asarray(cotangent) if self.specialized else cotangent)
-        cts = check_cotangents(cotangent, pytree.LEAF, (self.out,), self.specialized)
+        cts = check_cotangents(cotangent, _LEAF, (self.out,), self.specialized)
         return self.bwd(self.saved, *cts)
 
 
