@@ -287,3 +287,34 @@ def test_a_call_python_may_skip_writes_only_where_it_runs(f):
         assert_close(grad, numeric_grad(f, [x], 0), rtol=1e-5, atol=1e-7)
         out, t = sg.jvp(f, (x.copy(),), (np.ones(3),))
         assert_close(out, f(x.copy()))
+
+
+def _slice_updated_by_a_writing_call(x):
+    x = x * 1.0
+    x[0:2] += np.sum(_bump(x))  # the view x[0:2] is read first and sees _bump's write (NumPy)
+    return np.sum(x * x)
+
+
+def _element_updated_by_a_writing_call(x):
+    x = x * 1.0
+    x[1] += np.sum(_bump(x))  # x[1] is read first, a copy: _bump's write is overwritten
+    return np.sum(x * x)
+
+
+def _list_item_updated_by_a_writing_call(x):
+    y = x * 1.0
+    items = [y[0:2], y * 2.0]
+    items[0] += np.sum(_bump(y))
+    items[1] += _bump(items[1])
+    return np.sum(y * y) + np.sum(items[1])
+
+
+@pytest.mark.parametrize("f", [_slice_updated_by_a_writing_call, _element_updated_by_a_writing_call,
+                               _list_item_updated_by_a_writing_call])
+def test_the_item_of_an_augmented_assignment_is_read_before_its_right_side(f):
+    """`x[i] op= f(x)`: Python reads x[i] before calling f; a view sees f's write into x
+    and a copy does not (Note [Operands evaluated in order])."""
+    for x in (np.array([0.3, -0.2, 0.5]), np.array([-0.6, 0.4, 0.9])):
+        value, grad = sg.value_and_grad(f)(x.copy())
+        assert_close(value, f(x.copy()))
+        assert_close(grad, numeric_grad(f, [x], 0), rtol=1e-5, atol=1e-7)

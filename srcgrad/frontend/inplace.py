@@ -61,7 +61,11 @@ class InPlaceStatements:
                     current = base[key]
                 except (IndexError, KeyError, TypeError) as err:
                     tr.error(node, f"cannot evaluate this item: {err}")
+                held = tr.hold(current, scope) if id(current) not in self.views or \
+                    self.certainly_a_view(current) else current  # a write by the right side
+                # rebinds an array or a view of one; one that may be a copy keeps what was read
                 rhs = tr.expr(node.value, scope)
+                current = tr.release(held, scope)
                 new = tr.binop(optype, current, rhs, node)
                 if isinstance(current, Var) or isinstance(current, Const) and isinstance(
                         current.value, numpy.ndarray):
@@ -81,7 +85,11 @@ class InPlaceStatements:
             self._check_local(target, scope)
             current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
             mark = len(self.write_log)
+            # a view (`x[0:2]`) sees what the right side writes into x, a copy (`x[1]` of a
+            # vector, `x[[0, 1]]`) does not; one that may be either keeps the value read
+            held = tr.hold(current, scope) if self.certainly_a_view(current) else current
             rhs = tr.expr(node.value, scope)
+            current = tr.release(held, scope)
             base = self._reread(target.value, base, scope, mark)
             self.store(base, index, tr.binop(optype, current, rhs, node), node)
         else:

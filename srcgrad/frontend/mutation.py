@@ -269,6 +269,10 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
             value = self.tracer.apply(rules.RULES[rule], [value, *rest], {})
         return value
 
+    def certainly_a_view(self, t) -> bool:
+        """Whether `t` is a view of another array on every layout (a basic slice)."""
+        return id(t) in self.views and self.views[id(t)][4] == CERTAIN
+
     def _chain(self, t):
         chain = [t]
         while id(chain[-1]) in self.views:
