@@ -436,8 +436,10 @@ class Generator:
             return f"{e}[{', '.join('0' * len(s))}] > {self.cut()}"
         base = self.pick([f"np.sum({e}) > {self.cut()}", f"np.mean({e}) < {self.cut()}"] +
                          ([f"{e}.max() > {self.cut()}"] if s else []))
-        if self.chance(0.15):
-            return f"{base} and np.sum({self.expr(s, 0)}) < {self.cut()}"
+        if self.chance(0.15):  # the second operand may call a helper that writes into
+            # arrays, which Python runs on some paths only (`a and f(x)`, `a or f(x)`)
+            rest = self.call_helper(s, 0) if self.inside.random() < 0.3 else self.expr(s, 0)
+            return f"{base} {self.inside.choice(['and', 'and', 'or'])} np.sum({rest}) < {self.cut()}"
         if self.chance(0.1):
             return f"not {base}"
         return base
