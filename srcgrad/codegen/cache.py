@@ -201,24 +201,11 @@ class ModuleCache:
         path = self.path_for(key)
         if not self.usable:
             return ""
-        data = _encode(source, key)
-        tmp = None
-        try:
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, tmp = _temporary(path.parent, key)
-            with os.fdopen(fd, "wb") as f:  # no fsync: a file a crash left torn fails its
-                f.write(data)  # trailer's check and is compiled again (Note [Cache file format])
-            os.replace(tmp, path)
-            tmp = None
-        except OSError as err:
+        try:  # no fsync: a file a crash left torn fails its trailer's check and is
+            _write_atomically(path, key, _encode(source, key))  # compiled again (Note
+        except OSError as err:  # [Cache file format])
             self._disable(f"cannot write {path}: {err}")
             return ""
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
         return str(path)
 
     def get_code(self, key: str, source: str, filename: str):
@@ -246,22 +233,11 @@ class ModuleCache:
         if not self.usable:
             return
         body = marshal.dumps(code)
-        path, tmp = self._code_path(key), None
         try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            fd, tmp = _temporary(os.path.dirname(path), key)
-            with os.fdopen(fd, "wb") as f:
-                f.write(_code_header(source, filename) + sha256(body).digest() + body)
-            os.replace(tmp, path)
-            tmp = None
+            _write_atomically(Path(self._code_path(key)), key,
+                              _code_header(source, filename) + sha256(body).digest() + body)
         except OSError:
             pass  # the text is cached; its code is compiled on each load
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
 
     def code(self, key: str, source: str, filename: str, compile_module):
         """`key`'s code object: the one stored beside its `source`, else compiled by
@@ -341,6 +317,23 @@ class ModuleCache:
 
     def __repr__(self) -> str:
         return f"ModuleCache({str(self.directory)!r})"
+
+
+def _write_atomically(path: Path, key: str, data: bytes) -> None:
+    """`data` as the file `path`, whole or not at all: written to a private temporary
+    file beside it, then renamed over it (OSError where that fails; nothing is left)."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd, tmp = _temporary(path.parent, key)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _temporary(directory: Path, key: str) -> tuple:

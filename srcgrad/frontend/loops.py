@@ -408,19 +408,10 @@ class Loops(Unrolling, Iteration):
                 self.fail(node, f"a loop over a list that grows in every iteration (more than "
                           f"{MAX_UNROLLED} iterations)")
             done = scope.env.get(flag)
-            if not breaks or (isinstance(done, Const) and not done.value):
-                self.bind(node.target, value, scope)  # no break taken so far: plain
-                body = lowered
-            elif isinstance(done, Const):
+            if breaks and isinstance(done, Const) and done.value:
                 break  # a break on static values: the rest never runs
-            else:  # the element's body, the loop variable included, runs under the guard
-                scope.env[item] = value
-                body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
-                                                   orelse=[]), node)]
-            for stmt in body:
-                self.loc = scope.locate(stmt)
-                self.stmt(stmt, scope)
-            scope.env.pop(item, None)
+            self.unrolled_iteration(node, scope, value, item, bind, lowered, flag,
+                                    guarded=breaks and not isinstance(done, Const))
 
 
 

@@ -188,18 +188,24 @@ class Unrolling:
             if breaks and isinstance(done, Const) and done.value:
                 break  # a break on static values: the rest never runs
             self.loc = scope.locate(node)
-            value = value_at()
-            if not breaks or isinstance(done, Const):
-                self.bind(node.target, value, scope)
-                body = lowered
-            else:  # the element's body, the loop variable included, runs under the guard
-                scope.env[item] = value
-                body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
-                                                   orelse=[]), node)]
-            for stmt in body:
-                self.loc = scope.locate(stmt)
-                self.stmt(stmt, scope)
-            scope.env.pop(item, None)
+            self.unrolled_iteration(node, scope, value_at(), item, bind, lowered, flag,
+                                    guarded=breaks and not isinstance(done, Const))
+
+    def unrolled_iteration(self, node, scope, value, item, bind, lowered, flag, guarded):
+        """One iteration of an unrolled loop: the loop variable bound to `value`, then
+        the lowered body; `guarded` (after a `break` on data) runs both under `if not
+        <flag>`, so after the loop the variable holds the element that broke."""
+        if not guarded:
+            self.bind(node.target, value, scope)
+            body = lowered
+        else:
+            scope.env[item] = value
+            body = [gast.copy_location(gast.If(test=_not_flag(node, flag), body=[bind] + lowered,
+                                               orelse=[]), node)]
+        for stmt in body:
+            self.loc = scope.locate(stmt)
+            self.stmt(stmt, scope)
+        scope.env.pop(item, None)
 
     def unroll_while(self, node, scope, err, lowered, test_node):
         """The `while` loop `node` (refused by its lowering with `err`) traced once per
