@@ -251,6 +251,7 @@ def _shown(node) -> str:
 
     return ast.unparse(gast.gast_to_ast(node)) if not isinstance(node, gast.Name) else node.id
 
+
 def _integer_array_index(index) -> bool:
     """Whether `x[index] = v` indexes with an integer array (a constant list or array of
     ints, beside ints and slices): NumPy's advanced assignment then copies a `v` that
