@@ -249,7 +249,7 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
         raise Discard("non-finite or non-scalar value")
     if any(type(x) is float for x in leaves):  # Python's float `*` overflows to inf silently
         try:
-            with np.errstate(over="raise"):
+            with np.errstate(over="raise"), _numpy_math(fn):
                 run([np.float64(x) if type(x) is float else x for x in leaves])
         except FloatingPointError:  # (seed 62287: arctan of an inf, whose derivative is nan)
             raise Discard("NumPy overflowed (an intermediate value is inf)") from None
@@ -266,6 +266,34 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
                             output, autograd_fn)
     except (ArithmeticError, FloatingPointError) as e:  # Python floats overflow near the point
         raise Discard(f"NumPy raised {type(e).__name__} next to the point") from None
+
+
+@contextmanager
+def _numpy_math(fn):
+    """`math` in fn's module as NumPy's functions while the overflow check runs: `math.sqrt`
+    of an np.float64 returns a Python float again, whose `*` overflows silently (seed
+    724806: `x = math.sqrt(x * x * (x * x + 2.0))` in a loop reached inf, clip made the
+    value finite and the derivative through the inf is nan in any program)."""
+    module = getattr(fn, "__globals__", {})
+    real = module.get("math")
+    if real is None:
+        yield
+        return
+
+    class NumpyMath:
+        def __getattr__(self, name):
+            return getattr(np, _NUMPY_MATH[name]) if name in _NUMPY_MATH else getattr(real, name)
+
+    module["math"] = NumpyMath()
+    try:
+        yield
+    finally:
+        module["math"] = real
+
+
+_NUMPY_MATH = {name: name for name in ("sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tan",
+                                        "tanh", "sinh", "cosh", "hypot", "fabs")}
+_NUMPY_MATH.update(atan="arctan", asin="arcsin", acos="arccos", atan2="arctan2", pow="power")
 
 
 def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args, output,

@@ -19,6 +19,7 @@ The long run is `python benchmarks/fuzz.py` (see its docstring).
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import numpy as np
@@ -217,6 +218,18 @@ def test_references_discard_a_python_float_whose_intermediate_overflows():
 
     with pytest.raises(oracle.Discard, match="overflowed"):
         oracle.references(f, [("float",)], "scalar", [-2.067172], np.random.default_rng(0))
+
+
+def test_references_discard_a_python_float_overflow_behind_a_math_call():
+    """Seed 724806: `math.sqrt` of the np.float64 re-run returns a Python float, whose `*`
+    overflows to inf silently again; the re-run reads `math` as NumPy's functions."""
+    def f(x0):
+        for _ in range(12):
+            x0 = math.sqrt(x0 * x0 * (x0 * x0 + 2.0))
+        return np.clip(x0, 1.0, 1.0)
+
+    with pytest.raises(oracle.Discard, match="overflowed"):
+        oracle.references(f, [("float",)], "scalar", [-1.054188], np.random.default_rng(0))
 
 
 def test_references_discard_a_periodic_function_of_huge_values():
