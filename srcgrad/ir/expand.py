@@ -211,12 +211,12 @@ class Expander:
         a later operand that calls a function is held (`hold`: the Tracer keeps it under
         a hidden name, which a write rebinds as it rebinds every name) and read back
         once all are evaluated. `parts`: (evaluate, node) pairs."""
-        calls = [may_call(node) for _, node in parts]
-        values = []
-        for i, (evaluate, node) in enumerate(parts):
-            value = evaluate(node, scope)
-            values.append((True, self.hold(value, scope)) if any(calls[i + 1:]) else (False, value))
-        return [self.release(value, scope) if held else value for held, value in values]
+        held = [False] * len(parts)  # whether a later part may call: each subtree walked once
+        for i in range(len(parts) - 1, 0, -1):
+            held[i - 1] = held[i] or may_call(parts[i][1])
+        values = [self.hold(evaluate(node, scope), scope) if hold else evaluate(node, scope)
+                  for (evaluate, node), hold in zip(parts, held)]
+        return [self.release(value, scope) if hold else value for value, hold in zip(values, held)]
 
     def expr_BinOp(self, node, scope):
         left, right = self.in_order([(self.expr, node.left), (self.expr, node.right)], scope)
