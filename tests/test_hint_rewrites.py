@@ -327,6 +327,26 @@ PROGRAM = textwrap.dedent('''
             ys[0] = x * 2.0
         return np.sum(zs[0] * ys[1])
 
+    def bad_change_merged_list(x):
+        L = [x]
+        K = [x * 2.0]
+        if np.sum(x) > 0:
+            M = L
+        else:
+            M = K
+        M[0] = M[0] * 3.0  # HERE
+        return np.sum(L[0] * K[0]) + np.sum(M[0])
+
+    def good_change_merged_list(x):
+        L = [x]
+        K = [x * 2.0]
+        if np.sum(x) > 0:
+            M = list(L)
+        else:
+            M = list(K)
+        M[0] = M[0] * 3.0
+        return np.sum(L[0] * K[0]) + np.sum(M[0])
+
     def bad_change_held_list(x):
         d = {"a": [x, x]}
         if np.sum(x) > 0:
@@ -1241,6 +1261,9 @@ ROWS = [
         "which shares a list with `ys`", "`M = list(L)`", "good_two_names_in_loop"),
     Row(("frontend/containers.py", "on a {} that {} share"), "bad_change_shared_list",
         "on a list that `ys`, `zs` share", "`ys = list(ys)`", "good_change_shared_list"),
+    Row(("frontend/containers.py", "one of several {}s that other names still hold"),
+        "bad_change_merged_list", "depending on the path taken at line", "`M = list(L)`",
+        "good_change_merged_list"),
     Row(("frontend/containers.py", "on a {} that only {} holds"), "bad_change_held_list",
         "only a container in `d` holds", "build a new list", "good_change_held_list"),
     Row(("frontend/loops.py", "whose items share memory with other names"),

@@ -29,6 +29,21 @@ A change of structure (`.append`, a new dict key) is legal, but a container's
 structure is static: when it differs between the branches of an `if`, or between
 before a loop and the end of its body, the block is refused, naming the line of
 the change (`structure_change`).
+
+Note [Containers merged across paths]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Where paths meet (an `if` on array values, a loop's iterations), a name bound to a
+list or dict on each path gets one container, built leafwise by the merge. In Python
+it *is* one of the paths' objects (`M = L if c else K`; `for ...: M = K`), so a later
+change through it reaches that object, and one through `L` reaches `M` when `c` was
+true. A container both paths hold (`T = (L, x)` or `T = (L, y)`) stays that object
+in the merged value (`merged`). For the others the merge records which objects the
+new one may be (the same positions on each path, and what those may be in turn);
+a later change to the merged container, or to one of those objects, is refused while
+another of them can still be reached from a name (`_refuse_ambiguous`): a copy could
+not tell which one the change reaches. Containers no name reaches after the merge
+(the copies a branch wrote into, a list built in a branch) cannot be told apart, so
+`L = []; if c: L.append(x) else: L.append(y)` followed by `L.append(z)` compiles.
 """
 
 from __future__ import annotations
@@ -223,6 +238,7 @@ def block_changes(tracer, base, node, what, structural):
     """The container to change for `what` on `base` (Note [Containers changed inside
     blocks]): `base` itself in straight-line code or when the block made it, else a
     copy now bound to the one name that refers to `base`."""
+    _refuse_ambiguous(tracer, base, node, what)
     outside = tracer.__dict__.get("outside_containers")
     if not outside:
         return base  # straight-line code: every name holding it sees the change
@@ -242,6 +258,77 @@ def block_changes(tracer, base, node, what, structural):
     if structural:
         _note_structure_change(tracer, new)
     return new
+
+
+def merged(tracer, value, sources, loc):
+    """`value`, the merge of `sources` (one per path, of the same structure), with the
+    lists and dicts every path shares kept as themselves; each other one is recorded
+    as possibly being its paths' objects (Note [Containers merged across paths])."""
+    if isinstance(value, (Var, Const)):
+        return value
+    if isinstance(value, (list, dict)) and all(s is sources[0] for s in sources):
+        return sources[0]
+    if isinstance(value, (list, dict)):
+        _note_identities(tracer, value, [s for s in sources if isinstance(s, (list, dict))], loc)
+    kids = _children(value)
+    if not kids:
+        return value
+    per_source = [_children(s) for s in sources]
+    if any(len(k) != len(kids) or type(s) is not type(value) for k, s in zip(per_source, sources)):
+        return value  # (a merge keeps the structure: not reached)
+    new = [merged(tracer, kid, [k[i] for k in per_source], loc) for i, kid in enumerate(kids)]
+    if all(a is b for a, b in zip(new, kids)):
+        return value
+    if isinstance(value, list):
+        value[:] = new
+    elif isinstance(value, dict):
+        value.update(zip(value, new))
+    elif is_record(value):
+        return _replace_fields(value, new)
+    else:
+        return tuple(new)
+    return value
+
+
+def _replace_fields(record, values):
+    from srcgrad.ir.tree import make_record
+
+    return make_record(type(record), dict(zip(record_fields(record), values)))
+
+
+def _note_identities(tracer, container, sources, loc):
+    """Record that `container` may be any of `sources` (and what they may be), and
+    each of them `container`."""
+    table = tracer.__dict__.setdefault("merged_containers", {})
+    maybe = {}
+    for s in sources:
+        maybe[id(s)] = s
+        hit = table.get(id(s))
+        if hit is not None and hit[0] is s:
+            maybe.update(hit[1])
+    maybe.pop(id(container), None)
+    table[id(container)] = (container, maybe, loc)  # keeps them alive: ids stay unique
+    for s in sources:
+        hit = table.get(id(s))
+        if hit is None or hit[0] is not s:
+            table[id(s)] = hit = (s, {}, loc)
+        hit[1][id(container)] = container
+
+
+def _refuse_ambiguous(tracer, base, node, what):
+    """A change to a container a merge made, or merged, while another object it may
+    be is reachable (Note [Containers merged across paths])."""
+    hit = tracer.__dict__.get("merged_containers", {}).get(id(base))
+    if hit is None or hit[0] is not base:
+        return
+    live = _reachable(tracer)
+    if not any(i in live for i in hit[1]):
+        return
+    kind = type(base).__name__
+    tracer.fail(node, f"{what} on a {kind} that is, depending on the path taken at line "
+                f"{hit[2].line}, one of several {kind}s that other names still hold",
+                f"bind a copy on each path (`M = {kind}(L)`), so that no other name holds "
+                f"the {kind} that is changed")
 
 
 def structure_change(tracer, value):

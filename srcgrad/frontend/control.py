@@ -41,6 +41,7 @@ import gast
 from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
 from srcgrad.frontend.loops import Loops, _assign, _kind, _leaves, _name
+from srcgrad.frontend.results import Unset, given_structure
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.tree import unflatten
 
@@ -51,11 +52,12 @@ RETURNED, RESULT = "_returned", "_result"
 
 def _lower_loop_return(loop):
     """`for ...: ... return v ...` as
-    `_returned = False; _result = None; for ...: ... _result = v; _returned = True; break`
+    `_returned = False; for ...: ... _result = v; _returned = True; break`
     followed by `if _returned: return _result` (the rest of the function goes into the
     branch that falls through: Note [Tracing control flow]). A `return` in a loop
     nested inside leaves that loop by its `break`, and every enclosing loop by an
-    `if _returned: break` after the loop it nests in."""
+    `if _returned: break` after the loop it nests in. The caller binds `_result` to
+    Unset first (Note [Results of returns inside loops])."""
     import copy
 
     class Returns(gast.NodeTransformer):
@@ -86,8 +88,7 @@ def _lower_loop_return(loop):
     done = gast.copy_location(gast.If(test=_name(RETURNED, gast.Load()),
                                       body=[gast.copy_location(gast.Return(value=_name(RESULT, gast.Load())),
                                                                loop)], orelse=[]), loop)
-    return [_assign(RETURNED, gast.Constant(value=False, kind=None), loop),
-            _assign(RESULT, gast.Constant(value=None, kind=None), loop), new_loop, done]
+    return [_assign(RETURNED, gast.Constant(value=False, kind=None), loop), new_loop, done]
 
 
 def _flat(stmts):
@@ -146,6 +147,7 @@ class ControlFlow(Loops):
             if isinstance(stmt, gast.If) and contains_return([stmt]):
                 return self.if_with_return(stmt, stmts[i + 1:], scope)
             if isinstance(stmt, (gast.For, gast.While)) and contains_return(stmt.body):
+                scope.env[RESULT] = Unset()  # Note [Results of returns inside loops]
                 return self.trace_statements(_lower_loop_return(stmt) + list(stmts[i + 1:]), scope)
             self.stmt(stmt, scope)
         return None
@@ -230,12 +232,13 @@ class ControlFlow(Loops):
         pairs: dict = {}  # (id then, id else) -> the output: names sharing storage on both
         # paths share it after the `if` too (a later write through one reaches the other)
         for name, a, b in zip(names, then_values, else_values):
+            a, b = given_structure(a, b)  # Note [Results of returns inside loops]
             la, ta = _leaves(a)
             lb, tb = _leaves(b)
             if ta != tb:
                 self.refuse_structure(node, name, (a, b), "between the branches of the `if` at line "
                                       f"{self.loc.line}")
-            trees.append((ta, len(la)))
+            trees.append((ta, len(la), a, b))
             for x, y in zip(la, lb):
                 if isinstance(x, Undecided) or isinstance(y, Undecided):
                     leaves.append(x if isinstance(x, Undecided) else y)  # reading it is the error
@@ -253,8 +256,8 @@ class ControlFlow(Loops):
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
                            blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
         merged, i = [], 0
-        for tree, n in trees:
-            merged.append(unflatten(tree, leaves[i:i + n]))
+        for tree, n, a, b in trees:  # Note [Containers merged across paths]
+            merged.append(containers.merged(self, unflatten(tree, leaves[i:i + n]), [a, b], self.loc))
             i += n
         return merged
 

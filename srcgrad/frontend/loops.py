@@ -26,6 +26,7 @@ import gast
 from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
 from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
+from srcgrad.frontend.results import Unset, shaped_like
 from srcgrad.frontend.unrolling import ITEM, Unrolling, _name, _not_flag
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import LEAF, flatten, is_record, unflatten
@@ -196,6 +197,9 @@ class Loops(Unrolling, Iteration):
         leaves alone (Note [Containers carried by loops])."""
         params, slots, leaf_params = [], {}, []
         for name, kind in zip(carried, kinds):
+            if kind == PENDING:  # traced once unset (Note [Results of returns inside loops])
+                params.append(env[name])
+                continue
             if not isinstance(kind, tuple):
                 params.append(Var(self.namer.fresh(name), kind))
                 slots[name], leaf_params = env[name], leaf_params + [params[-1]]
@@ -239,6 +243,18 @@ class Loops(Unrolling, Iteration):
         changed = False
         for i, name in enumerate(carried):
             after = env_after.get(name, Const(0))
+            if kinds[i] == PENDING:  # Note [Results of returns inside loops]
+                if after is before[name]:
+                    continue  # never assigned: stays unset, not carried (close_loop)
+                after_leaves, tree = _leaves(after)
+                if tree == LEAF:
+                    kinds[i] = _kind(after)
+                else:
+                    before[name] = shaped_like(after)
+                    kinds[i] = ("tree", tree, tuple(_widen_leaf(FIXED, u, a) for u, a in zip(
+                        _leaves(before[name])[0], after_leaves)))
+                changed = True
+                continue
             if not isinstance(kinds[i], tuple):
                 if kinds[i] == "static" and _kind(after) == "array":
                     kinds[i], changed = "array", True
@@ -284,7 +300,7 @@ class Loops(Unrolling, Iteration):
                 for value in (a, b):
                     if isinstance(value, Undecided):
                         self.mutation.check_decided(value, None)
-                fixed = p is a and tree != LEAF
+                fixed = p is a and (tree != LEAF or isinstance(p, Unset))
                 if not isinstance(a, (Var, Const)) or not isinstance(b, (Var, Const)) or (
                         fixed and not _same_leaf(a, b)):
                     self.fail(node, f"`{name}`, a tuple, list or dict holding functions or other "
@@ -315,7 +331,9 @@ class Loops(Unrolling, Iteration):
                            blocks=(Block(body_ops, results, block_params),)))
         by_param = {id(p): o for p, o in zip(flat_params, outs)}
         for name, (tree, param_leaves) in zip(carried, trees):
-            scope.env[name] = unflatten(tree, [by_param.get(id(p), p) for p in param_leaves])
+            after = unflatten(tree, [by_param.get(id(p), p) for p in param_leaves])
+            scope.env[name] = containers.merged(self, after, [scope.env[name], env_after.get(name, after)],
+                                                self.loc)  # Note [Containers merged across paths]
 
     def _unshared(self, container, writes) -> bool:
         """Whether one name alone refers to `container` and, where the body `writes` into
@@ -432,11 +450,15 @@ def _index_name(target) -> str:
 
 MAX_UNROLLED = 10_000  # iterations of a loop over a list, which Python would run forever
 FIXED = "fixed"  # a container leaf kind: a constant the body leaves alone, not a param
+PENDING = "pending"  # no value before the loop: Note [Results of returns inside loops]
 
 
 def _carry_kind(value):
     """A carried name's kind: 'array'/'static', or for a container ("tree", its tree,
-    its leaves' kinds), constants (ints, strings, None, functions) FIXED at first."""
+    its leaves' kinds), constants (ints, strings, None, functions) FIXED at first;
+    PENDING for a name with no value yet, whose structure the body gives it."""
+    if isinstance(value, Unset):
+        return PENDING
     if not is_node(value):
         return _kind(value)
     leaves, tree = _leaves(value)
