@@ -1,7 +1,7 @@
 """Start-up costs (issue 15): `import srcgrad`, a fresh process's first gradient, and the
 first call's peak memory.
 
-    python benchmarks/bench_startup.py [--runs 5] [--src DIR] [--json]
+    python benchmarks/bench_startup.py [--runs 5] [--src DIR] [--json] [--breakdown]
 
 Every number comes from fresh interpreters (this process imports nothing of srcgrad):
 
@@ -30,6 +30,8 @@ gradient, which other processes disturb far less than the wall clock.
 The child processes may write bytecode (under a temporary PYTHONPYCACHEPREFIX, one
 throwaway run first) even where PYTHONDONTWRITEBYTECODE is set, as an installed package
 has its .pyc files; without them every process compiles srcgrad's sources (~60 ms).
+`--breakdown` takes a disk-cache hit's first gradient apart instead (imports, sg.grad, and
+in the first call the key, the cache file, the code object, the module, the guards).
 `--src DIR` runs another copy of srcgrad's sources (e.g. `git archive` of an older
 commit) for before/after comparisons.
 """
@@ -98,6 +100,52 @@ args = (W1, b1, W2, b2, X, y)
 loss, wrt = mlp.loss, ("W1", "b1", "W2", "b2")
 mlp.loss(*args)
 """ + _TIME_FIRST
+
+# a disk-cache hit's first gradient taken apart (the numpy-only setup, then the hit): the
+# imports, sg.grad, and within the first call the quick key (the compiler fingerprint and
+# the function's own print), the cache file's read and check, the stored code object's
+# load, the globals the module reads, running the module, the guards' new dispatcher
+# and the generated gradient's first run; each part timed by a wrapper (a microsecond each)
+_BREAKDOWN = _FIRST_BARE.split("import srcgrad as sg")[0].replace("import json, statistics, sys, time",
+                                                                  "import json, sys, time") + r"""
+p = time.perf_counter
+t0 = p()
+import srcgrad as sg
+from srcgrad import api
+from srcgrad.codegen import cache, loader
+from srcgrad.pipeline import keys, modules
+t1 = p()
+parts = {}
+
+def timed(owner, name, label):
+    inner = getattr(owner, name)
+
+    def wrapper(*a, **k):
+        t = p()
+        try:
+            return inner(*a, **k)
+        finally:
+            parts[label] = parts.get(label, 0.0) + p() - t
+    setattr(owner, name, wrapper)
+
+for owner, name, label in [(keys, "compiler_fingerprint", "fingerprint"), (keys, "quick_key", "quick key"),
+                           (cache.ModuleCache, "get", "cache file read+check"),
+                           (cache.ModuleCache, "code", "code object load"),
+                           (loader, "free_globals", "globals read"), (modules, "load_module", "module run"),
+                           (api._Dispatch, "_retarget", "guards' dispatcher")]:
+    timed(owner, name, label)
+t2 = p()
+g = sg.grad(loss, wrt=wrt)
+t3 = p()
+g(*args)
+t4 = p()
+parts["quick key"] -= parts.get("fingerprint", 0.0)
+rest = t4 - t3 - sum(parts.values())  # (the parts are disjoint)
+parts = {"imports": t1 - t0, "sg.grad": t3 - t2, "first call": t4 - t3, **parts,
+         "rest (the gradient's first run, checks)": rest,
+         "compiled": "srcgrad.pipeline.programs" in sys.modules}
+print(json.dumps(parts))
+"""
 
 _MEMORY = r"""
 import json, sys, tracemalloc
@@ -211,6 +259,28 @@ def measure(runs: int, src: str, memory: bool = True) -> dict:
     return out
 
 
+def breakdown(runs: int, src: str) -> dict:
+    """{checkout, installed copy: {part: least seconds over `runs` hits}} (_BREAKDOWN)."""
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
+        pycache = os.path.join(tmp, "pycache")
+        for name, where in (("checkout", src), ("installed copy", _installed_copy(src, tmp))):
+            env = _env(where, os.path.join(tmp, f"cache-{name}"), pycache)
+            _run(_BREAKDOWN, [str(ROOT), LATENCY], env)  # bytecode written; the module cached
+            rows = [json.loads(_run(_BREAKDOWN, [str(ROOT), LATENCY], env)) for _ in range(runs)]
+            if any(r.pop("compiled") for r in rows):
+                raise RuntimeError("a warm run compiled: a source file changed during the runs")
+            out[name] = {k: min(r[k] for r in rows) for k in rows[0]}
+    return out
+
+
+def report_breakdown(parts: dict) -> None:
+    print("a disk-cache hit's first gradient, numpy only (least over the runs, ms; the parts "
+          "are inside `first call`)")
+    for name, row in parts.items():
+        print(f"  {name}: " + ", ".join(f"{k} {v * 1e3:.3f}" for k, v in row.items()))
+
+
 def report(r: dict) -> None:
     ms = 1e3
     print(f"min (median) over the runs; load average {r['load_average']}")
@@ -245,7 +315,12 @@ def main(argv=None) -> int:
     parser.add_argument("--src", default=str(ROOT), help="srcgrad sources to run (default: this checkout)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="only a disk-cache hit's first gradient taken apart (checkout, installed)")
     args = parser.parse_args(argv)
+    if args.breakdown:
+        report_breakdown(breakdown(args.runs, str(Path(args.src).resolve())))
+        return 0
     result = measure(args.runs, str(Path(args.src).resolve()), memory=not args.no_memory)
     if args.json:
         print(json.dumps(result, indent=1))

@@ -22,25 +22,42 @@ def plain_function(fn):
     return partial_function(fn)
 
 
+def bound_args(fn, args: tuple) -> tuple:
+    """`args` with `fn`'s defaults after them (`fn`'s positional arguments), without
+    inspect.signature where `args` are all of them already: a first call's (issue 15)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_argcount != len(args) or code.co_flags & 0x04:  # (*args)
+        full = inspect.signature(fn).bind(*args)
+        full.apply_defaults()
+        args = full.args
+    return tuple(args)
+
+
 def check_float_arguments(transform: str, fn, args, indices) -> None:
     """A TypeError naming the argument when a differentiated argument (or a leaf of it)
     is an integer, a bool or complex: the derivative of a function of integers is not
     defined, and silently differentiating them as floats hides a bug (JAX and torch refuse
     too). Complex arguments would need the conjugate convention, which srcgrad does not
     implement yet."""
-    names = list(inspect.signature(fn).parameters)
     for i in indices:
         for leaf in _leaves(args[i]):
-            kind = numpy.result_type(leaf).kind if _numeric(leaf) else None
+            kind = leaf.dtype.kind if leaf.__class__ is numpy.ndarray else \
+                numpy.result_type(leaf).kind if _numeric(leaf) else None
             if kind in ("i", "u", "b"):
                 what = (f"an integer array ({numpy.result_type(leaf)})" if hasattr(leaf, "dtype")
                         else f"the {type(leaf).__name__} {leaf!r}")
-                raise TypeError(f"{transform}: argument `{names[i]}` is {what}; srcgrad "
+                raise TypeError(f"{transform}: argument `{_name(fn, i)}` is {what}; srcgrad "
                                 "differentiates floating-point arguments only (pass a float, "
                                 "or x.astype(float), or leave it out of wrt)")
             if kind == "c":
-                raise TypeError(f"{transform}: argument `{names[i]}` is complex; complex "
+                raise TypeError(f"{transform}: argument `{_name(fn, i)}` is complex; complex "
                                 "differentiation is not supported yet")
+
+
+def _name(fn, i: int) -> str:
+    """The name of `fn`'s parameter `i`, for a message (the signature is read only then:
+    inspect.signature is a tenth of a millisecond of every first call, issue 15)."""
+    return list(inspect.signature(fn).parameters)[i]
 
 
 def _leaves(value) -> list:

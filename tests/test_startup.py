@@ -67,6 +67,17 @@ def test_a_compile_renders_the_templates_without_jinja2(tmp_path):
     assert not loaded & {"jinja2", "importlib.resources"}, loaded
 
 
+def test_a_compile_does_not_import_hashlib(tmp_path):
+    """srcgrad.digest: cache keys, cache files and fingerprints hash with Python's own
+    SHA-256, so a process that has not imported hashlib (OpenSSL's load, ~3 ms) compiles
+    without it, a miss included."""
+    if not (importlib.util.find_spec("_sha2") or importlib.util.find_spec("_sha256")):
+        return  # (a Python without its own SHA-256: hashlib is the only one)
+    loaded = _imported_after(GRAD_CALL, tmp_path, tmp_path / "cache", ("srcgrad", "hashlib"))
+    assert "srcgrad.pipeline.programs" in loaded  # a miss: compiled here
+    assert "hashlib" not in loaded
+
+
 def test_a_disk_cache_hit_does_not_import_the_compiler(tmp_path):
     cache = tmp_path / "cache"
     _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
@@ -82,7 +93,8 @@ def test_a_disk_cache_hit_imports_neither_the_rule_table_nor_jinja2_nor_gast(tmp
     object: Note [Quick keys]), the cache and the loader; the rule helpers only when the
     module reads one (Note [Globals a module reads]), and no stdlib module NumPy has not."""
     cache = tmp_path / "cache"
-    heavy = ("srcgrad", "jinja2", "gast", "array_api_compat", "hashlib", "threading", "dataclasses")
+    heavy = ("srcgrad", "jinja2", "gast", "array_api_compat", "hashlib", "threading", "dataclasses",
+             "platformdirs")
     for _ in range(3):  # a srcgrad file edited between the two runs makes the second one a miss
         _imported_after(GRAD_CALL, tmp_path, cache)  # fills the disk cache
         loaded = _imported_after(GRAD_CALL, tmp_path, cache, heavy)
@@ -109,7 +121,13 @@ HEAVY = frozenset({"srcgrad.rules.table", "srcgrad.rules.core", "jinja2", "gast"
 # threading / dataclasses (NumPy imports neither; _thread's lock and local are the same).
 PLAIN_HIT = frozenset({"srcgrad.frontend", "srcgrad.frontend.transforms", "srcgrad.frontend.scope",
                        "srcgrad.ir", "srcgrad.ir.tree", "srcgrad.rules", "srcgrad.rules.helpers",
-                       "srcgrad.codegen.names", "threading", "dataclasses"})
+                       "srcgrad.codegen.names", "threading", "dataclasses",
+                       # nor the miss's other layers: the parsed key, the graphs, the renderer's
+                       # parts, the templates' package, the jacobians, platformdirs (the cache
+                       # directory comes from $SRCGRAD_CACHE_DIR) and the eager runtime's kernels
+                       "srcgrad.frontend.resolve", "srcgrad.pipeline.graphs", "srcgrad.codegen.templating",
+                       "srcgrad.codegen.spellings", "srcgrad.templates", "srcgrad.jacobians",
+                       "platformdirs", "srcgrad.kernels", "srcgrad.autograd"})
 
 TRANSFORMS_CALL = """
     import numpy as np
@@ -430,3 +448,119 @@ def test_a_hit_loads_the_stored_code_and_ignores_a_damaged_code_file(tmp_path, m
     with monkeypatch.context() as m:
         m.setattr(loader, "compile_module", no_compile)
         assert np.allclose(sg.grad(mod.f)(x), expected)  # the rewritten code file
+
+
+def test_source_lines_are_linecaches_lines(tmp_path):
+    """keys.source_lines (a quick key's text, without tokenize where it may) reads the same
+    lines as linecache.getlines: UTF-8, CRLF and CR line ends, no final newline, a BOM,
+    a coding cookie (latin-1 bytes), non-ASCII text; and enters them in linecache so an
+    edit is seen."""
+    import linecache
+
+    from srcgrad.pipeline.keys import source_lines
+
+    cases = {
+        "plain": b"def f(x):\n    return x\n",
+        "crlf": b"def f(x):\r\n    return x\r\n\r\n",
+        "cr": b"def f(x):\r    return x\r",
+        "no_newline": b"def f(x):\n    return x",
+        "bom": b"\xef\xbb\xbfdef f(x):\n    return x\n",
+        "cookie": b"# -*- coding: latin-1 -*-\ndef f(x):\n    return x  # \xe9\n",
+        "utf8": "def f(x):\n    return x  # \u00e9\u4e2d\n".encode(),
+        "not_utf8": b"def f(x):\n    return x  # \xff\n",
+        "empty": b"",
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.py"
+        path.write_bytes(data)
+        filename = str(path)
+        linecache.checkcache(filename)
+        expected = linecache.getlines(filename)
+        linecache.cache.pop(filename, None)
+        assert source_lines(filename) == expected, name
+        assert linecache.getlines(filename) == expected, name  # (entered, or not, as linecache)
+    path = tmp_path / "edited.py"
+    path.write_bytes(b"def f(x):\n    return x\n")
+    assert source_lines(str(path)) == ["def f(x):\n", "    return x\n"]
+    path.write_bytes(b"def f(x):\n    return 2 * x  # longer\n")
+    linecache.checkcache(str(path))  # (as the quick key's linecache entry is checked)
+    assert source_lines(str(path))[1] == "    return 2 * x  # longer\n"
+
+
+def test_a_keys_options_text_is_their_repr():
+    """keys._text prints a variant's options as repr does (builtin dtypes' reprs kept)."""
+    from srcgrad.pipeline.keys import _text
+
+    f8, big = np.dtype("f8"), np.dtype(">f8")
+    options = ("grad", (0, 1), True, False, (((3, 4), f8, np.ndarray, True), ((), f8, np.float64),
+                                            float, ((2,), big, np.ndarray), ((1,), np.dtype("i4"),
+                                            np.ndarray, False)),
+               ("allow_mutation_on_saved_tensors",), ("trees", (("leaf",),), ()), [1, (2,)], None,
+               (), ("x",), np.dtype([("a", "f8")]), np.dtype("U3"))
+    assert _text(options) == repr(options)
+    assert _text(options) == repr(options)  # the kept reprs
+
+
+def test_rule_is_as_a_frozen_dataclass():
+    """rules.core.Rule is written out (its decorator cost ~6 ms of a compile's start-up):
+    constructor, defaults, equality, hash, repr and FrozenInstanceError as
+    @dataclass(frozen=True) with the same fields makes them."""
+    import dataclasses
+    import inspect
+
+    from srcgrad.rules.core import _FIELDS, Rule
+
+    fields = [(n, object) if n in ("name", "signature", "render") else
+              (n, object, dataclasses.field(default_factory=dict)) if n in ("vjp", "jvp") else
+              (n, object, dataclasses.field(default=inspect.signature(Rule).parameters[n].default))
+              for n in _FIELDS]
+    Made = dataclasses.make_dataclass("Rule", fields, frozen=True)
+    kwargs = [dict(), dict(vjp={"x": "g"}, targets=("numpy.tanh",), elementwise=True, doc="d"),
+              dict(nout=lambda s: 2, method="m", method_varargs=True, attribute="T", vjp=None)]
+    for kw in kwargs:
+        ours, made = Rule("r", "x", "xp.r(x)", **kw), Made("r", "x", "xp.r(x)", **kw)
+        assert repr(ours) == repr(made)
+        assert ours == Rule("r", "x", "xp.r(x)", **kw) and ours != Rule("s", "x", "xp.r(x)", **kw)
+        assert ours.__eq__(made) is NotImplemented
+        assert [getattr(ours, n) for n in _FIELDS] == [getattr(made, n) for n in _FIELDS]
+        for obj in (ours, made):
+            try:
+                obj.name = "other"
+            except dataclasses.FrozenInstanceError as err:
+                assert str(err) == "cannot assign to field 'name'"
+            else:
+                raise AssertionError("assigned")
+            try:
+                del obj.doc
+            except dataclasses.FrozenInstanceError as err:
+                assert str(err) == "cannot delete field 'doc'"
+            else:
+                raise AssertionError("deleted")
+    assert Rule("r", "x", "y").vjp is not Rule("r", "x", "y").vjp  # a new dict each
+    hashable = dict(vjp=(), jvp=())
+    assert hash(Rule("r", "x", "y", **hashable)) == hash(Made("r", "x", "y", **hashable))
+    assert Rule.__match_args__ == Made.__match_args__
+
+
+def test_bound_args_binds_as_inspect_does():
+    """arguments.bound_args (a first call's example arguments, without inspect.signature
+    where it may): the positional arguments with the defaults after them."""
+    import inspect
+
+    from srcgrad.arguments import bound_args
+
+    def f(a, b=2.0, *, c=1.0):
+        return a
+
+    def g(a, *rest):
+        return a
+
+    class K:
+        def m(self, a, b=1.0):
+            return a
+
+    for fn, args in [(f, (1.0,)), (f, (1.0, 3.0)), (g, (1.0,)), (g, (1.0, 2.0, 3.0)),
+                     (K().m, (1.0,)), (K().m, (1.0, 2.0)), (lambda x, y=3: x, (1,))]:
+        full = inspect.signature(fn).bind(*args)
+        full.apply_defaults()
+        assert bound_args(fn, args) == tuple(full.args), (fn, args)

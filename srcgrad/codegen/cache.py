@@ -44,19 +44,8 @@ from _thread import allocate_lock  # threading.Lock: importing threading costs a
 from pathlib import Path
 from typing import Any
 
+from srcgrad.digest import sha256  # (not hashlib: OpenSSL's load is 3 ms of a hit)
 from srcgrad.errors import CacheWarning
-
-# SHA-256 from Python's own implementation where it has one (_sha256 in 3.11, _sha2 from
-# 3.12), not through hashlib: importing hashlib loads OpenSSL, ~3 ms of a fresh process,
-# for hashing a few kilobytes (issue 15). The digests are the same. (The module for this
-# version first: a failed import searches the whole path, 0.1 ms.)
-try:
-    if sys.version_info >= (3, 12):
-        from _sha2 import sha256
-    else:
-        from _sha256 import sha256
-except ImportError:
-    from hashlib import sha256
 
 ENV_VAR = "SRCGRAD_CACHE_DIR"
 TRAILER_PREFIX = "# srcgrad-cache: "
@@ -124,6 +113,7 @@ class ModuleCache:
         # None: resolved at first use (so tests can set $SRCGRAD_CACHE_DIR first).
         self._requested = Path(directory).expanduser() if directory is not None else None
         self._directory: Path | None = None
+        self._directory_text: str | None = None  # str(self.directory), once
         self._usable: bool | None = None  # None until checked; False: memory-only
         self._reason: str | None = None  # why not usable
         self._warned = False
@@ -140,8 +130,17 @@ class ModuleCache:
         return self._directory
 
     def path_for(self, key: str) -> Path:
+        return Path(self.file_for(key))
+
+    def file_for(self, key: str) -> str:
+        """`path_for` as a string, without pathlib (a disk-cache hit asks it)."""
+        return self._file(key, ".py")
+
+    def _file(self, key: str, suffix: str) -> str:
         key = _check_key(key)
-        return self.directory / key[:2] / f"{key}.py"
+        if self._directory_text is None:
+            self._directory_text = str(self.directory)
+        return os.path.join(self._directory_text, key[:2], key + suffix)
 
     @property
     def usable(self) -> bool:
@@ -155,7 +154,8 @@ class ModuleCache:
     def _check_directory(self) -> None:
         try:
             directory = self.directory
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not os.path.isdir(directory):  # (a stat, not a mkdir: every hit's process asks)
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             reason = _unsafe_reason(directory)
         except (OSError, RuntimeError) as err:  # RuntimeError: no home directory
             reason = f"cannot create cache directory: {err}"
@@ -177,13 +177,12 @@ class ModuleCache:
 
     def get(self, key: str) -> str | None:
         """The source stored for `key`, or None (absent, unreadable, corrupt, foreign)."""
-        path = self.path_for(key)
+        path = self.file_for(key)
         if not self.usable:
             return None
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
+            with open(path, "rb") as f:  # (no pathlib: this runs on every hit)
+                data = f.read()
         except OSError:
             return None
         source = _decode(data, key)
@@ -191,7 +190,7 @@ class ModuleCache:
             # Never trusted; remove it so the next put starts clean (a racing put that
             # already replaced it only costs one recompile).
             try:
-                path.unlink()
+                os.unlink(path)
             except OSError:
                 pass
         return source
@@ -249,8 +248,7 @@ class ModuleCache:
         return code
 
     def _code_path(self, key: str) -> str:
-        key = _check_key(key)
-        return os.path.join(str(self.directory), key[:2], f"{key}.{_CODE_TAG}.pyc")
+        return self._file(key, f".{_CODE_TAG}.pyc")
 
     # -- housekeeping --------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import ast
 import contextlib
 import contextvars
 import functools
-import hashlib
 import inspect
 import math
 import os
@@ -25,6 +24,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.codegen import spellings, templating
+from srcgrad.digest import sha256  # (not OpenSSL's: its load is 3 ms of a compile)
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var
 
@@ -468,7 +468,7 @@ def _render(template: str, **context) -> str:
 
 @functools.lru_cache(maxsize=1)
 def templates_fingerprint() -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for path in sorted(_template_dir().glob("*.j2")):
         h.update(path.name.encode())
         h.update(path.read_bytes())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import hashlib
 import os
 import types
 
@@ -11,6 +10,7 @@ import gast
 import numpy
 
 from srcgrad import rules
+from srcgrad.digest import sha256  # (not OpenSSL's: its load is 3 ms of a compile)
 from srcgrad.frontend.classes import parse_function_class
 from srcgrad.ir.expand import MISSING
 
@@ -52,7 +52,7 @@ def fingerprint(fs, _stack=None) -> str | None:
     if id(fs.fn) in stack:
         return "recursive:" + fs.fn.__qualname__
     stack = stack | {id(fs.fn)}
-    h = hashlib.sha256(fs.source.encode())
+    h = sha256(fs.source.encode())
     # Where it is: generated comments and error messages name file lines.
     h.update(f"\0{os.path.basename(fs.filename)}:{fs.line_offset}".encode())
     paths = _attribute_paths(fs.node)
@@ -108,7 +108,7 @@ def _value_print(value, stack, parse_function) -> str | None:
         parts = [_value_print(v, stack, parse_function) for v in value]
         return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
     if isinstance(value, numpy.ndarray):
-        return f"array:{value.dtype}:{value.shape}:" + hashlib.sha256(value.tobytes()).hexdigest()
+        return f"array:{value.dtype}:{value.shape}:" + sha256(value.tobytes()).hexdigest()
     if isinstance(value, (numpy.generic, numpy.dtype)) or value in (numpy.float32, numpy.float64):
         return f"np:{value!r}"
     rule = rules.lookup_callable(value) if callable(value) else None

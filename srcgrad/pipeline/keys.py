@@ -36,6 +36,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import io
 import linecache
 import os
 import sys
@@ -111,10 +112,29 @@ def cache_key(fs, options: tuple) -> str | None:
 
 def _key(fp: str, options: tuple) -> str:
     h = sha256()
-    for part in (fp, repr(options), VERSION, compiler_fingerprint(), numpy.__version__):
+    for part in (fp, _text(options), VERSION, compiler_fingerprint(), numpy.__version__):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
+
+
+_DTYPE_REPRS: dict = {}  # id of a builtin dtype -> (the dtype, its repr)
+
+
+def _text(value) -> str:
+    """`repr(value)`, the same text, for the tuples of a variant's options: NumPy's
+    dtype repr is Python code, ~15 microseconds an argument of every first call (issue
+    15), so a builtin dtype's (one object per type, always printed alike) is kept."""
+    cls = value.__class__
+    if cls is tuple:
+        items = [_text(v) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if isinstance(value, numpy.dtype) and value.isbuiltin == 1:
+        hit = _DTYPE_REPRS.get(id(value))  # (by identity: equal dtypes may print apart)
+        if hit is None or hit[0] is not value:
+            hit = _DTYPE_REPRS[id(value)] = (value, repr(value))
+        return hit[1]
+    return repr(value)
 
 
 def quick_key(fn, options: tuple) -> tuple | None:
@@ -161,7 +181,7 @@ class _Quick:
             self.name = code.co_name
         if id(fn) in self._stack:
             return "recursive:" + fn.__qualname__
-        lines = linecache.getlines(code.co_filename)
+        lines = source_lines(code.co_filename)
         chunk = lines[code.co_firstlineno - 1:last_line(code)]
         if not chunk:
             return None
@@ -252,6 +272,30 @@ class _Quick:
 
 
 _MISSING = object()
+
+
+def source_lines(filename: str) -> list:
+    """`linecache.getlines(filename)`, the same lines, without tokenize's encoding
+    detection where the file is plain UTF-8 (no BOM, no coding cookie): a tenth of a
+    millisecond of a disk-cache hit's quick key (issue 15). The lines are entered in
+    linecache as linecache enters them (size and mtime: `checkcache` sees an edit)."""
+    if filename in linecache.cache or not os.path.isabs(filename):
+        return linecache.getlines(filename)
+    try:
+        with open(filename, "rb") as f:
+            st, data = os.fstat(f.fileno()), f.read()
+        first = data.find(b"\n")
+        second = data.find(b"\n", first + 1) if first >= 0 else -1
+        head = data if second < 0 else data[:second]  # the lines a coding cookie may be on
+        if b"coding" in head or data.startswith(b"\xef\xbb\xbf"):
+            return linecache.getlines(filename)
+        lines = io.StringIO(data.decode("utf-8"), newline=None).readlines()
+    except (OSError, UnicodeDecodeError):
+        return linecache.getlines(filename)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (st.st_size, st.st_mtime, lines, filename)
+    return lines
 
 
 def _resolves(module: str, name: str, value) -> bool:

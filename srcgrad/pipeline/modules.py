@@ -17,7 +17,7 @@ import os
 import numpy
 
 from srcgrad import backend, contexts
-from srcgrad.arguments import check_cotangents
+from srcgrad.arguments import bound_args, check_cotangents
 from srcgrad.codegen import loader
 from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
@@ -105,10 +105,8 @@ class Compiled:
         target = backend.target_of(*args)
         if target is not backend.NUMPY:  # Note [Array namespaces]: the generic code, bound to it
             return self._entries(self.load_for(target))
-        full = inspect.signature(self.fn).bind(*args)
-        full.apply_defaults()
         key = self.cache_key(self.options(shapes))
-        self._example = tuple(full.args)  # a disk hit's out tree: traced as the variant was
+        self._example = bound_args(self.fn, args)  # a disk hit's out tree: traced as the variant was
         try:  # (with its shape facts: Note [Shape facts] in srcgrad.frontend.trace)
             ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", self._example))
         finally:
@@ -224,7 +222,7 @@ class Compiled:
             source, constants, out_tree = generate()
             path = cache.put(key, source) if key and not constants else ""
         else:
-            path = str(cache.path_for(key))
+            path = cache.file_for(key)
             out_tree = self._out_tree_from_source(source)
         filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
         code = cache.code(key, source, path, loader.compile_module) if path else \
@@ -340,7 +338,6 @@ def short_path(path: str) -> str:
     return rel if not rel.startswith("..") else os.path.basename(path)
 
 
-
 _VJP: dict = {}  # function -> Compiled, so repeated sg.vjp(f, ...) calls compile once
 _VJP_HOOKS: dict = {}  # function -> CompiledVjpHooks: the saved-tensor-hook variant
 
@@ -359,7 +356,6 @@ class CompiledVjpHooks(Compiled):
         # layout facts decide views of computed values (Note [Layout facts])
         return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed(),
                                                         args=args))
-
 
 
 # Note [The plain sg.vjp call]

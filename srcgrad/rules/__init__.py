@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 
 import numpy
 
@@ -72,7 +73,7 @@ def _load_table() -> None:
 
 def _resolve(dotted: str):
     module, _, attr = dotted.rpartition(".")
-    obj = importlib.import_module(module)
+    obj = sys.modules.get(module) or importlib.import_module(module)  # (most are imported)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj

@@ -27,42 +27,89 @@ declared by hand (see srcgrad.passes.saved).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 
 RULES: dict = {}  # rule name -> Rule
 
 
-@dataclass(frozen=True)
+_FIELDS = ("name", "signature", "render", "vjp", "jvp", "targets", "method", "method_varargs",
+           "attribute", "elementwise", "nondiff", "static_out", "nout", "control", "effect",
+           "io", "doc")
+class _Factory:
+    """The default of `vjp` and `jvp`: a new dict each."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
 class Rule:
-    name: str  # the primitive's name in IR and in error messages
-    signature: str  # its parameters, as in a `def`: "x, axis=None, keepdims=False"
-    render: str  # the primal in generated code, over the parameter names
-    vjp: dict = field(default_factory=dict)  # parameter -> cotangent formula
-    jvp: dict = field(default_factory=dict)  # parameter -> tangent contribution formula
-    targets: tuple = ()  # dotted names of the Python callables that mean this primitive
-    method: str | None = None  # `x.<method>(...)` means `render` with x as first parameter
-    # `x.reshape(2, 3)`: extra positional method arguments are packed into the
-    # second parameter, as NumPy's varargs methods do.
-    method_varargs: bool = False
-    attribute: str | None = None  # `x.<attribute>` means this primitive applied to x
-    elementwise: bool = False  # output shape is the broadcast of the array parameters
-    nondiff: bool = False  # derivative is zero everywhere (or undefined): outputs are inactive
-    static_out: bool = False  # outputs are shapes/ints/bools, never arrays that carry derivatives
-    # Number of outputs: an int, or a function of the bound static arguments
-    # (a dict name -> value) for primitives like `split`.
-    nout: int | Callable = 1
-    # A structural primitive with nested blocks (`cond`, loops: Note [Regions]) or a
-    # side effect (a tape push): passes treat these specially, never as formulas.
-    control: bool = False
-    effect: bool = False  # must run even when no output is read
-    # Talks to the outside world (`print`): runs where the user's code runs it and never
-    # at compile time (not folded on static arguments, not run by the shape probe).
-    io: bool = False
-    doc: str = ""  # a line for the conventions table (kinks, ties, zeros)
+    """One row of the table (Note [The derivative table]), immutable.
+
+    Written out as `@dataclass(frozen=True)` would make it (the same constructor,
+    equality, hash, repr and FrozenInstanceError), not made by the decorator: generating
+    and compiling that class's methods cost a compiling process ~6 ms of start-up, more
+    than building every row (issue 15)."""
+
+    __match_args__ = _FIELDS
+
+    def __init__(self, name: str, signature: str, render: str, vjp: dict = _FACTORY,
+                 jvp: dict = _FACTORY, targets: tuple = (), method: str | None = None,
+                 method_varargs: bool = False, attribute: str | None = None,
+                 elementwise: bool = False, nondiff: bool = False, static_out: bool = False,
+                 nout: int | Callable = 1, control: bool = False, effect: bool = False,
+                 io: bool = False, doc: str = ""):
+        set_ = object.__setattr__  # (as the frozen dataclass's __init__ sets them)
+        set_(self, "name", name)  # the primitive's name in IR and in error messages
+        set_(self, "signature", signature)  # its parameters, as in a `def`: "x, axis=None, keepdims=False"
+        set_(self, "render", render)  # the primal in generated code, over the parameter names
+        set_(self, "vjp", {} if vjp is _FACTORY else vjp)  # parameter -> cotangent formula
+        set_(self, "jvp", {} if jvp is _FACTORY else jvp)  # parameter -> tangent contribution formula
+        set_(self, "targets", targets)  # dotted names of the Python callables that mean this primitive
+        set_(self, "method", method)  # `x.<method>(...)` means `render` with x as first parameter
+        # `x.reshape(2, 3)`: extra positional method arguments are packed into the
+        # second parameter, as NumPy's varargs methods do.
+        set_(self, "method_varargs", method_varargs)
+        set_(self, "attribute", attribute)  # `x.<attribute>` means this primitive applied to x
+        set_(self, "elementwise", elementwise)  # output shape is the broadcast of the array parameters
+        # derivative is zero everywhere (or undefined): outputs are inactive
+        set_(self, "nondiff", nondiff)
+        # outputs are shapes/ints/bools, never arrays that carry derivatives
+        set_(self, "static_out", static_out)
+        # Number of outputs: an int, or a function of the bound static arguments
+        # (a dict name -> value) for primitives like `split`.
+        set_(self, "nout", nout)
+        # A structural primitive with nested blocks (`cond`, loops: Note [Regions]) or a
+        # side effect (a tape push): passes treat these specially, never as formulas.
+        set_(self, "control", control)
+        set_(self, "effect", effect)  # must run even when no output is read
+        # Talks to the outside world (`print`): runs where the user's code runs it and never
+        # at compile time (not folded on static arguments, not run by the shape probe).
+        set_(self, "io", io)
+        set_(self, "doc", doc)  # a line for the conventions table (kinks, ties, zeros)
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, f) for f in _FIELDS])
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}({', '.join(f'{f}={getattr(self, f)!r}' for f in _FIELDS)})"
+
+    def __setattr__(self, name, value):
+        _frozen("assign to", name)
+
+    def __delattr__(self, name):
+        _frozen("delete", name)
 
     @property
     def params(self) -> tuple:
@@ -71,6 +118,12 @@ class Rule:
     @property
     def py_signature(self) -> inspect.Signature:
         return _signature(self.signature)
+
+
+def _frozen(what: str, name: str):
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot {what} field {name!r}")
 
 
 def defrule(name: str, signature: str, render: str, **fields) -> Rule:
@@ -98,6 +151,9 @@ def _signature(text: str) -> inspect.Signature:
 
 def table_fingerprint() -> str:
     """Hash of the rule table and helper sources: part of every cache key."""
+    import hashlib  # (here: OpenSSL's load is ~3 ms of a compiling process's start-up)
+    from pathlib import Path
+
     h = hashlib.sha256()
     here = Path(__file__).parent
     for name in sorted(p.name for p in here.glob("*.py")):
