@@ -408,8 +408,8 @@ PROGRAM = textwrap.dedent('''
 
     def bad_write_in_called_helper(x):
         def bump(v):
-            if np.sum(v) > 0:
-                v[0] = 0.0  # HERE
+            while np.sum(v) > 0:
+                v[0] = v[0] - 1.0  # HERE
         y = x * 1.0
         bump(y)
         return np.sum(y * x)

@@ -1,6 +1,7 @@
 """In-place writes made by a function called inside an `if`/loop (issue 11, task I5):
 the callee's body is traced in the block, so what its writes rebind in the caller is
-the block's to carry (Note [Writes by callees inside blocks] in
+the block's to carry; and by a callee's own `if` into its caller's arrays (task I8),
+merged by that `if` (Note [Writes by callees inside blocks] in
 srcgrad.frontend.inlining). Each program is checked against central differences in
 reverse and forward mode, and called again with data that takes the other path."""
 
@@ -142,9 +143,36 @@ def test_value_and_grad_give_numpys_value():
         assert_close(value, write_in_branch(x.copy()))
 
 
+# ------------------------------------------------- a callee's own `if` writes the caller's array
+# The branches of an `if` in a called function are traced with the callers' envs copied
+# too, and the `if` merges what its writes rebind there (Note [Writes by callees inside
+# blocks]): `y` of the caller, and every name sharing its memory.
+
 def _bump_if_positive(v):
     if np.sum(v) > 0:
         v[0] = 0.0
+
+
+def _scale_or_set(a, s):
+    if np.sum(a) > 0.5:
+        a += s * a
+    else:
+        a[0:1] = s
+    return np.sum(a)
+
+
+def _early_return_after_write(a):
+    if np.sum(a) > 0.5:
+        a *= 2.0
+        return np.sum(a)
+    a[1] = 0.0
+    return np.sum(a) * 3.0
+
+
+def _calls_a_writer_in_branch(a):
+    if a[0] > 0:
+        _bump_if_positive(a[1:])  # a view of the caller's caller's array
+    return a * 1.0
 
 
 def callee_branch_writes_callers_array(x):
@@ -153,10 +181,89 @@ def callee_branch_writes_callers_array(x):
     return np.sum(y * x)
 
 
-def test_a_callees_own_branch_writing_the_callers_array_is_refused():
-    # The callee's `if` carries only the callee's names: `y` of the caller is outside it.
+def callee_branches_write_an_aliased_array(x):
+    y = x * 1.0
+    z = y  # the same array: the write reaches z
+    w = y[1:]  # a view of it
+    t = _scale_or_set(y, x[0])
+    return np.sum(z * x) + t * np.sum(w)
+
+
+def callee_returns_early_after_a_write(x):
+    y = x * 1.0
+    w = y[1:]
+    t = _early_return_after_write(y)
+    return np.sum(w * x[1:]) + t
+
+
+def nested_callees_write_in_branches(x):
+    y = np.sin(x)
+    u = _calls_a_writer_in_branch(y)
+    return np.sum(y * x) + np.sum(u * u)
+
+
+def closure_branch_writes_definers_array(x):
+    y = x * 2.0
+
+    def bump(s):
+        if s > 0:
+            y[2] = s
+    bump(x[3])
+    return np.sum(y * x)
+
+
+def callee_branch_writes_the_argument(x):
+    _bump_if_positive(x)
+    return np.sum(x * x)
+
+
+def _scale_first_two(v, s):
+    for i in range(2):
+        v[i] = v[i] * s
+
+
+def callee_loop_with_known_trips_writes_callers_array(x):
+    # a callee's loop is not merged with its callers' names: refused by the lowering, it
+    # is unrolled (Note [Unrolling loops the lowering refuses]), its trip count known
+    y = x * 1.0
+    w = y[1:]
+    _scale_first_two(y, x[3])
+    return np.sum(y * x) + np.sum(w * w)
+
+
+CALLEE_BRANCHES = [callee_branch_writes_callers_array, callee_branches_write_an_aliased_array,
+                   callee_returns_early_after_a_write, nested_callees_write_in_branches,
+                   closure_branch_writes_definers_array, callee_branch_writes_the_argument,
+                   callee_loop_with_known_trips_writes_callers_array]
+
+
+@pytest.mark.parametrize("f", CALLEE_BRANCHES, ids=lambda f: f.__name__)
+def test_a_callees_branch_writing_the_callers_array(f):
+    for x in DATA + [np.array([0.1, 0.2, 0.3, -0.4])]:  # each path of each `if`
+        value, g = sg.value_and_grad(f)(x.copy())
+        assert_close(value, f(x.copy()))
+        assert_close(g, numeric_grad(f, [x.copy()], 0), rtol=1e-5, atol=1e-7)
+        t = np.linspace(0.5, 1.5, x.size)
+        _, t_out = sg.jvp(f, (x.copy(),), (t,))
+        assert_close(t_out, numeric_grad(f, [x.copy()], 0) @ t, rtol=1e-5, atol=1e-7)
+
+
+def _bump_while_positive(v):
+    while np.sum(v) > 0:  # no trip count known while tracing
+        v[0] = v[0] - 1.0
+
+
+def callee_loop_writes_callers_array(x):
+    y = x * 1.0
+    _bump_while_positive(y)
+    return np.sum(y * x)
+
+
+def test_a_callees_own_loop_writing_the_callers_array_is_refused():
+    # A loop carries only the callee's names: `y` of the caller is outside its body, and
+    # the loop's trip count depends on the data, so it is not unrolled either.
     with pytest.raises(sg.CompileError, match="inside an `if`/loop in a called function, into `y`"):
-        sg.grad(callee_branch_writes_callers_array)(DATA[0].copy())
+        sg.grad(callee_loop_writes_callers_array)(DATA[0].copy())
 
 
 # ---------------------------------------------------------------- x[index] = a view of x
@@ -262,6 +369,18 @@ def saved_view_written_by_callee_in_branch(x, w):
     return np.sum(z) + np.sum(x)
 
 
+def _bump_corner_if(v, w):
+    if np.sum(w) > 0:
+        v[0, 0] = 7.0
+
+
+def saved_view_written_in_callees_branch(x, w):
+    flat = x.reshape(-1)
+    z = Mul.apply(flat, w)
+    _bump_corner_if(x, w)  # the count is the caller's, merged by the callee's `if`
+    return np.sum(z) + np.sum(x)
+
+
 def saved_view_written_after_early_return(x, w):
     flat = x.reshape(-1)
     z = Mul.apply(flat, w)
@@ -276,7 +395,7 @@ C_ORDER = np.arange(1.0, 7.0).reshape(2, 3) / 4.0
 F_ORDER = np.asfortranarray(C_ORDER)
 W_POS, W_NEG = np.linspace(0.5, 1.5, 6), -np.linspace(0.5, 1.5, 6)
 SAVED = [saved_view_written_in_branch, saved_view_written_in_loop,
-         saved_view_written_by_callee_in_branch]
+         saved_view_written_by_callee_in_branch, saved_view_written_in_callees_branch]
 
 
 def _copying(f):

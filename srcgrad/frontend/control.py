@@ -117,6 +117,42 @@ def contains_return(stmts) -> bool:
 
 
 
+def _changed(before, then_env, else_env):
+    """What an `if` does to the names of `before` (an env, bound again after it) whose
+    branches end with `then_env`/`else_env`: ([(env, name, then value, else value)] to
+    merge, [(env, name, value)] to bind as it is)."""
+    merged, same = [], []
+    for name in dict.fromkeys(list(then_env) + list(else_env)):
+        a_, b_ = then_env.get(name), else_env.get(name)
+        if a_ is None or b_ is None:
+            continue  # defined in one branch only: not defined after the `if`
+        if a_ is b_:  # the same value either way (`y = x` in both): no merge, so an
+            if a_ is not before.get(name):  # in-place write through `y` still reaches `x`
+                same.append((before, name, a_))
+            continue
+        if isinstance(a_, Undecided) or isinstance(b_, Undecided):
+            same.append((before, name, a_ if isinstance(a_, Undecided) else b_))  # reading it
+            continue  # is the error
+        merged.append((before, name, a_, b_))
+    return merged, same
+
+
+def _outside(then_out, else_out):
+    """_changed for the scopes outside an `if`'s branches (Note [Writes by callees
+    inside blocks]): trace_branch's (env before, env at the end) per scope."""
+    merged, same = [], []
+    for (before, then_env), (_, else_env) in zip(then_out, else_out):
+        more, more_same = _changed(before, then_env, else_env)
+        merged += more
+        same += more_same
+    return merged, same
+
+
+def _bind(bindings):
+    for env, name, value in bindings:
+        env[name] = value
+
+
 class ControlFlow(Loops):
     """Control-flow statements, mixed into the Tracer (srcgrad.frontend.trace)."""
 
@@ -173,40 +209,27 @@ class ControlFlow(Loops):
         value, traced last in each branch): the value of a conditional expression, merged
         too and returned."""
         loc = self.loc
-        then_ops, then_env, _, a = self.trace_block(then_stmts, scope, epilogue=then_value)
-        else_ops, else_env, _, b = self.trace_block(else_stmts, scope, epilogue=else_value)
-        before = scope.env
-        merged, same = {}, {}
-        for name in dict.fromkeys(list(then_env) + list(else_env)):
-            a_, b_ = then_env.get(name), else_env.get(name)
-            if a_ is None or b_ is None:
-                continue  # defined in one branch only: not defined after the `if`
-            if a_ is b_:  # the same value either way (`y = x` in both): no merge, so an
-                if a_ is not before.get(name):  # in-place write through `y` still reaches `x`
-                    same[name] = a_
-                continue
-            if isinstance(a_, Undecided) or isinstance(b_, Undecided):
-                same[name] = a_ if isinstance(a_, Undecided) else b_  # reading it is the error
-                continue
-            merged[name] = (a_, b_)
+        then_ops, then_env, _, a, then_out = self.trace_branch(then_stmts, scope, epilogue=then_value)
+        else_ops, else_env, _, b, else_out = self.trace_branch(else_stmts, scope, epilogue=else_value)
+        merged, same = _changed(scope.env, then_env, else_env)
+        more, more_same = _outside(then_out, else_out)  # Note [Writes by callees inside blocks]
+        merged, same = merged + more, same + more_same
         expression = then_value is not None
         if expression and a is b and not then_ops and not else_ops and not merged:
-            scope.env.update(same)
+            _bind(same)
             return a  # `x if c else x`
         if expression:
-            merged[IFEXP] = (a, b)
+            merged.append((None, IFEXP, a, b))
         self.loc = loc
-        values = self.merge_branches(node, test, then_ops, else_ops,
-                                     [v[0] for v in merged.values()], [v[1] for v in merged.values()],
-                                     list(merged))
+        values = self.merge_branches(node, test, then_ops, else_ops, [m[2] for m in merged],
+                                     [m[3] for m in merged], [m[1] for m in merged])
         shared: dict = {}  # names bound to one container on both paths share it after the `if`
-        for i, (a_, b_) in enumerate(merged.values()):  # too (a later `L.append` reaches `M`)
+        for i, (_, _, a_, b_) in enumerate(merged):  # too (a later `L.append` reaches `M`)
             if isinstance(a_, (list, dict)):
                 values[i] = shared.setdefault((id(a_), id(b_)), values[i])
         value = values.pop() if expression else None
-        merged.pop(IFEXP, None)
-        scope.env.update(zip(merged, values))
-        scope.env.update(same)
+        _bind([(env, name, v) for (env, name, _, _), v in zip(merged, values) if env is not None])
+        _bind(same)
         return value
 
     def if_with_return(self, node, rest, scope):
@@ -216,15 +239,19 @@ class ControlFlow(Loops):
         else_stmts = node.orelse if always_returns(node.orelse) else node.orelse + rest
         if isinstance(test, Const):
             return self.trace_statements(then_stmts if test.value else else_stmts, scope)
-        then_ops, _, then_value, _ = self.trace_block(then_stmts, scope)
-        else_ops, _, else_value, _ = self.trace_block(else_stmts, scope)
+        then_ops, _, then_value, _, then_out = self.trace_branch(then_stmts, scope)
+        else_ops, _, else_value, _, else_out = self.trace_branch(else_stmts, scope)
         if then_value is None or else_value is None:
             self.fail(node, "a function that returns on some paths only",
                       "return a value at the end of the function")
+        merged, same = _outside(then_out, else_out)  # the callers' names (Note [Writes by
+        merged.insert(0, (None, "result", then_value, else_value))  # callees inside blocks])
         self.loc = loc
-        (result,) = self.merge_branches(node, test, then_ops, else_ops, [then_value], [else_value],
-                                        ["result"])
-        return result
+        values = self.merge_branches(node, test, then_ops, else_ops, [m[2] for m in merged],
+                                     [m[3] for m in merged], [m[1] for m in merged])
+        _bind([(env, name, v) for (env, name, _, _), v in zip(merged[1:], values[1:])])
+        _bind(same)
+        return values[0]
 
     def merge_branches(self, node, test, then_ops, else_ops, then_values, else_values, names):
         """Emit `cond`; returns the merged value per name (containers merged leafwise)."""

@@ -91,25 +91,56 @@ class Inlining:
     # function called inside the block is traced in place, in scopes pushed while the
     # block is traced: what its writes rebind there (`def bump(v): v[0] = 0`, called as
     # `if c: bump(y)`, rebinds the caller's `y`, which is the block's scope) is the
-    # block's to carry, as if the callee's body were written in the block. Only a
-    # scope the innermost block neither copied nor pushed (the caller of a function
-    # whose own `if`/loop writes into the caller's array) would see a value defined in
-    # the block leak past it: Mutation._remap refuses a write that changes a name
-    # there.
-    def trace_block(self, stmts, scope, *args, **kwargs):
-        self.blocks.append((scope, len(self.scopes)))
+    # block's to carry, as if the callee's body were written in the block.
+    #
+    # A function's own `if` may write into its caller's arrays too (`def f(a): if c:
+    # a += 1`, called as `f(x)`, rebinds the caller's `x`). The branches of an `if`
+    # (`trace_branch`) are traced with every scope outside the block (the callers,
+    # a closure's definer) in a copy of its env as well, and the `if` merges what
+    # either branch rebinds there as it merges its own names (ControlFlow.branches,
+    # if_with_return). A loop body does not: a scope its block neither copied nor
+    # pushed would see a value defined in the body leak past it, so Mutation._remap
+    # refuses a write that changes a name there (`block_outside`), and the loop is
+    # unrolled where its trip count is known (Note [Unrolling loops the lowering
+    # refuses] in srcgrad.frontend.unrolling).
+    def trace_block(self, stmts, scope, *args, outside=(), **kwargs):
+        self.blocks.append((scope, len(self.scopes), outside))
         try:
             return super().trace_block(stmts, scope, *args, **kwargs)
         finally:
             self.blocks.pop()
 
+    def trace_branch(self, stmts, scope, **kwargs):
+        """trace_block for a branch of an `if`, plus, per scope outside it, (its env
+        before, its env at the branch's end) (Note [Writes by callees inside blocks])."""
+        outside = [s for s in self._all_scopes() if s is not scope] if self.depth else []
+        before = [s.env for s in outside]
+        for s in outside:
+            s.env = dict(s.env)
+        try:
+            result = self.trace_block(stmts, scope, outside=outside, **kwargs)
+            return (*result, [(env, s.env) for s, env in zip(outside, before)])
+        finally:
+            for s, env in zip(outside, before):
+                s.env = env
+
+    def _all_scopes(self):
+        seen, out = set(), []
+        for s in self.scopes:
+            while s is not None and id(s) not in seen:
+                seen.add(id(s))
+                out.append(s)
+                s = s.outer
+        return out
+
     def block_outside(self, scope) -> bool:
-        """Whether `scope`'s names are outside the innermost block traced now (Note
-        [Writes by callees inside blocks]); False outside every block."""
+        """Whether `scope`'s names are outside the innermost block traced now and not
+        copied for it (Note [Writes by callees inside blocks]); False outside every block."""
         if not self.blocks:
             return False
-        own, start = self.blocks[-1]
-        return scope is not own and not any(s is scope for s in self.scopes[start:])
+        own, start, copied = self.blocks[-1]
+        return scope is not own and not any(s is scope for s in self.scopes[start:]) and \
+            not any(s is scope for s in copied)
 
     def _check_depth(self, name, node):
         if self.depth >= MAX_INLINE_DEPTH:

@@ -59,6 +59,7 @@ _LOWERING_REFUSALS = (
     "which an earlier iteration may have left shared with",  # a view an iteration left
     "whose items share memory with other names",  # a carried container's items
     "and a loop does not carry a tuple, list or dict",
+    "inside an `if`/loop in a called function, into",  # (I8) a callee's loop writes a caller's
 )
 
 

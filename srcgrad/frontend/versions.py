@@ -151,8 +151,10 @@ class SavedWrites:
         tracer = self.mutation.tracer
         if record.hidden is None or not tracer.blocks or not tracer.scopes:
             return False
-        env = tracer.blocks[-1][0].env
-        if tracer.blocks[-1][0] is not tracer.scopes[0] or record.hidden not in env:
+        own, _, copied = tracer.blocks[-1]  # a callee's `if` copies its callers' envs
+        top = tracer.scopes[0]  # (Note [Writes by callees inside blocks] in inlining.py)
+        env = top.env
+        if (own is not top and not any(s is top for s in copied)) or record.hidden not in env:
             return False
         count = tracer.apply(rules.RULES["add"], [env[record.hidden], self._flag(record, target)], {})
         if isinstance(count, Var):
