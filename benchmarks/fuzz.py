@@ -98,7 +98,7 @@ def main(argv=None) -> int:
                 passing.append(seed)
             for failure in result.failures:
                 sig = failure.signature()
-                if failure.outcome == "refused" or sig in shrunk:
+                if failure.outcome in ("refused", "by_design") or sig in shrunk:
                     continue
                 program = generate(seed)
                 budget = args.shrink_budget
@@ -133,6 +133,8 @@ def main(argv=None) -> int:
     judged = tally.total - tally.counts["discarded"]
     if judged:
         print(f"refused share: {100 * tally.counts['refused'] / judged:.1f}% of judged programs")
+        print(f"raises by design: {tally.counts['by_design']} programs (a write reached a value a "
+              "custom Function saved, as the NumPy run shows: torch raises too; not counted as refused)")
     print("\nshrunk repros, one per failure class:")
     for sig, (_program, _failure, small) in shrunk.items():
         print(f"\n--- {' | '.join(map(str, sig))} ({len(tally.classes[sig])} programs)\n{small.source}")

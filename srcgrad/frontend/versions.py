@@ -48,6 +48,17 @@ function's end. Should a count not reach the end from every write (a write insid
 conditional expression, or a block of a called function's own scope), the write
 is refused, as any possible write that cannot be checked: `finish` follows each
 count back through the ops.
+
+Paths. torch raises only where the write ran after the save, so "certainly written"
+is a CompileError only where both are certain to run once the save did: the write is
+in the function's own ops. A certain write inside an `if`/loop is counted at run time
+like a possible one (fuzz seed 760043: a write in an `else` the data never takes); a
+save and a write in one block's ops get a flag beside the saved value, so a block that
+does not run neither saves nor raises (seed 760593; a loop body that saves and writes
+raises at the first iteration's backward). A save and a write in two branches of one
+`if` never meet (`_exclusive`, seed 760692) and are not compared. What stays refused:
+a value saved inside a block (a conditional expression's branch) and written after it,
+whose check would read the saved value on the path that did not save it.
 """
 
 from __future__ import annotations
@@ -76,6 +87,7 @@ class SavedRecord:
     possible: list = field(default_factory=list)  # (flag Var, Loc) of writes that may have
     hidden: str | None = None  # the name of its version count in the function's scope
     counted: list = field(default_factory=list)  # (count after a write, Loc) in blocks
+    where: tuple = ()  # the blocks around the save (_position)
 
 
 class SavedWrites:
@@ -103,7 +115,8 @@ class SavedWrites:
         if not isinstance(value, Var):
             return None  # None, or a constant array (writing into a global is refused)
         tracer = self.mutation.tracer
-        record = SavedRecord(value, function, loc, self.allow, shown or "a value", ops=tracer.ops)
+        record = SavedRecord(value, function, loc, self.allow, shown or "a value", ops=tracer.ops,
+                             where=_position(tracer))
         if record.ops is self.mutation.top_ops and tracer.scopes and not record.allow:
             record.hidden = f"{COUNT_NAME}{len(self.records)}"
             tracer.scopes[0].env[record.hidden] = Const(0)
@@ -118,24 +131,35 @@ class SavedWrites:
         """`target`'s storage was written (`proven_array`: the write itself shows it is an
         ndarray, as a subscript write does; else `x += ...` on a name)."""
         tracer = self.mutation.tracer
+        here = _position(tracer)
         for record in self.records:
-            if record.allow:
-                continue  # no check: the functional code keeps the value as saved
+            if record.allow or _exclusive(record.where, here):
+                continue  # no check: the functional code keeps the value as saved, or the
+                # save and the write are on different paths
             relation = self.relation(record.value, target, proven_array,
                                      params=record.hidden is not None)
             if relation == CERTAIN and not proven_array and not self.mutation.is_array(target):
                 relation = POSSIBLE  # `x += 1` on a value that may be a NumPy scalar
-            if relation == CERTAIN:
+            if relation is None:
+                continue
+            if relation == CERTAIN and tracer.ops is self.mutation.top_ops:
+                record.certain.append(loc)  # on every path that reaches the backward
+            elif record.ops is tracer.ops:
+                # the write and the save are in one op list (the function's, or one
+                # block's): the flag is read beside the saved value, and where the block
+                # does not run neither does the Function's backward (fuzz seed 760593: a
+                # save and a write in an `elif` the data never takes)
+                record.possible.append((self._flag(record, target), loc))
+            elif self._count(record, target, loc):
+                pass  # inside an `if`/loop: the write may not run (fuzz seed 760043)
+            elif relation == CERTAIN:
                 record.certain.append(loc)
-            elif relation == POSSIBLE:
-                # the check reads the saved value where the write is, so both must be in
-                # the function's own ops: a value saved inside an `if` exists on one path
-                # only (fuzz seed 81318: `v = c if t else x.reshape(...) * F.apply(...)`
-                # then a write into x read an unbound name in the generated code)
-                if record.ops is tracer.ops is self.mutation.top_ops:  # read beside the value
-                    record.possible.append((self._flag(record, target), loc))
-                elif not self._count(record, target, loc):
-                    _unchecked(record, loc)
+            else:
+                # the check reads the saved value where the write is: a value saved
+                # inside an `if` exists on one path only (fuzz seed 81318: `v = c if t
+                # else x.reshape(...) * F.apply(...)` then a write into x read an unbound
+                # name in the generated code)
+                _unchecked(record, loc)
 
     def _flag(self, record, target):
         """`storage_written(saved, target)`, computed here."""
@@ -209,6 +233,29 @@ class SavedWrites:
                 path.append((self.param_inits[id(top)], "unknown"))
             else:
                 return path
+
+
+def _position(tracer) -> tuple:
+    """The blocks being traced now, outermost first: (parent op list, its length when the
+    block began, the block's op list). A parent's list does not grow while a block in it
+    is traced, so its length now is its length when the block began."""
+    lists = [*getattr(tracer, "enclosing", ()), tracer.ops]
+    return tuple((parent, len(parent), block) for parent, block in zip(lists, lists[1:]))
+
+
+def _exclusive(saved_at: tuple, written_at: tuple) -> bool:
+    """Whether a save traced at `saved_at` and a write traced later at `written_at` are in
+    two branches of one `if` (fuzz seed 760692: `if c: return F.apply(v.ravel())` in
+    the first branch, `v[0] = ...` in an `elif`), so that no run makes both: at the first
+    level where their blocks differ, both blocks began in one parent op list at one
+    length (nothing was emitted between the two branches; the next statement's block
+    begins after the `cond` op of this one). A loop body traced again, whose first trace
+    the program does not keep, looks the same: its saves are not the program's either."""
+    for s, w in zip(saved_at, written_at):
+        if s[2] is w[2]:
+            continue  # the same block: look one level deeper
+        return s[0] is w[0] and s[1] == w[1]
+    return False
 
 
 def _unchecked(record, loc):

@@ -36,7 +36,7 @@ class Tally:
             self.discarded[result.reason] += 1
         for f in result.failures:
             self.per_transform[(f.transform, f.outcome)] += 1
-            if f.outcome == "refused":
+            if f.outcome in ("refused", "by_design"):  # not failure classes (oracle)
                 continue
             sig = f.signature()
             seeds = self.classes.setdefault(sig, [])
@@ -57,7 +57,7 @@ class Tally:
             f"{k} {self.counts[k]}" for k in oracle.OUTCOMES)]
         if judged:
             shares = [f"{k} {100 * self.counts[k] / judged:.1f}%"
-                      for k in ("pass", "wrong", "crash", "refused", "hang")]
+                      for k in ("pass", "by_design", "wrong", "crash", "refused", "hang")]
             lines.append(f"of {judged} judged programs: " + ", ".join(shares))
         if self.refused:
             lines.append("top refusal reasons:")

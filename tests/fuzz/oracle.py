@@ -14,8 +14,11 @@ which takes the other branch of conditions on sums). Outcome of a call: pass, wr
 value or derivative disagrees with the references), crash (an exception that is not a
 CompileError, or a CompileError without file:line), refused (a CompileError: its first line
 is the reason; also torch's "modified by an inplace operation" RuntimeError, which the
-README promises for values a custom Function saved), hang (over the time limit).
-A program's outcome is its worst call's.
+README promises for values a custom Function saved), by_design (such a saved-value error,
+compile-time or run-time, where the NumPy run shows that an in-place write did reach what
+`ctx.save_for_backward` saved: torch raises there too, the program is invalid; counted
+apart from refused, SavedRecorder), hang (over the time limit).
+A program's outcome is its worst call's (by_design is worse than pass only).
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ import numpy as np
 
 import srcgrad as sg
 
-OUTCOMES = ("pass", "wrong", "crash", "refused", "hang", "discarded")
-SEVERITY = {"pass": 0, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
+OUTCOMES = ("pass", "by_design", "wrong", "crash", "refused", "hang", "discarded")
+SEVERITY = {"pass": 0, "by_design": 0.5, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
 TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian")
 EPS = (1e-6, 1e-4)  # the two central-difference steps
 RTOL, ATOL = 1e-4, 1e-6
@@ -56,7 +59,7 @@ class Hang(Exception):
 
 @dataclass
 class Failure:
-    outcome: str  # wrong | crash | refused | hang
+    outcome: str  # wrong | crash | refused | by_design | hang
     transform: str
     call: str  # "first call" | "second call"
     detail: str  # what happened: expected vs got, or the exception
@@ -68,8 +71,8 @@ class Failure:
             return ("wrong", self.transform, self.call, kind)
         if self.outcome == "crash":
             return ("crash", self.detail.split("\n", 1)[0])
-        if self.outcome == "refused":
-            return ("refused", self.detail)
+        if self.outcome in ("refused", "by_design"):
+            return (self.outcome, self.detail)
         return (self.outcome,)  # a hang: one class (check() stops at the first)
 
 
@@ -81,7 +84,7 @@ class Result:
     seconds: float = 0.0
 
     def worst(self) -> Failure | None:
-        real = [f for f in self.failures if f.outcome != "refused"] or self.failures
+        real = [f for f in self.failures if f.outcome not in ("refused", "by_design")] or self.failures
         return max(real, key=lambda f: SEVERITY[f.outcome]) if real else None
 
 
@@ -212,6 +215,7 @@ class Reference:
     derivs: list  # d/de phi(x + e u_k) per direction
     cotangent: object  # scalar output: 1.0
     jvp_out: list  # output leaves' derivative along directions[0]
+    saved_written: bool = False  # the NumPy run wrote into what a Function saved (by_design)
 
 
 def _scalarize(fn, output, cotangent):
@@ -239,7 +243,7 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
         return fn(*copy.deepcopy(unflatten(ls, spec)))
 
     try:
-        with np.errstate(over="raise"):
+        with np.errstate(over="raise"), SavedRecorder() as recorder:
             value = run(leaves)
     except FloatingPointError:  # an inf inside: its derivative is 0 * inf in any program
         raise Discard("NumPy overflowed (an intermediate value is inf)") from None
@@ -262,10 +266,66 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
     directions = [[rng.standard_normal(np.shape(x)) if a[0] == "array" else float(rng.standard_normal())
                    for x, a in zip(leaves, lspecs)] for _ in range(2)]
     try:
-        return _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args,
-                            output, autograd_fn)
+        ref = _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args,
+                           output, autograd_fn)
     except (ArithmeticError, FloatingPointError) as e:  # Python floats overflow near the point
         raise Discard(f"NumPy raised {type(e).__name__} next to the point") from None
+    ref.saved_written = recorder.written()
+    return ref
+
+
+class SavedRecorder:
+    """While the NumPy reference runs, each array a custom Function's `ctx.save_for_backward`
+    receives, with a copy of its whole storage (the root of its `.base` chain) as saved.
+    `written()`: did a later in-place write change any of them? PyTorch's version counter
+    is per storage (a write into any view of the saved tensor's base counts), and its
+    backward then raises "modified by an inplace operation": the program is invalid, and
+    srcgrad's error about that saved value is the specified behaviour (outcome by_design).
+    A write that leaves the contents equal is not seen: srcgrad's error then stays refused."""
+
+    def __enter__(self):
+        from srcgrad.autograd.function import FunctionCtx
+
+        self.saved: list = []
+        self._cls, self._real = FunctionCtx, FunctionCtx.__dict__["save_for_backward"]
+        recorder, real = self, self._real
+
+        def save_for_backward(ctx, *tensors):
+            real(ctx, *tensors)
+            for t in tensors:
+                if isinstance(t, np.ndarray):
+                    root = _storage(t)
+                    recorder.saved.append((root, root.copy()))
+
+        FunctionCtx.save_for_backward = save_for_backward
+        return self
+
+    def __exit__(self, *exc):
+        self._cls.save_for_backward = self._real
+        return False
+
+    def written(self) -> bool:
+        return any(root.shape != copy_.shape or not np.array_equal(root, copy_, equal_nan=True)
+                   for root, copy_ in self.saved)
+
+
+def _storage(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+SAVED_VALUE_ERRORS = ("one of the variables needed for gradient computation is modified by an "
+                      "inplace operation", "this in-place write may change a value that ",
+                      "RuntimeError: a saved value was modified by an inplace operation")
+
+
+def by_design(outcome: str, detail: str, ref: Reference) -> str:
+    """`refused` becomes `by_design` where srcgrad's error is about a value a Function saved
+    and the NumPy run shows a write reached that value (SavedRecorder)."""
+    if outcome == "refused" and ref.saved_written and detail.startswith(SAVED_VALUE_ERRORS):
+        return "by_design"
+    return outcome
 
 
 @contextmanager
@@ -623,7 +683,8 @@ def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeou
             failure = _run_transform(name, fn, program, refs, order, timeout)
             if failure is not None:
                 failures.append(failure)
-                if failure.outcome == "hang" or (stop_at_first and failure.outcome != "refused"):
+                if failure.outcome == "hang" or (
+                        stop_at_first and failure.outcome not in ("refused", "by_design")):
                     break  # after a hang the other transforms would likely hang too
     outcome = max((f.outcome for f in failures), key=SEVERITY.get, default="pass")
     return Result(outcome, failures, seconds=time.perf_counter() - start)
@@ -642,7 +703,7 @@ def _run_transform(name, fn, program, refs, order, timeout) -> Failure | None:
             return Failure("wrong", name, call, str(e))
         except Exception as e:  # noqa: BLE001 - any exception is a finding
             outcome, detail = classify(e)
-            return Failure(outcome, name, call, detail)
+            return Failure(by_design(outcome, detail, refs[key]), name, call, detail)
     return None
 
 

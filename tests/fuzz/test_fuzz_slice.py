@@ -292,3 +292,69 @@ def test_fortran_ordered_arguments_keep_their_layout_in_the_references(monkeypat
     moved = oracle.axpy(args, [np.ones((3, 2)), np.ones((3, 2)), np.ones(4)], 1e-3,
                         oracle.leaf_specs(spec))
     assert [m.flags.f_contiguous for m in moved[:2]] == [True, False]
+
+
+SAVED_WRITE = '''
+import numpy as np
+
+from srcgrad.autograd import Function
+
+ARGS = [('array', (2, 3))]
+OUTPUT = 'scalar'
+
+class Sq(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2.0 * g * x
+
+    @staticmethod
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return 2.0 * t * x
+
+
+def f(x0):
+    y = Sq.apply(x0[0])
+    if np.sum(x0) > LIMIT:
+        x0[1, 1] = 2.0  # into x0[0]'s storage (torch's version counter is per storage)
+    return np.sum(np.sin(y)) + np.sum(x0 * x0)
+'''
+
+
+@pytest.mark.parametrize("limit, outcome", [(-1e9, "by_design"), (1e9, "pass")])
+def test_a_write_into_a_saved_value_that_ran_raises_by_design(program_dir, limit, outcome):
+    """The NumPy run records what save_for_backward saved (oracle.SavedRecorder): where a
+    write changed its storage, srcgrad's error is torch's (by_design, not refused); where
+    the write did not run, srcgrad compiles and differentiates it."""
+    program = oracle.spec_from_source(SAVED_WRITE.replace("LIMIT", repr(limit)), seed=11)
+    result = oracle.check(program, program_dir, transforms=["grad", "vjp", "jvp"])
+    assert result.outcome == outcome, result.failures
+    if outcome == "by_design":
+        assert {f.transform for f in result.failures} == {"grad", "vjp"}  # jvp never checks
+        assert all(f.detail.startswith(oracle.SAVED_VALUE_ERRORS) for f in result.failures)
+
+
+def test_the_saved_recorder_sees_a_write_through_another_view_only():
+    from srcgrad.autograd.function import FunctionCtx
+
+    base = np.arange(6.0).reshape(2, 3)
+    with oracle.SavedRecorder() as rec:
+        FunctionCtx().save_for_backward(base[0], None, np.float64(1.0))
+        base[1] += 0.0  # written, contents equal: not seen
+    assert not rec.written()
+    with oracle.SavedRecorder() as rec:
+        FunctionCtx().save_for_backward(base[0])
+        base[1, 2] = -1.0  # another view of the saved row's storage
+    assert rec.written()
+    assert FunctionCtx.save_for_backward.__name__ == "save_for_backward"  # restored
+    with oracle.SavedRecorder() as rec:
+        FunctionCtx().save_for_backward(base.reshape(3, 2).copy())
+        base[:] = 0.0
+    assert not rec.written()
