@@ -614,21 +614,17 @@ PROGRAM = textwrap.dedent('''
 
     def bad_maybe_written_in_loop(x, n):
         y = x[np.argmax(x)] * 1.0  # an index known at run time: a row or a NumPy scalar
-        total = 0.0
-        for _ in range(n):
-            z = Mul.apply(y, W)
-            y += 1.0  # HERE
-            total = total + np.sum(z * y)
-        return total
+        # saved inside a branch of a conditional expression, possibly written after it
+        # (a save and a write in one loop body are checked at run time: I9)
+        z = Mul.apply(y, W) if np.sum(x) > -1e9 else W * 1.0
+        y += 1.0  # HERE
+        return np.sum(z * y) * n
 
     def good_maybe_written_in_loop(x, n):
         y = x[np.argmax(x)] * 1.0
-        total = 0.0
-        for _ in range(n):
-            z = Mul.apply(y, W)
-            y = y + 1.0
-            total = total + np.sum(z * y)
-        return total
+        z = Mul.apply(y, W) if np.sum(x) > -1e9 else W * 1.0
+        y = y + 1.0
+        return np.sum(z * y) * n
 
 
     # ------------------------------------------------------------------ in-place writes
@@ -753,12 +749,12 @@ PROGRAM = textwrap.dedent('''
 
     def bad_self_view_write(x):
         y = x * 1.0
-        y[:2] = y[1:]  # HERE
+        y[:2] = y[::2]  # HERE (strides 1 and 2: NumPy's result depends on its loop's order)
         return np.sum(y * y)
 
     def good_self_view_write(x):
         y = x * 1.0
-        y[:2] = y[1:].copy()
+        y[:2] = y[::2].copy()
         return np.sum(y * y)
 
     def bad_loop_rebinds_to_alias(x):
