@@ -74,8 +74,14 @@ def saved_in_one_branch_written_in_the_other(x):
     return np.sum(v * x)
 
 
+def saved_in_a_branch_then_written(x):
+    y = Sq.apply(x) if np.sum(x) > 0 else np.sin(x)  # saved only where the test holds
+    x[0:1] = 2.0  # certainly into x, after the save on that path (seed 760699)
+    return np.sum(y * y) + np.sum(x)
+
+
 ON_A_PATH = [saved_then_written_in_a_branch, saved_and_written_in_one_branch,
-             saved_and_written_in_one_loop_body]
+             saved_and_written_in_one_loop_body, saved_in_a_branch_then_written]
 NEG = -np.arange(1.0, 7.0).reshape(2, 3) / 4.0  # the writes do not run
 POS = np.arange(1.0, 7.0).reshape(2, 3) / 4.0  # they run after the save
 TORCH = "one of the variables needed for gradient computation has been modified by an inplace"

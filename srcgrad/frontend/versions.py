@@ -56,9 +56,11 @@ like a possible one (fuzz seed 760043: a write in an `else` the data never takes
 save and a write in one block's ops get a flag beside the saved value, so a block that
 does not run neither saves nor raises (seed 760593; a loop body that saves and writes
 raises at the first iteration's backward). A save and a write in two branches of one
-`if` never meet (`_exclusive`, seed 760692) and are not compared. What stays refused:
-a value saved inside a block (a conditional expression's branch) and written after it,
-whose check would read the saved value on the path that did not save it.
+`if` never meet (`_exclusive`, seed 760692) and are not compared. A value saved inside
+a block and certainly written at the function's level after it gets a constant flag:
+the backward that reads it runs only where the save did (seed 760699). What stays
+refused: a value saved inside a block and *possibly* written after it (its flag would
+read the saved value on the path that did not save it), or written in a later block.
 """
 
 from __future__ import annotations
@@ -143,7 +145,11 @@ class SavedWrites:
             if relation is None:
                 continue
             if relation == CERTAIN and tracer.ops is self.mutation.top_ops:
-                record.certain.append(loc)  # on every path that reaches the backward
+                if record.ops is self.mutation.top_ops:
+                    record.certain.append(loc)  # on every path that reaches the backward
+                else:  # saved inside an `if`/loop: its backward runs only where the save
+                    # did, and then the write followed it (fuzz seed 760699)
+                    record.possible.append((Const(1), loc))
             elif record.ops is tracer.ops:
                 # the write and the save are in one op list (the function's, or one
                 # block's): the flag is read beside the saved value, and where the block
