@@ -227,10 +227,9 @@ def vjp(f, *primals, has_aux=False):
     nested = any(t != pytree.LEAF for t in trees)
     compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
                                     trees=trees if nested else None)
-    if not nested:  # under hooks too: a variant decides what layout facts decide
-        fwd, bwd, specialized = compiled.vjp_variant(leaves)
-    else:
-        fwd, bwd, specialized = compiled.entry(0), compiled.entry(1), False
+    # a variant for these leaves' shapes, under hooks and for container arguments too: it
+    # decides what layout and shape facts decide (a loop over a row count, unrolled)
+    fwd, bwd, specialized = compiled.vjp_variant(leaves)
     if hooks is None:
         out_leaves, saved = fwd(*leaves)
     else:

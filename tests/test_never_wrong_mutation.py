@@ -123,7 +123,7 @@ def view_augmented_in_while(a):
     x = a * 1.0
     acc = x[:2]
     i = 0
-    while i < 2 and np.sum(a) < 1e3:  # a trip count on data: not unrolled
+    while np.sum(a) < 1e3 * (i + 1):  # on data, no bound: not unrolled (nested ifs, no end)
         acc += a[2:]
         i = i + 1
     return np.sum(x * x)
@@ -528,8 +528,8 @@ def write_in_loop_into_dict_item(a):
     w = a * 1.0
     d = {"w": w}  # `w` shares the array (unshared, the dict is carried: test_containers_in_blocks)
     k = 0
-    while k < 2 and np.sum(a) < 1e3:  # a trip count on data: not unrolled
-        d["w"][0, k] = 1.0
+    while np.sum(a) < 1e3 * (k + 1):  # on data, no bound: not unrolled (nested ifs, no end)
+        d["w"][0, k % 2] = 1.0
         k += 1
     return np.sum(d["w"] * d["w"]) + np.sum(w)
 

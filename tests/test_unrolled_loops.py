@@ -162,8 +162,16 @@ def data_while_writing_an_alias(a):
     return np.sum(x * x)
 
 
-@pytest.mark.parametrize("fn", [long_loop_writing_an_alias, data_while_writing_an_alias])
-def test_beyond_the_bound_or_on_data_the_refusal_stands(fn):
+def while_on_data_without_a_bound(a):
+    x = a * 1.0
+    y = x
+    while np.sum(x) < 100.0:  # no counter: the unrolled `if`s would nest without end
+        y[0] = y[0] * 2.0 + 1.0
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("fn", [long_loop_writing_an_alias, while_on_data_without_a_bound])
+def test_beyond_the_bound_the_refusal_stands(fn):
     with pytest.raises(sg.CompileError, match="shares memory with `x` from before the loop") as info:
         sg.grad(fn)(A.copy())
     assert info.value.filename.endswith("test_unrolled_loops.py")
@@ -229,3 +237,140 @@ def shared_items_in_a_list(x):
 def test_each_refusal_of_the_lowering_is_unrolled(fn):
     for a in (A, np.array([-0.7, 0.4, 1.1, -0.9])):
         _check(fn, a.copy())
+
+
+# Note [Unrolling a while on data] (srcgrad.frontend.unrolling): a `while` whose test reads
+# data is unrolled as nested `if`s, each iteration inside the branch where the test held,
+# until a counter makes the test false; a break on data guards the rest of the loop.
+
+def break_on_data_in_while_true(a):
+    x = a * 1.0
+    y = x[1:]
+    k = 0
+    while True:
+        k += 1
+        if k > 3:
+            break
+        y *= np.cos(x[0]) + 1.5
+        if np.sum(x) > 4.0:
+            break
+    return np.sum(x * x)
+
+
+def rows_written_in_a_while_on_data(x):
+    y = x * 1.0
+    k = 0
+    while k < 2 and np.sum(y) < 3.0:
+        k += 1
+        for r in y:
+            r *= np.sin(r[0]) + 1.5
+    return np.sum(y * y)
+
+
+def continue_in_a_while_on_data(a):
+    x = a * 1.0
+    v = x[:2]
+    k = 0
+    while k < 3 and np.max(x) < 6.0:
+        k += 1
+        if x[3] > 0.5:
+            continue
+        v += x[2:] * 0.5
+    return np.sum(x * x) + k
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (data_while_writing_an_alias, 4), (break_on_data_in_while_true, 4),
+    (rows_written_in_a_while_on_data, (3, 3)), (continue_in_a_while_on_data, 4),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_while_on_data_is_unrolled_as_nested_ifs(fn, shape):
+    first = A[:shape] if isinstance(shape, int) else M
+    for data in (first, np.cos(first * 3.0) - 0.2, first * 2.5, -first):  # (paths differ)
+        _check(fn, data.copy())
+
+
+# Note [Views merged across branches] (srcgrad.frontend.aliases): a view rebound by a write
+# on one path is the same view of the merged array after the `if`.
+
+def view_rebound_in_one_branch(a):
+    x = a * 1.0
+    r = x[1:]
+    if np.sum(a) > 0.0:
+        x[0] = x[0] * 2.0  # rebinds x and r on this path
+    x[1] = x[1] * 3.0 + 1.0  # reaches r on both paths
+    return np.sum(r * r) + np.sum(x)
+
+
+def row_of_an_argument_across_a_branch(x):
+    r = x[0]  # a row: a view of the argument (NumPy's answer, read at run time)
+    if np.sum(x) > 0.0:
+        x[1] *= 2.0
+    x[0] += np.sum(x[2])
+    return np.sum(r * r) + np.sum(x * x)
+
+
+def written_on_later_loop_iterations(a):  # the unrolled `for` leaves `r` merged each time
+    x = a * 1.0
+    r = x[2:]
+    for i in range(3):
+        if x[i] > 0.0:
+            x[i] = x[i] * 0.5
+        r += 0.25
+    return np.sum(r * x[:2]) + np.sum(x * x)
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (view_rebound_in_one_branch, 4), (row_of_an_argument_across_a_branch, (3, 3)),
+    (written_on_later_loop_iterations, 4),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_view_merged_across_branches_sees_later_writes(fn, shape):
+    first = A[:shape] if isinstance(shape, int) else M
+    for data in (first, -first):
+        _check(fn, data.copy())
+
+
+# sg.vjp of a function taking a list: a variant for the leaves' shapes, so the rows of an
+# argument are known (fuzz seed 760103: the shape-generic code refused the loop).
+
+def rows_beside_a_list_argument(x, L):
+    for r in x:
+        r[0] -= np.tanh(np.sum(L[0]) * r[1])
+    return np.sum(x * x) + np.sum(L[1] * x[0])
+
+
+@pytest.mark.parametrize("hooks", [False, True])  # under saved-tensor hooks: a variant too
+def test_vjp_with_a_list_argument_unrolls_the_rows(hooks):
+    from srcgrad.autograd.graph import saved_tensors_hooks
+
+    def numpy_fn(x, a, b):
+        return rows_beside_a_list_argument(x.copy(), [a, b])
+
+    def boxed(fn, *args):
+        if not hooks:
+            return fn(*args)
+        with saved_tensors_hooks(lambda v: [v], lambda box: box[0]):
+            return fn(*args)
+
+    for scale in (1.0, -2.0):
+        x, a, b = M * scale, np.array([0.3, -0.1]) * scale, np.array([0.5, 1.5, -0.5]) * scale
+        out, vjp_fn = boxed(sg.vjp, rows_beside_a_list_argument, x.copy(), [a.copy(), b.copy()])
+        assert_close(out, numpy_fn(x, a, b))
+        gx, (ga, gb) = boxed(vjp_fn, 2.0)
+        for got, i in ((gx, 0), (ga, 1), (gb, 2)):
+            assert_close(got, 2.0 * numeric_grad(numpy_fn, [x, a, b], i), rtol=1e-5, atol=1e-7)
+
+
+def test_vjp_under_hooks_unrolls_the_rows_of_an_argument():
+    from srcgrad.autograd.graph import saved_tensors_hooks
+
+    def rows(x):
+        for r in x:
+            r[1] *= np.sin(r[0]) + 1.5
+        return np.sum(x * x)
+
+    for data in (M, np.cos(M * 3.0)):
+        with saved_tensors_hooks(lambda v: [v], lambda box: box[0]):
+            out, vjp_fn = sg.vjp(rows, data.copy())
+            (grad,) = vjp_fn(1.0)
+        assert_close(out, rows(data.copy()))
+        assert_close(grad, numeric_grad(lambda y: rows(y.copy()), [data], 0), rtol=1e-5, atol=1e-7)

@@ -24,6 +24,22 @@ the names they change, which would cut the sharing between names:
   leaves another carried name sharing its array at the end of an iteration (`y =
   x[1:]`, on some path or all) is refused where the body reads that name's param
   (`_refuse_carried_views`), since the next iteration's write would reach it.
+
+Note [Views merged across branches]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A write in one branch rebinds the array and every view of it (`r = x[0]` before the
+`if`, then `x[1] = v` in it: `x` and `r` get new values on that path), so after the
+`if` both are merged values, `x` one of (x', x) and `r` one of (x'[0], x[0]): each
+recorded as merged, which a later write through `x` would make `r` Undecided ("on
+some paths only"), though `r` is `x[0]` on every path. So a merged output that is, on
+each path, the same view (the same rule, the same index or axes, certainly a view)
+of values that merge into one output too, or of one value both paths share, is
+recorded as that view of it (`note_merged_views`): a later write re-derives it from
+the written array, as in straight-line code. The operands of the view must be
+the same on both paths (constants, or values from before the `if`), so the view is
+well defined after it. An unsure view (an integer index, `reshape`) is recorded only
+where one run-time answer decides it on both paths (the same flag: Note [Views of
+arguments] in srcgrad.frontend.layout); otherwise it stays merged.
 """
 
 from __future__ import annotations
@@ -31,7 +47,7 @@ from __future__ import annotations
 import gast
 import numpy
 
-from srcgrad.ir.core import Const, Var
+from srcgrad.ir.core import Const, Pack, Var
 
 
 def _leaves(value, seen=None) -> list:
@@ -46,6 +62,9 @@ def _leaves(value, seen=None) -> list:
     seen.add(id(value))
     items = value.values() if isinstance(value, dict) else value
     return [leaf for item in items for leaf in _leaves(item, seen)]
+
+
+_CERTAIN = "view"  # srcgrad.frontend.mutation.CERTAIN: certainly a view
 
 
 class Undecided:
@@ -67,6 +86,25 @@ class BlockAliases:
         self.layout.merge(out, sources)
         if any(self._mutable(s) for s in sources):
             self.merged[id(out)] = sources
+
+    def note_merged_views(self, then_leaves, else_leaves, outs):
+        """Record each merged output that is one view of one merged value on both paths
+        as that view (Note [Views merged across branches])."""
+        by_pair = {(id(a), id(b)): out for a, b, out in zip(then_leaves, else_leaves, outs)}
+        for a, b, out in zip(then_leaves, else_leaves, outs):
+            va, vb = self.views.get(id(a)), self.views.get(id(b))
+            if va is None or vb is None or va[2] != vb[2] or va[4] != vb[4] \
+                    or len(va[3]) != len(vb[3]) or not all(map(_same_operand, va[3], vb[3])):
+                continue
+            flag = self.view_flags.get(id(a))  # an unsure view: one run-time answer on both
+            if flag is not self.view_flags.get(id(b)) or flag is None and va[4] != _CERTAIN:
+                continue  # paths (Note [Views of arguments] in srcgrad.frontend.layout)
+            parent = va[1] if va[1] is vb[1] else by_pair.get((id(va[1]), id(vb[1])))
+            if parent is None or parent is out:
+                continue
+            self.views[id(out)] = (out, parent, va[2], va[3], va[4])
+            if flag is not None:
+                self.view_flags[id(out)] = flag
 
     def note_loop_outputs(self, prim, args, inits, params, results, outs, body_ops=(), names=()):
         """A loop's carried values (Note [Aliases across blocks]): inside the body a
@@ -288,3 +326,21 @@ class BlockAliases:
         marker = self._on_some_paths(loc)
         self._remap(lambda r: marker if self._chain(r)[-1] is not root
                     and self._storages(r, memo) & written else None)
+
+
+def _same_operand(a, b) -> bool:
+    """Whether two operands of a view are the same on both paths: one value, or equal
+    constants of one type (an index array: equal elements of one dtype)."""
+    if a is b:
+        return True
+    if isinstance(a, Pack) and isinstance(b, Pack):
+        return a.style == b.style and len(a.items) == len(b.items) and all(
+            map(_same_operand, a.items, b.items))
+    if not (isinstance(a, Const) and isinstance(b, Const)) or type(a.value) is not type(b.value):
+        return False
+    if isinstance(a.value, numpy.ndarray):
+        return a.value.dtype == b.value.dtype and numpy.array_equal(a.value, b.value)
+    try:
+        return bool(a.value == b.value)
+    except Exception:  # noqa: BLE001 (a value whose == is not a truth value)
+        return False

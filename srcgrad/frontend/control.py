@@ -280,6 +280,7 @@ class ControlFlow(Loops):
                 pairs[id(x), id(y)] = outs[-1]
                 self.mutation.note_merge(outs[-1], (x, y))
                 self.note_maybe_none(outs[-1], x, y)
+        self.mutation.note_merged_views(then_leaves, else_leaves, outs)  # (aliases.py)
         self.ops.append(Op("cond", (test,), tuple(outs), self.loc,
                            blocks=(Block(then_ops, then_leaves), Block(else_ops, else_leaves))))
         merged, i = [], 0

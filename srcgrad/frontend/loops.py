@@ -27,7 +27,7 @@ from srcgrad.frontend import containers
 from srcgrad.frontend.aliases import Undecided
 from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
 from srcgrad.frontend.results import Unset, shaped_like
-from srcgrad.frontend.unrolling import ITEM, Unrolling, _name, _not_flag
+from srcgrad.frontend.unrolling import ITEM, REST_OF, Unrolling, _name, _not_flag
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import LEAF, flatten, is_record, unflatten
 
@@ -151,9 +151,15 @@ class Loops(Unrolling, Iteration):
         if node.orelse:
             self.fail(node, "`while ... else`", "use a flag variable")
 
+        if hasattr(node, REST_OF):  # the rest of an unrolled loop, unrolled on (its body
+            flag, err = getattr(node, REST_OF)  # lowered already, its flag the loop's)
+            self.unroll_while(node, scope, err, node.body, node.test, flag)
+            return
+
         def unroll(err):  # Note [Unrolling loops the lowering refuses]
             body, flag = self._loop_body(node, scope)
-            self.unroll_while(node, scope, err, body, self._while_test(node, flag, scope))
+            self.unroll_while(node, scope, err, body, self._while_test(node, flag, scope),
+                              flag if flag in scope.env else None)
             scope.env.pop(flag, None)
         self.lowered_or_unrolled(node, scope, lambda: self._lower_while(node, scope), unroll)
 

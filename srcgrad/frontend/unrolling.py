@@ -36,6 +36,29 @@ for the arguments' shapes unrolls it.
 The first attempt leaves state behind (ops, names bound, the mutation tables); a
 `Snapshot` taken before it is restored before the unrolled trace, so the unrolled code
 is traced exactly as if the loop had never been lowered.
+
+Note [Unrolling a while on data]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A `while` whose test reads data (`while k < 3 and np.sum(x) < 1.0:`, or `while True:`
+with a counter's `break` and a `break` on data) has no trip count, but often a bound:
+a counter that makes the test a constant False after some iterations. Python runs
+
+    while test: body        as        if test: body; while test: body
+
+so where the test is on data, the rest of the loop is traced as the then-branch of an
+`if` on it (the else-branch: the loop has ended), and inside that branch the loop goes
+on as before: a test that is a constant runs the body straight or ends the loop, one on
+data nests another `if`. Inside each branch the values are those of one path, so the
+counter stays a constant and ends the nesting at its bound; the `if`s merge what the
+iterations wrote as any `if` does (Note [Aliases across blocks]). After a `break` on
+data the break flag is data too, and the test would read it (`not _break and test`),
+which no constant folds: the rest of the loop is then the branch of an `if not
+_break`, inside which the flag is False again, so the test is evaluated only where
+Python evaluates it and the counter decides it. The rest of the loop is a `while` node
+marked `REST_OF` (its break flag, the lowering's refusal), unrolled on without a
+second attempt at lowering it. A test on data with no bound would nest without end:
+`MAX_NESTED` levels, then the lowering's refusal stands; each level is counted against
+the unrolling budgets like an iteration.
 """
 
 from __future__ import annotations
@@ -48,6 +71,8 @@ from srcgrad.ir.core import Const
 UNROLL_BUDGET = 6000  # AST nodes traced per unrolled loop: trip count x body size
 TOTAL_BUDGET = 30000  # the same summed over every unrolled loop of one trace
 MAX_TRIPS = 256  # iterations of one unrolled loop
+MAX_NESTED = 12  # `if`s nested by unrolling a `while` on data (Note [Unrolling a while on data])
+REST_OF = "srcgrad_rest_of"  # a `while` that is the rest of an unrolled one: (its flag, refusal)
 ITEM = "_item"  # the element an unrolled loop binds its target to (also Loops.trace_unrolled_for)
 
 # Refusals of the loop lowering that the unrolled code does not meet (aliases.py,
@@ -208,15 +233,24 @@ class Unrolling:
             self.stmt(stmt, scope)
         scope.env.pop(item, None)
 
-    def unroll_while(self, node, scope, err, lowered, test_node):
+    def unroll_while(self, node, scope, err, lowered, test_node, flag=None):
         """The `while` loop `node` (refused by its lowering with `err`) traced once per
-        iteration while its test is a constant; a test on data leaves `err` standing."""
+        iteration while its test is a constant; at a test on data, the rest of the loop
+        is traced as the branch of an `if` on it (Note [Unrolling a while on data])."""
         size = body_size(lowered) + body_size([gast.Expr(value=test_node)])
+        rest = gast.copy_location(gast.While(test=test_node, body=lowered, orelse=[]), node)
+        setattr(rest, REST_OF, (flag, err))  # the rest of this loop (Loops.trace_while)
         for trips in range(MAX_TRIPS + 1):
             self.loc = scope.locate(node)
+            broke = scope.env.get(flag, Const(False)) if flag is not None else Const(False)
+            if not isinstance(broke, Const):  # a break on data: the rest runs where none ran
+                self._unroll_on_data(node, scope, err, _not_flag(node, flag), [rest], flag)
+                return
             test = self.expr(test_node, scope)
             if not isinstance(test, Const):
-                raise err
+                self._spend(node, err, 1, [gast.Expr(value=test_node)] + lowered)
+                self._unroll_on_data(node, scope, err, test, lowered + [rest], None)
+                return
             if not test.value:
                 return
             self._spend(node, err, 1, [gast.Expr(value=test_node)] + lowered)
@@ -226,3 +260,25 @@ class Unrolling:
                 self.loc = scope.locate(stmt)
                 self.stmt(stmt, scope)
         raise err
+
+    def _unroll_on_data(self, node, scope, err, test, then, flag):
+        """`then` (the rest of an unrolled while) as the then-branch of an `if` on `test`
+        (traced, or an expression to trace: `not <flag>`, which is then False inside)."""
+        depth = self.__dict__.get("unroll_nesting", 0)
+        if depth >= MAX_NESTED:
+            raise err
+        self.unroll_nesting = depth + 1
+        try:
+            if isinstance(test, gast.expr):
+                test = self.expr(test, scope)
+                then = [_assign_false(node, flag)] + then
+            self.loc = scope.locate(node)
+            self.branches(node, test, scope, then, [])
+        finally:
+            self.unroll_nesting = depth
+
+
+def _assign_false(node, flag):
+    return gast.copy_location(gast.Assign(targets=[_name(flag, gast.Store())],
+                                          value=gast.Constant(value=False, kind=None),
+                                          type_comment=None), node)

@@ -348,6 +348,8 @@ def _stable(op, rule, env, shapes, derived) -> bool:
             and _index_stable(op.args[2] if op.prim == "scatter_index" else op.args[1],
                               env, shapes, derived) \
             and (op.prim != "scatter_index" or _static_stable(op.args[1], derived))
+    if op.prim in _FULL_REDUCTIONS and _reduces_all(op, rule):  # `np.sum(x[x > 0])`: a
+        return True  # scalar, whatever the operand's shape (I7: vjp variants of such outputs)
     if op.prim in _SHAPE_READS:  # operands read for their shapes, and ones the shape ignores
         by_shape, ignored = _SHAPE_READS[op.prim]
         return all(_operand_stable(a, env, shapes, derived) if i in by_shape
@@ -367,6 +369,17 @@ def _stable(op, rule, env, shapes, derived) -> bool:
 _SHAPE_READS = {"concat_bar": ((0, 1), ()), "stack_bar": ((0, 1), ()), "take": ((0, 1), ()),
                 "take_along_axis": ((0, 1), ()), "astype": ((0,), (1,)),
                 "full_like": ((0,), (1, 2))}
+
+
+_FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "std", "var"})
+
+
+def _reduces_all(op, rule) -> bool:
+    """A reduction over every axis without keepdims: its result has shape ()."""
+    operands = dict(zip(rule.params, op.args))
+    axis, keepdims = operands.get("axis"), operands.get("keepdims")
+    return isinstance(axis, Const) and axis.value is None and isinstance(keepdims, Const) \
+        and keepdims.value is False
 
 
 def _holds_array(operand, env) -> bool:

@@ -106,7 +106,8 @@ class Compiled:
         if target is not backend.NUMPY:  # Note [Array namespaces]: the generic code, bound to it
             return self._entries(self.load_for(target))
         key = self.cache_key(self.options(shapes))
-        self._example = bound_args(self.fn, args)  # a disk hit's out tree: traced as the variant was
+        # a disk hit's out tree: traced as the variant was (container arguments: their leaves)
+        self._example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
         try:  # (with its shape facts: Note [Shape facts] in srcgrad.frontend.trace)
             ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", self._example))
         finally:

@@ -161,9 +161,10 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
         ops, alive = hooks_pass.place_packs(ops)
     results = list(graph.outputs) + grad_list + alive
     found = Probe()
-    if args is not None:
-        found = probe(ops, graph.inputs + cotangent_params,
-                      tuple(args) + _example_cotangents(graph, args))
+    if args is not None:  # the hooks' stand-ins: unpack(pack(x)) is x, as torch requires of them
+        stand_ins = (_same, _same) if hooks else ()
+        found = probe(ops, graph.inputs + cotangent_params + list(hook_vars or ()),
+                      tuple(args) + _example_cotangents(graph, args) + stand_ins)
     if optimized:
         ops, results = optimize(ops, results, found.shapes, found.values)
     _prefer_methods(ops, found.arrays)
@@ -197,6 +198,10 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
                                _tuple_src([emit.operand_source(g, pool) for g in grad_list],
                                           single=False))
     return Functions([fwd, bwd], (fwd_name, bwd_name), dict(pool.values), graph.out_tree)
+
+
+def _same(value):
+    return value
 
 
 def _example_cotangents(graph, args) -> tuple:
