@@ -36,7 +36,7 @@ class Loc:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)  # (its own repr: no generated one to compile, issue 15)
 class Var:
     """An SSA value. Identity is the object; `name` is unique within one graph."""
 
@@ -49,7 +49,7 @@ class Var:
         return self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Const:
     """A value known at compile time (a literal, a folded expression, a global)."""
 
@@ -59,7 +59,7 @@ class Const:
         return f"Const({self.value!r})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Pack:
     """A fixed-length sequence of operands: `[a, b]` in `np.concatenate([a, b])`."""
 
