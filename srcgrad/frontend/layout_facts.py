@@ -33,31 +33,26 @@ NumPy guarantees it, and are checked against NumPy itself (tests/test_layout_fac
 * an array written in place keeps its layout and class (`history`), a branch's value
   has what both paths agree on, and a loop param what its first value has, provided
   each iteration keeps it (checked at the loop's end where a decision used it).
+
+Where a value's shape and strides follow from the variant's arguments, its fact carries
+them, and the rules above give way to NumPy's own answer on a stand-in of that layout
+(Note [Layout stand-ins] in srcgrad.frontend.layout_models): `x.T` of a (4, 1) array is
+C-contiguous, a reshape of a Fortran array that keeps its order is a view. A decision
+reads a loop param's flags first, and its layout only where the flags do not decide; the
+loop's end then checks that each iteration keeps what was read (`_keeps`). An integer
+index known only at run time (a `for` loop's index, a shape's item) selects a view of
+the same layout whatever its value.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.layout_models import SCALAR, Fact, Static, array_fact, c_layout, exact, is_view
 from srcgrad.ir.core import Const, Pack, Var
 
-
-class Fact(NamedTuple):
-    array: bool  # an ndarray (False: a NumPy or Python scalar, immutable)
-    ndim: int | None  # its rank where known
-    c: bool  # known to be C-contiguous
-
-
-SCALAR = Fact(False, 0, False)
-
-
-class Static(NamedTuple):
-    """A constant operand of a rule (an axis, a shape, an index)."""
-
-    value: object
+__all__ = ["SCALAR", "Fact", "Static", "infer", "of_value", "meet", "implies", "LayoutTracker"]
 
 
 UFUNCS = frozenset({
@@ -77,10 +72,13 @@ SAME_LAYOUT = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 TRANSPOSES = frozenset({"T", "transpose", "swapaxes", "moveaxis", "matrix_transpose"})
 
 
-def of_value(value) -> Fact | None:
-    """The fact of a real value: an argument as passed, or a constant."""
+def of_value(value, argument=False) -> Fact | None:
+    """The fact of a real value: a constant, or an `argument` as passed, whose strides the
+    variant's guard fixes only where it is C-contiguous (Note [Layout stand-ins])."""
     if type(value) is numpy.ndarray:
-        return Fact(True, value.ndim, bool(value.flags.c_contiguous))
+        if argument and not value.flags.c_contiguous:
+            return Fact(True, value.ndim, False)
+        return array_fact(value)
     if isinstance(value, (numpy.generic, float, int, complex)):  # bool is an int
         return SCALAR
     return None
@@ -93,7 +91,8 @@ def meet(a: Fact | None, b: Fact | None) -> Fact | None:
     if a == b:
         return a
     if a.array and b.array:
-        return Fact(True, a.ndim if a.ndim == b.ndim else None, a.c and b.c)
+        return Fact(True, a.ndim if a.ndim == b.ndim else None, a.c and b.c,
+                    a.layout if a.layout == b.layout else None)
     return None
 
 
@@ -105,8 +104,11 @@ def implies(a: Fact | None, b: Fact | None) -> bool:
 def infer(name: str, args: dict) -> Fact | None:
     """The fact of `name(**args)`'s result; `args` maps each parameter to its operand's
     Fact (None: unknown), a Static, or a tuple of them (a sequence operand)."""
-    if name.startswith(PYTHON_NUMBERS_PREFIXES):
+    if name.startswith(PYTHON_NUMBERS_PREFIXES) or name in ("size", "ndim", "shape_item"):
         return SCALAR
+    found = exact(name, args, UFUNCS, REDUCTIONS)  # Note [Layout stand-ins]
+    if found is not None:
+        return found
     x = args.get("x")
     if name in UFUNCS or name == "where":
         return _ufunc(name, [a for a in args.values()])
@@ -115,17 +117,19 @@ def infer(name: str, args: dict) -> Fact | None:
     if name in CREATIONS:
         shape = args.get("shape")
         ndim = _shape_len(shape.value) if isinstance(shape, Static) else None
-        return Fact(True, ndim, True)
+        value = shape.value if isinstance(shape, Static) else None
+        return Fact(True, ndim, True, c_layout((value,) if isinstance(value, int) else value))
     if name in ("eye", "identity"):
         return Fact(True, 2, True)
     if name in ("arange", "linspace"):
         return Fact(True, 1, True)
     if name in SAME_LAYOUT:
         if isinstance(x, Fact) and x.array:
-            return x
+            return _fresh_like(x)
         return Fact(True, 0, True) if x == SCALAR else None
     if name in ("copy", "astype"):
-        return x if isinstance(x, Fact) and x.array else SCALAR if name == "astype" and x == SCALAR else None
+        return _fresh_like(x) if isinstance(x, Fact) and x.array else \
+            SCALAR if name == "astype" and x == SCALAR else None
     if name == "reshape":
         shape = args.get("shape")
         ndim = _shape_len(shape.value) if isinstance(shape, Static) else None
@@ -157,6 +161,16 @@ def infer(name: str, args: dict) -> Fact | None:
             return Fact(True, x.ndim + n, x.c)
         return None
     return None
+
+
+def _fresh_like(x: Fact) -> Fact:
+    """A fresh array in x's layout (order 'K'): exactly known for a C-contiguous x."""
+    return Fact(True, x.ndim, x.c, c_layout(x.layout[0]) if x.c and x.layout else None)
+
+
+def _flags(f: Fact | None) -> Fact | None:
+    """What `f` says but its strides."""
+    return f._replace(layout=None) if f is not None else None
 
 
 def _ufunc(name, operands) -> Fact | None:
@@ -204,10 +218,27 @@ def _product(name, x, y) -> Fact | None:
     if not (isinstance(x, Fact) and isinstance(y, Fact) and x.array and y.array):
         return None
     a, b = x.ndim, y.ndim
-    if a is None or b is None or a == 0 or b == 0 or a > 2 or b > 2:
+    if a is None or b is None or a == 0 or b == 0:
         return None
-    ndim = (a + b - 2) if name == "dot" or a < 2 or b < 2 else 2
-    return SCALAR if ndim == 0 else Fact(True, ndim, x.c and y.c)
+    ndim = (a + b - 2) if name == "dot" or a < 2 or b < 2 else max(a, b)
+    if ndim == 0:
+        return SCALAR
+    shape = _product_shape(name, x.layout[0], y.layout[0]) if x.layout and y.layout else None
+    c = x.c and y.c  # a fresh C-ordered array (claimed where both operands are C-contiguous)
+    return Fact(True, ndim, c, c_layout(shape) if c and shape is not None else None)
+
+
+def _product_shape(name, a, b) -> tuple | None:
+    if name == "dot":
+        return a[:-1] + (b[:-2] + b[-1:] if len(b) > 1 else ())
+    if len(a) == 1:
+        return b[:-2] + b[-1:]
+    if len(b) == 1:
+        return a[:-1]
+    try:
+        return numpy.broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
+    except ValueError:
+        return None
 
 
 def _repeated(name, x, args) -> Fact | None:
@@ -306,13 +337,22 @@ class LayoutTracker:
         self.used: dict = {}
         self.decided: dict = {}  # id(view or copy) -> ids of the loop params deciding it
         self.checking: set = set()  # ids of loop params whose iteration _kept checks
-        self.kept: dict = {}  # id(loop param) -> whether each iteration keeps its fact
+        self.kept: dict = {}  # id(loop param) -> the fact every iteration keeps (or None)
+        self.fine: set = set()  # ids of loop params whose layout (not flags only) a decision read
+        self.coarse = False  # loop params read as their first value's flags only
         self.alive: list = []
 
     # ------------------------------------------------------------------ recording
     def note_op(self, rule, operands, outs) -> None:
-        if self.example is not None and len(outs) == 1:
+        if self.example is None:
+            return
+        if len(outs) == 1:
             self.made[id(outs[0])] = (rule.name, rule.params, operands, outs[0])
+        elif rule.name == "unpack" and isinstance(operands[0], Var):
+            shape = self.made.get(id(operands[0]), ("",))[0] == "shape"
+            for i, out in enumerate(outs):  # `a, b = x.shape`: Python ints; `r0, r1 = x`: x[i]
+                self.made[id(out)] = ("shape_item", ("x",), (operands[0],), out) if shape \
+                    else ("getitem", ("x", "index"), (operands[0], Const(i)), out)
 
     def assume(self, param, init) -> None:
         """A loop param reads as its first value while the body traces."""
@@ -327,34 +367,64 @@ class LayoutTracker:
             return
         self.sources[id(out)] = tuple(sources)
         self.alive.append(out)  # (its id stays its own)
-        if id(out) in self.used and id(out) in self.assumed and not self._kept(out):
+        if id(out) in self.used and id(out) in self.assumed and not self._keeps(out):
             raise CompileError.at(self.used[id(out)], "an in-place write through a reshape, ravel or "
                                   "index of a value whose memory layout or type a loop changes "
                                   "is not supported in compiled code", hint="copy explicitly "
                                   "where you mean a copy (`.copy()`)")
 
-    def _kept(self, param) -> bool:
-        """Each iteration of its loop leaves the fact a param's first value has: the
-        result's fact, worked out with the param as its first value, implies it."""
+    def _keeps(self, param) -> bool:
+        """Each iteration keeps what the decisions its body made read of the param's
+        first value: its layout (Note [Layout stand-ins]) or only its flags."""
+        first = self._consult(self.sources[id(param)][0], set())
+        need = first if id(param) in self.fine else _flags(first)
+        return implies(self._kept(param), need)
+
+    def _kept(self, param) -> Fact | None:
+        """The fact each iteration of its loop leaves the param as its first value had it:
+        the result's fact, worked out with the param as its first value, implies it
+        (its layout, where the loop keeps the shape: `x = x[::-1]`, else its flags)."""
         key = id(param)
         if key not in self.kept:
             init, result = self.sources[key]
             self.checking.add(key)
+            coarse = self.coarse
             try:
-                self.kept[key] = implies(self._consult(result, set()), self._consult(init, set()))
+                self.coarse = False
+                first = self._consult(init, set())
+                kept = first if implies(self._consult(result, set()), first) else None
+                if kept is None:
+                    self.coarse = True
+                    if implies(self._consult(result, set()), _flags(first)):
+                        kept = _flags(first)
+                self.kept[key] = kept
             finally:
                 self.checking.discard(key)
+                self.coarse = coarse
         return self.kept[key]
 
     # ------------------------------------------------------------------ queries
     def fact(self, t, track=True) -> Fact | None:
         """`t`'s fact; `track`: the decision it makes writes (a loop param read for it must
         keep its fact: `merge`)."""
-        consulted: set = set()
-        found = self._consult(t, consulted)
+        found, consulted, fine = self._decide(lambda seen: self._consult(t, seen))
         if track:
-            self.note_used(consulted)
+            self.note_used(consulted, fine)
         return found
+
+    def _decide(self, compute):
+        """(decision, loop params consulted, whether it read their layouts): `compute(seen)`
+        with loop params read as their first value's flags, else with its layout."""
+        seen: set = set()
+        self.coarse = True
+        try:
+            found = compute(seen)
+        finally:
+            self.coarse = False
+        if found is not None or not seen:
+            return found, seen, False
+        seen = set()
+        return compute(seen), seen, True
 
     def _consult(self, t, consulted):
         if self.example is None:
@@ -364,15 +434,17 @@ class LayoutTracker:
         except RecursionError:  # a very long chain of ops: not known
             return None
 
-    def note_used(self, params) -> None:
+    def note_used(self, params, fine=False) -> None:
         for key in params:
             self.used.setdefault(key, self.mutation.tracer.loc)
+            if fine:
+                self.fine.add(key)
 
     def written(self, values) -> None:
         """A write through `values` (a view chain): the loop params that decided one of
         them a view or a copy now matter."""
         for v in values:
-            self.note_used(self.decided.get(id(v), ()))
+            self.note_used(*self.decided.get(id(v), ((), False)))
 
     def _fact(self, t, memo, track, depth):
         if isinstance(t, Const):
@@ -400,14 +472,18 @@ class LayoutTracker:
         if len(inputs) == len(self.example):
             for v, a in zip(inputs, self.example):
                 if v is t:
-                    return of_value(a)
+                    return of_value(a, argument=True)
+        if key in self.mutation.tracer.python_ints:  # a shape's item, a size: a Python int
+            return SCALAR
         if key in self.assumed:  # a loop param
             param, init = self.assumed[key]
             if track is not None:
                 track.add(key)
-            if key in self.sources and key not in self.checking and not self._kept(param):
-                return None  # an iteration changes what its first value has
-            return self._fact(init, memo, track, depth)
+            if key in self.sources and key not in self.checking:  # after its loop
+                f = self._kept(param)  # (None: an iteration changes what its first value has)
+            else:
+                f = self._fact(init, memo, track, depth)
+            return _flags(f) if self.coarse else f
         if key in self.sources:  # a branch's value, or a loop's output
             facts = [self._fact(s, memo, track, depth) for s in self.sources[key]]
             result = facts[0]
@@ -419,6 +495,8 @@ class LayoutTracker:
             return None
         name, params, operands, _ = made
         args = {p: self._operand(o, memo, track, depth) for p, o in zip(params, operands)}
+        if name == "getitem":
+            args["index"] = self._index(operands[1])
         if name in ("setitem", "no_alias"):  # the array itself, written (or checked)
             return args.get("x")
         return infer(name, args)
@@ -439,27 +517,72 @@ class LayoutTracker:
             return tuple(items)
         return self._fact(o, memo, track, depth)
 
+    def _index(self, index) -> Static | None:
+        """A basic index as a Static, an integer known only at run time read as 0: any
+        integer in range selects a view of the same layout (out of range, NumPy raises)."""
+        def part(p):
+            if isinstance(p, Const):
+                return p.value
+            if isinstance(p, Pack) and p.style == "slice" and all(isinstance(i, Const) for i in p.items):
+                return slice(*(i.value for i in p.items))
+            if isinstance(p, Var) and self._an_int(p):
+                return 0
+            raise LookupError
+
+        try:
+            if isinstance(index, Pack) and index.style == "tuple":
+                return Static(tuple(part(i) for i in index.items))
+            return Static(part(index))
+        except LookupError:
+            return None
+
+    def _an_int(self, v) -> bool:
+        """`v` is a Python int: a shape's item or size (the tracer's python_ints), or a
+        `for` loop's index (a static value no op, branch, loop or argument made)."""
+        key = id(v)
+        if key in self.mutation.tracer.python_ints or self.made.get(key, ("",))[0] == "shape_item":
+            return True
+        return v.kind == "static" and key not in self.made and key not in self.sources \
+            and key not in self.assumed and key not in self.mutation.history \
+            and not any(v is i for i in self.mutation.inputs)
+
     # ------------------------------------------------------------------ decisions
     def view_or_copy(self, base, out) -> str | None:
-        """`out = reshape/ravel(base)`: "view" (a C-contiguous array), "copy" (a scalar:
-        a fresh array), or None (not known)."""
-        consulted: set = set()
-        f = self._consult(base, consulted)
-        decision = None if f is None else "copy" if not f.array else "view" if f.c else None
-        return self._decided(out, decision, consulted)
+        """`out = reshape/ravel(base)`: "view" or "copy" (NumPy's answer on stand-ins of
+        base's layout: Note [Layout stand-ins]; a scalar's is a fresh array), or None (not
+        known)."""
+        made = self.made.get(id(out))
+
+        def decide(seen):
+            f = self._consult(base, seen)
+            decision = None if f is None else "copy" if not f.array else "view" if f.c else None
+            if f is not None and f.array and f.layout is not None and made is not None:
+                name, params, operands, _ = made
+                args = {p: self._operand(o, {}, None, 0) for p, o in zip(params, operands)}
+                args["x"] = f
+                answer = is_view(name, args)
+                decision = decision if answer is None else "view" if answer else "copy"
+            return decision
+
+        return self._decided(out, *self._decide(decide))
 
     def indexed(self, base, index, out) -> str | None:
         """`out = base[index]` with integers: "view" (of a row), "scalar", or None."""
-        consulted: set = set()
-        x = self._consult(base, consulted)
-        if x is None or not isinstance(index, (Const, Pack)):
+        if self._index(index) is None:
             return None
-        f = index_fact(x, self._operand(index, {}, None, 0))
-        return self._decided(out, None if f is None else "view" if f.array else "scalar", consulted)
 
-    def _decided(self, out, decision, consulted):
+        def decide(seen):
+            x = self._consult(base, seen)
+            if x is None:
+                return None
+            f = infer("getitem", {"x": x, "index": self._index(index)})
+            return None if f is None else "view" if f.array else "scalar"
+
+        return self._decided(out, *self._decide(decide))
+
+    def _decided(self, out, decision, consulted, fine):
         if decision is not None and consulted:
-            self.decided[id(out)] = frozenset(consulted)
+            self.decided[id(out)] = (frozenset(consulted), fine)
             self.alive.append(out)
         return decision
 

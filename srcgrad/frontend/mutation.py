@@ -130,6 +130,13 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
             if how != CERTAIN:
                 self.note_view_flag(name, operands, out, how)
 
+    def note_unpack(self, base, outs):
+        """`r0, r1 = x` on an array: NumPy binds x[0] and x[1], views of its rows (or
+        scalars where x is a vector), which a later write through them changes x with."""
+        if isinstance(base, Var) and base.kind == "array" and not self.is_shape(base):
+            for i, out in enumerate(outs):
+                self.note_view("getitem", [base, Const(i)], out)
+
     def note_array(self, rule_name, out):
         if rule_name in _ARRAY_RESULTS:
             self.arrays[id(out)] = out

@@ -460,6 +460,8 @@ class Tracer(Inlining, Expander, ControlFlow):
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:
                 self.mutation.note_view(rule.name, operands, outs[0])
+        elif rule.name == "unpack":  # `r0, r1 = x`: x[0], x[1] (views of rows, or scalars)
+            self.mutation.note_unpack(operands[0], outs)
 
     def _ints_only(self, operands) -> bool:
         """Operands that are Python ints from shapes (`python_ints`) or int constants."""
