@@ -564,3 +564,64 @@ def test_bound_args_binds_as_inspect_does():
         full = inspect.signature(fn).bind(*args)
         full.apply_defaults()
         assert bound_args(fn, args) == tuple(full.args), (fn, args)
+
+
+def test_ir_classes_are_as_their_dataclasses():
+    """ir.core's Loc, Op, Block and Graph are written out (the decorator's generated
+    methods cost a compile's start-up): constructors, defaults, equality, hash, repr and
+    FrozenInstanceError as @dataclass makes them (Loc frozen, the others eq=False)."""
+    import dataclasses
+    import pickle
+
+    from srcgrad.ir import core
+
+    def made(name, fields, **options):
+        return dataclasses.make_dataclass(name, [
+            (n, object, dataclasses.field(default_factory=d)) if callable(d) else
+            (n, object) if d is _REQUIRED else (n, object, dataclasses.field(default=d))
+            for n, d in fields], **options)
+
+    MadeLoc = made("Loc", [("file", _REQUIRED), ("line", _REQUIRED), ("col", _REQUIRED),
+                           ("text", _REQUIRED)], frozen=True)
+    MadeOp = made("Op", [("prim", _REQUIRED), ("args", _REQUIRED), ("outs", _REQUIRED), ("loc", None),
+                         ("attrs", dict), ("blocks", ())], eq=False)
+    MadeBlock = made("Block", [("ops", _REQUIRED), ("results", _REQUIRED), ("params", list)], eq=False)
+    MadeGraph = made("Graph", [("name", _REQUIRED), ("inputs", _REQUIRED), ("ops", _REQUIRED),
+                               ("outputs", _REQUIRED), ("out_tree", None), ("param_names", ()),
+                               ("defaults", dict), ("loc", None)], eq=False)
+    v, c = core.Var("v1"), core.Const(2.0)
+    cases = [(core.Loc, MadeLoc, ("f.py", 3, 4, "y = x"), {}),
+             (core.Op, MadeOp, ("add", (v, c), (core.Var("v2"),)), {}),
+             (core.Op, MadeOp, ("getitem", (v,), (v,)), dict(loc=None, attrs={"i": 1}, blocks=(1,))),
+             (core.Block, MadeBlock, ([], [v]), {}), (core.Block, MadeBlock, ([], [], [v]), {}),
+             (core.Graph, MadeGraph, ("f", [v], [], [v]), {}),
+             (core.Graph, MadeGraph, ("f", [v], [], [v], ("leaf",), ("x",), {"x": 1.0}), {})]
+    for ours_cls, made_cls, args, kwargs in cases:
+        ours, theirs = ours_cls(*args, **kwargs), made_cls(*args, **kwargs)
+        assert repr(ours) == repr(theirs), ours_cls
+        assert ours_cls.__match_args__ == made_cls.__match_args__
+        names = made_cls.__match_args__
+        assert [getattr(ours, n) for n in names] == [getattr(theirs, n) for n in names]
+        assert pickle.loads(pickle.dumps(ours)).__class__ is ours_cls
+    op, block, graph = core.Op("neg", (v,), (v,)), core.Block([], []), core.Graph("g", [], [], [])
+    assert op.attrs is not core.Op("neg", (v,), (v,)).attrs and block.params is not core.Block([], []).params
+    assert graph.defaults is not core.Graph("g", [], [], []).defaults
+    assert op != core.Op("neg", (v,), (v,)) and op == op  # (identity, as eq=False)
+    loc = core.Loc("f.py", 3, 4, "y = x")
+    assert loc == core.Loc("f.py", 3, 4, "y = x") and loc != core.Loc("f.py", 5, 4, "y = x")
+    assert hash(loc) == hash(MadeLoc("f.py", 3, 4, "y = x")) and loc.__eq__(MadeLoc("f.py", 3, 4, "y = x")) \
+        is NotImplemented
+    for obj in (loc, MadeLoc("f.py", 3, 4, "y = x")):
+        for act, message in ((lambda o: setattr(o, "line", 1), "cannot assign to field 'line'"),
+                             (lambda o: delattr(o, "text"), "cannot delete field 'text'")):
+            try:
+                act(obj)
+            except dataclasses.FrozenInstanceError as err:
+                assert str(err) == message
+            else:
+                raise AssertionError("changed a frozen Loc")
+    op.loc = loc  # the others are mutable
+    assert op.loc is loc
+
+
+_REQUIRED = object()

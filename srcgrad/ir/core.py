@@ -18,22 +18,72 @@ rule treats as parameters (`axis`, `keepdims`, an index template) are normally
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
-class Loc:
-    """Where an op came from in user (or rule) source."""
+class _Factory:
+    """The default of a field whose default is a new empty dict or list, as a dataclass's
+    `field(default_factory=...)` shows it."""
 
-    file: str
-    line: int  # 1-based line in `file`
-    col: int  # 0-based column
-    text: str  # the source line, stripped
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+class Loc:
+    """Where an op came from in user (or rule) source.
+
+    Loc, Op, Block and Graph are written out as `@dataclass` (Loc frozen, the others with
+    eq=False) would make them, the same constructors, equality, hash, repr and
+    FrozenInstanceError: the decorator generates and compiles those methods, ~12 of
+    them, at every compiling process's start-up (issue 15). Var, Const and Pack stay
+    dataclasses: srcgrad.ir.tree.is_record sees them as records, which the tracer's
+    structure tests (loops' carried kinds) rely on."""
+
+    __match_args__ = ("file", "line", "col", "text")
+
+    def __init__(self, file: str, line: int, col: int, text: str):
+        set_ = object.__setattr__
+        set_(self, "file", file)
+        set_(self, "line", line)  # 1-based line in `file`
+        set_(self, "col", col)  # 0-based column
+        set_(self, "text", text)  # the source line, stripped
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__qualname__}(file={self.file!r}, line={self.line!r}, "
+                f"col={self.col!r}, text={self.text!r})")
+
+    def _values(self) -> tuple:
+        return (self.file, self.line, self.col, self.text)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __setattr__(self, name, value):
+        _frozen("assign to", name)
+
+    def __delattr__(self, name):
+        _frozen("delete", name)
+
+
+def _frozen(what: str, name: str):
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot {what} field {name!r}")
 
 
 @dataclass(eq=False, repr=False)  # (its own repr: no generated one to compile, issue 15)
@@ -74,19 +124,27 @@ class Pack:
 Operand = Var | Const | Pack
 
 
-@dataclass(eq=False)
 class Op:
-    """One primitive application: `outs = prim(*args)`."""
+    """One primitive application: `outs = prim(*args)` (a dataclass written out: Loc)."""
 
-    prim: str  # a rule name (srcgrad.rules) or a structural primitive
-    args: tuple  # Operands, in the rule signature's parameter order
-    outs: tuple  # Vars defined here, never defined elsewhere
-    loc: Loc | None = None
-    # Static, primitive-specific data that is not an operand. Used by `getitem`
-    # (the index template) and by structural primitives; empty for table rows.
-    attrs: dict = field(default_factory=dict)
-    # Nested bodies of control-flow ops (Note [Regions]); empty for every other op.
-    blocks: tuple = ()
+    __match_args__ = ("prim", "args", "outs", "loc", "attrs", "blocks")
+
+    def __init__(self, prim: str, args: tuple, outs: tuple, loc: Loc | None = None,
+                 attrs: dict = _FACTORY, blocks: tuple = ()):
+        self.prim = prim  # a rule name (srcgrad.rules) or a structural primitive
+        self.args = args  # Operands, in the rule signature's parameter order
+        self.outs = outs  # Vars defined here, never defined elsewhere
+        self.loc = loc
+        # Static, primitive-specific data that is not an operand. Used by `getitem`
+        # (the index template) and by structural primitives; empty for table rows.
+        self.attrs = {} if attrs is _FACTORY else attrs
+        # Nested bodies of control-flow ops (Note [Regions]); empty for every other op.
+        self.blocks = blocks
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__qualname__}(prim={self.prim!r}, args={self.args!r}, "
+                f"outs={self.outs!r}, loc={self.loc!r}, attrs={self.attrs!r}, blocks={self.blocks!r})")
 
     def operand_vars(self) -> Iterator[Var]:
         """The Vars this op reads, looking inside Packs and nested blocks."""
@@ -96,7 +154,6 @@ class Op:
             yield from block.free_vars()
 
 
-@dataclass(eq=False)
 class Block:
     """A nested body: `ops` run in order, then `results` are its values.
 
@@ -112,9 +169,17 @@ class Block:
     each iteration) paired with block `results` (their values at its end).
     """
 
-    ops: list
-    results: list  # operands: the block's values (branch values, carried values)
-    params: list = field(default_factory=list)  # Vars bound on entry (loop-carried, index)
+    __match_args__ = ("ops", "results", "params")
+
+    def __init__(self, ops: list, results: list, params: list = _FACTORY):
+        self.ops = ops
+        self.results = results  # operands: the block's values (branch values, carried values)
+        self.params = [] if params is _FACTORY else params  # Vars bound on entry (loop-carried, index)
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__qualname__}(ops={self.ops!r}, results={self.results!r}, "
+                f"params={self.params!r})")
 
     def free_vars(self) -> Iterator[Var]:
         defined = set(self.params)
@@ -129,20 +194,29 @@ class Block:
                     yield v
 
 
-@dataclass(eq=False)
 class Graph:
-    """A function in IR form."""
+    """A function in IR form (a dataclass written out: Loc)."""
 
-    name: str
-    inputs: list  # Vars, one per positional parameter of the function
-    ops: list  # Ops in execution order
-    outputs: list  # Operands returned, flattened
-    # How `outputs` nest into the returned Python value: see srcgrad.ir.tree.
-    out_tree: Any = None
-    # Parameter names and defaults of the source function (for signatures).
-    param_names: tuple = ()
-    defaults: dict = field(default_factory=dict)
-    loc: Loc | None = None
+    __match_args__ = ("name", "inputs", "ops", "outputs", "out_tree", "param_names", "defaults", "loc")
+
+    def __init__(self, name: str, inputs: list, ops: list, outputs: list, out_tree: Any = None,
+                 param_names: tuple = (), defaults: dict = _FACTORY, loc: Loc | None = None):
+        self.name = name
+        self.inputs = inputs  # Vars, one per positional parameter of the function
+        self.ops = ops  # Ops in execution order
+        self.outputs = outputs  # Operands returned, flattened
+        # How `outputs` nest into the returned Python value: see srcgrad.ir.tree.
+        self.out_tree = out_tree
+        # Parameter names and defaults of the source function (for signatures).
+        self.param_names = param_names
+        self.defaults = {} if defaults is _FACTORY else defaults
+        self.loc = loc
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__qualname__}(name={self.name!r}, inputs={self.inputs!r}, "
+                f"ops={self.ops!r}, outputs={self.outputs!r}, out_tree={self.out_tree!r}, "
+                f"param_names={self.param_names!r}, defaults={self.defaults!r}, loc={self.loc!r})")
 
 
 def operand_vars(a) -> Iterator[Var]:
