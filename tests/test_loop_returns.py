@@ -1,9 +1,9 @@
-"""A `return` of a tuple, list or dict inside a loop (issue 11, task I8: Note
-[Results of returns inside loops] in srcgrad.frontend.results), and the identity of
-lists and dicts where paths meet (Note [Containers merged across paths] in
-srcgrad.frontend.containers). Each program is checked against NumPy's value and central
-differences in reverse and forward mode, on data that returns from the loop at different
-iterations or not at all."""
+"""A `return` of a tuple, list or dict inside a loop (issue 11, task I8: Note [Results
+of returns inside loops] in srcgrad.frontend.results), the identity of lists and dicts
+where paths meet (Note [Containers merged across paths] in srcgrad.frontend.containers),
+and a loop over a list whose name the body rebinds. Each program is checked against
+NumPy's value and central differences in reverse and forward mode, on data that returns
+from the loop at different iterations or not at all."""
 
 from __future__ import annotations
 
@@ -187,8 +187,29 @@ def change_dict_through_merged_name(x):
     return np.sum(d["a"])
 
 
+def one_branchs_list_under_two_names(x):
+    M = [x * 2.0]
+    L = [x]
+    if np.sum(x) > 0:
+        L[0] = x * 3.0  # (a copy bound to L: the merges of L and of M may be one list)
+        M = L
+    M[0] = M[0] * 5.0
+    return np.sum(L[0])
+
+
+def one_branchs_list_changed_through_the_other_name(x):
+    M = [x * 2.0]
+    L = [x]
+    if np.sum(x) > 0:
+        L[0] = x * 3.0
+        M = L
+    L[0] = L[0] * 5.0
+    return np.sum(M[0])
+
+
 AMBIGUOUS = [change_through_merged_name, append_to_a_merged_source, change_after_loop_rebinding,
-             change_dict_through_merged_name]
+             change_dict_through_merged_name, one_branchs_list_under_two_names,
+             one_branchs_list_changed_through_the_other_name]
 
 
 @pytest.mark.parametrize("f", AMBIGUOUS, ids=lambda f: f.__name__)
@@ -235,6 +256,40 @@ MERGED = [list_shared_by_both_paths, list_built_on_each_path, copies_bound_on_ea
 @pytest.mark.parametrize("f", MERGED, ids=lambda f: f.__name__)
 def test_merged_containers_against_central_differences(f):
     for x in DATA[:3]:
+        value, g = sg.value_and_grad(f)(x.copy())
+        assert_close(value, f(x.copy()))
+        assert_close(g, numeric_grad(f, [x.copy()], 0), rtol=1e-5, atol=1e-7)
+        t = np.linspace(0.5, 1.5, x.size)
+        _, t_out = sg.jvp(f, (x.copy(),), (t,))
+        assert_close(t_out, numeric_grad(f, [x.copy()], 0) @ t, rtol=1e-5, atol=1e-7)
+
+
+# ------------------------------------------- a loop over a list a name holds
+# The loop iterates the list object (held under a hidden name), not the name: a change
+# to the list is seen by later iterations, a rebinding of the name is not.
+
+def rebinds_the_iterated_name(x):
+    L = [x, x * 2.0]
+    s = 0.0
+    for v in L:
+        s = s + np.sum(np.sin(v))
+        L = [x * 5.0, x * 7.0]  # Python goes on over the old list
+    return s + np.sum(L[1])
+
+
+def changes_the_iterated_list(x):
+    L = [x, x * 2.0]
+    s = 0.0
+    for v in L:
+        s = s + np.sum(np.sin(v))
+        L[1] = v * 3.0  # the second iteration reads it
+    return s
+
+
+@pytest.mark.parametrize("f", [rebinds_the_iterated_name, changes_the_iterated_list],
+                         ids=lambda f: f.__name__)
+def test_a_loop_iterates_the_list_not_the_name(f):
+    for x in DATA[:2]:
         value, g = sg.value_and_grad(f)(x.copy())
         assert_close(value, f(x.copy()))
         assert_close(g, numeric_grad(f, [x.copy()], 0), rtol=1e-5, atol=1e-7)

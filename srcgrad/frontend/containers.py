@@ -38,10 +38,11 @@ it *is* one of the paths' objects (`M = L if c else K`; `for ...: M = K`), so a 
 change through it reaches that object, and one through `L` reaches `M` when `c` was
 true. A container both paths hold (`T = (L, x)` or `T = (L, y)`) stays that object
 in the merged value (`merged`). For the others the merge records which objects the
-new one may be (the same positions on each path, and what those may be in turn);
-a later change to the merged container, or to one of those objects, is refused while
-another of them can still be reached from a name (`_refuse_ambiguous`): a copy could
-not tell which one the change reaches. Containers no name reaches after the merge
+new one may be (the same positions on each path); a later change to the merged
+container, or to one of those objects, is refused while another object it may be
+(following those links in turn: two merges of one branch's list may be one object)
+can still be reached from a name (`_refuse_ambiguous`): a copy could not tell which
+one the change reaches. Containers no name reaches after the merge
 (the copies a branch wrote into, a list built in a branch) cannot be told apart, so
 `L = []; if c: L.append(x) else: L.append(y)` followed by `L.append(z)` compiles.
 """
@@ -297,16 +298,10 @@ def _replace_fields(record, values):
 
 
 def _note_identities(tracer, container, sources, loc):
-    """Record that `container` may be any of `sources` (and what they may be), and
-    each of them `container`."""
+    """Record that `container` may be any of `sources`, and each of them `container`
+    (`_refuse_ambiguous` follows these links in turn)."""
     table = tracer.__dict__.setdefault("merged_containers", {})
-    maybe = {}
-    for s in sources:
-        maybe[id(s)] = s
-        hit = table.get(id(s))
-        if hit is not None and hit[0] is s:
-            maybe.update(hit[1])
-    maybe.pop(id(container), None)
+    maybe = {id(s): s for s in sources if s is not container}
     table[id(container)] = (container, maybe, loc)  # keeps them alive: ids stay unique
     for s in sources:
         hit = table.get(id(s))
@@ -318,11 +313,19 @@ def _note_identities(tracer, container, sources, loc):
 def _refuse_ambiguous(tracer, base, node, what):
     """A change to a container a merge made, or merged, while another object it may
     be is reachable (Note [Containers merged across paths])."""
-    hit = tracer.__dict__.get("merged_containers", {}).get(id(base))
+    table = tracer.__dict__.get("merged_containers", {})
+    hit = table.get(id(base))
     if hit is None or hit[0] is not base:
         return
+    maybe, todo = {id(base)}, [base]  # what it may be, and what those may be in turn
+    while todo:
+        entry = table.get(id(todo.pop()))
+        for i, other in entry[1].items() if entry is not None else ():
+            if i not in maybe and table.get(i, (None,))[0] is other:
+                maybe.add(i)
+                todo.append(other)
     live = _reachable(tracer)
-    if not any(i in live for i in hit[1]):
+    if not any(i in live for i in maybe - {id(base)}):
         return
     kind = type(base).__name__
     tracer.fail(node, f"{what} on a {kind} that is, depending on the path taken at line "

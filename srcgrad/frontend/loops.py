@@ -407,10 +407,11 @@ class Loops(Unrolling, Iteration):
         # an element is read when its iteration starts, as it is then: a write in an earlier
         # iteration rebinds the names and containers holding the array it wrote, so a
         # temporary sequence is held under a hidden name too (fuzz seed 501217: `for r in
-        # (x, x.reshape(-1)): x *= ...` read the first x in the second iteration)
-        held = None if isinstance(node.iter, gast.Name) else f"{ITEM}{item}_sequence"
-        if held is not None:
-            scope.env[held] = list(items)
+        # (x, x.reshape(-1)): x *= ...` read the first x in the second iteration); a list
+        # a name holds is held itself: later iterations see what the body changes in it, not
+        # a rebinding of the name (`for v in L: L = [...]` iterates the old list)
+        held = f"{ITEM}{item}_sequence"
+        scope.env[held] = items if isinstance(node.iter, gast.Name) else list(items)
         try:
             self._unrolled_iterations(node, scope, items, breaks, flag, item, bind, lowered, held)
         finally:
