@@ -271,3 +271,41 @@ def test_unpacked_rows_are_views(fn, shape):
     gradient); a vector's items are scalars, a shape's Python ints."""
     for k in (0, 1):
         _compiles_right(fn, _data(shape, k))
+
+
+def _function_class():
+    from srcgrad.autograd import Function
+
+    class Cube(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3.0 * x * x
+
+        @staticmethod
+        def jvp(ctx, xt):
+            x, = ctx.saved_tensors
+            return xt * 3.0 * x * x
+
+    return Cube
+
+
+CUBE = _function_class()
+
+
+def reshape_of_a_function_output(x):
+    v = CUBE.apply(x * 0.5)  # what forward returned: a fresh C-ordered array
+    w = v.reshape(-1)
+    w[0] = 1.0
+    return np.sum(v * x)
+
+
+def test_a_custom_function_output_has_its_forward_result_layout():
+    for k in (0, 1):
+        _compiles_right(reshape_of_a_function_output, _data((2, 3), k))

@@ -249,6 +249,7 @@ def trace_apply(tracer, cls, args, kwargs, node):
     tracer.ops.append(Op("custom_call", operands, tuple(outs), call_loc, {"function": call}))
     for (i, leaf), out in zip(var_leaves, outs):
         tracer.mutation.saved.same_storage(out, leaf)
+        tracer.mutation.layout.same(out, leaf)  # what forward returned (Note [Layout facts])
         if i in dirty:  # the caller's names for the written input now read the output
             tracer.mutation.write(leaf, out, node, "dirty")
     return unflatten(tree, new_leaves)

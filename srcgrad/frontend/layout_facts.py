@@ -354,6 +354,11 @@ class LayoutTracker:
                 self.made[id(out)] = ("shape_item", ("x",), (operands[0],), out) if shape \
                     else ("getitem", ("x", "index"), (operands[0], Const(i)), out)
 
+    def same(self, out, value) -> None:
+        """`out` is `value` (a custom Function's output: the array its forward returned)."""
+        if self.example is not None:
+            self.made[id(out)] = ("identity", ("x",), (value,), out)
+
     def assume(self, param, init) -> None:
         """A loop param reads as its first value while the body traces."""
         if self.example is not None:
@@ -497,7 +502,7 @@ class LayoutTracker:
         args = {p: self._operand(o, memo, track, depth) for p, o in zip(params, operands)}
         if name == "getitem":
             args["index"] = self._index(operands[1])
-        if name in ("setitem", "no_alias"):  # the array itself, written (or checked)
+        if name in ("setitem", "no_alias", "identity"):  # the array itself (written, checked)
             return args.get("x")
         return infer(name, args)
 
