@@ -47,7 +47,8 @@ class Static(NamedTuple):
     value: object
 
 
-_MAX_ELEMENTS = 1 << 24  # a larger stand-in buffer is not made (no layout: flag rules decide)
+_MAX_ELEMENTS = 1 << 20  # a larger stand-in is not made (no layout: the flag rules decide; a
+# stand-in costs a pass over its bytes per rule a decision reads, at compile time only)
 
 
 def c_layout(shape) -> tuple | None:
