@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import gast
 
-from srcgrad.frontend.scope import Scope
+from srcgrad.frontend.scope import Scope, every_scope
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.tree import is_record as _is_record
 from srcgrad.ir.tree import record_fields
@@ -355,16 +355,6 @@ def _note_structure_change(tracer, container, loc=None):
         changes[id(container)] = (container, loc or tracer.loc)  # keeps it alive: ids stay unique
 
 
-def _scopes(tracer):
-    seen, out = set(), []
-    for s in tracer.scopes:
-        while s is not None and id(s) not in seen:
-            seen.add(id(s))
-            out.append(s)
-            s = s.outer
-    return out
-
-
 def is_record(v) -> bool:
     return not isinstance(v, (Var, Const)) and _is_record(v)  # a Var is a dataclass
 
@@ -382,7 +372,7 @@ def _children(v):
 def _reachable(tracer) -> set:
     """ids of the containers (and records) reachable from a name in a scope being traced."""
     seen: set = set()
-    todo = [v for scope in _scopes(tracer) for v in scope.env.values()]
+    todo = [v for scope in every_scope(tracer.scopes) for v in scope.env.values()]
     while todo:
         v = todo.pop()
         if isinstance(v, (list, dict, tuple)) or is_record(v):
@@ -400,9 +390,9 @@ def references(tracer, base) -> int:
 
 def _referrers(tracer, base):
     """(the (scope, name) pairs bound to `base`, the names whose containers hold it)."""
-    names = [(scope, n) for scope in _scopes(tracer) for n, v in scope.env.items() if v is base]
+    names = [(scope, n) for scope in every_scope(tracer.scopes) for n, v in scope.env.items() if v is base]
     holders, seen = [], set()
-    todo = [(n, v) for scope in _scopes(tracer) for n, v in scope.env.items()]
+    todo = [(n, v) for scope in every_scope(tracer.scopes) for n, v in scope.env.items()]
     while todo:
         n, v = todo.pop()
         if id(v) in seen or not (isinstance(v, (list, dict, tuple)) or is_record(v)):

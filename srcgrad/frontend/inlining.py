@@ -11,7 +11,7 @@ import gast
 from srcgrad.errors import CompileError
 from srcgrad.frontend import gradients
 from srcgrad.frontend.resolve import resolve
-from srcgrad.frontend.scope import NestedFunction, Scope, TraceObject
+from srcgrad.frontend.scope import NestedFunction, Scope, TraceObject, every_scope
 from srcgrad.ir.core import Const, Var
 
 MAX_INLINE_DEPTH = 64
@@ -113,7 +113,7 @@ class Inlining:
     def trace_branch(self, stmts, scope, **kwargs):
         """trace_block for a branch of an `if`, plus, per scope outside it, (its env
         before, its env at the branch's end) (Note [Writes by callees inside blocks])."""
-        outside = [s for s in self._all_scopes() if s is not scope] if self.depth else []
+        outside = [s for s in every_scope(self.scopes) if s is not scope] if self.depth else []
         before = [s.env for s in outside]
         for s in outside:
             s.env = dict(s.env)
@@ -123,15 +123,6 @@ class Inlining:
         finally:
             for s, env in zip(outside, before):
                 s.env = env
-
-    def _all_scopes(self):
-        seen, out = set(), []
-        for s in self.scopes:
-            while s is not None and id(s) not in seen:
-                seen.add(id(s))
-                out.append(s)
-                s = s.outer
-        return out
 
     def block_outside(self, scope) -> bool:
         """Whether `scope`'s names are outside the innermost block traced now and not

@@ -54,6 +54,7 @@ from srcgrad.frontend.aliases import BlockAliases, Undecided
 from srcgrad.frontend.inplace import InPlaceStatements
 from srcgrad.frontend.layout import ArgumentViews
 from srcgrad.frontend.layout_facts import LayoutTracker
+from srcgrad.frontend.scope import every_scope
 from srcgrad.frontend.versions import SavedWrites
 from srcgrad.ir.core import Const, Var
 
@@ -301,13 +302,7 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
 
     # ------------------------------------------------------------------ names
     def _scopes(self):
-        seen, out = set(), []
-        for s in self.tracer.scopes:
-            while s is not None and id(s) not in seen:
-                seen.add(id(s))
-                out.append(s)
-                s = s.outer
-        return out
+        return every_scope(self.tracer.scopes)
 
     def _remap(self, fn):
         """Replace every tvalue reachable from a name by `fn(tvalue)` (None: unchanged).

@@ -61,3 +61,15 @@ class TraceObject:
 class NestedFunction:
     """Base of a `def` or lambda inside a compiled function as the tracer holds it
     (srcgrad.frontend.inlining._NestedDef): traced at each call, no Python function."""
+
+
+def every_scope(scopes) -> list:
+    """Each scope being traced (`scopes`, innermost callee last) and the scopes they are
+    nested in, once each: the names an in-place write may reach."""
+    seen, out = set(), []
+    for s in scopes:
+        while s is not None and id(s) not in seen:
+            seen.add(id(s))
+            out.append(s)
+            s = s.outer
+    return out
