@@ -360,9 +360,16 @@ def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, a
                  autograd_fn) -> Reference:
     scale = max(1.0, float(max(np.max(np.abs(o), initial=0.0) for o in out_leaves(value))))
     derivs = []
+    at_point = float(phi(*unflatten(axpy(leaves, directions[0], 0.0, lspecs), spec)))
     for u in directions:
-        d = [(float(phi(*unflatten(axpy(leaves, u, e, lspecs), spec)))
-              - float(phi(*unflatten(axpy(leaves, u, -e, lspecs), spec)))) / (2 * e) for e in EPS]
+        sides = [(float(phi(*unflatten(axpy(leaves, u, e, lspecs), spec))),
+                  float(phi(*unflatten(axpy(leaves, u, -e, lspecs), spec)))) for e in EPS]
+        if not _close(at_point, sum(sides[0]) / 2, scale):  # (seed 782716: `np.where(np.sum(x)
+            # > np.sum(v), ...)` with the sums equal but for rounding, which took one branch
+            # at the point and the other at every neighbour: both steps agreed on the latter)
+            raise Discard("the value at the point is not its neighbours' (a branch decided "
+                          "by rounding at the point)")
+        d = [(hi - lo) / (2 * e) for (hi, lo), e in zip(sides, EPS)]
         if not (np.isfinite(d[0]) and np.isfinite(d[1])) or not _close(d[0], d[1], scale * 10):
             raise Discard("finite differences disagree between step sizes (kink or branch)")
         if abs(d[0]) * EPS[0] > 1.0:  # (seed 701411: `s + np.cos(s)`, s ~ 4e13, whose

@@ -245,6 +245,19 @@ def test_references_discard_a_periodic_function_of_huge_values():
                           np.random.default_rng(0))
 
 
+def test_references_discard_a_value_the_point_alone_has():
+    """Seed 782716: two sums equal but for rounding chose np.where's branch, one way at the
+    point and the other way at every point of the differences, so both steps agreed on
+    the other branch's derivative while the value (and srcgrad's exact gradient) was this
+    branch's. A value that is not its neighbours' mean is a jump at the point."""
+    def f(x0):
+        return np.where(x0[0] == 0.3, 10.0 + 2.0 * x0[0], x0[0]) + np.sum(x0)
+
+    with pytest.raises(oracle.Discard, match="not its neighbours"):
+        oracle.references(f, [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
+                          np.random.default_rng(0))
+
+
 def test_differences_keep_a_0d_array_argument_an_array():
     """A 0-d ndarray argument is written in place by `w *= w`, an np.float64 only rebinds:
     the points of the differences keep the argument's class (fuzz seed 400898: `x + eps`
