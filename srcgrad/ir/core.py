@@ -32,10 +32,37 @@ class _Factory:
         return "<factory>"
 
 
-_FACTORY = _Factory()
+FACTORY = _Factory()
 
 
-class Loc:
+class FrozenFields:
+    """What `@dataclass(frozen=True)` adds to a class whose `__init__` sets its fields with
+    `object.__setattr__`, written out (the decorator's cost: Loc's docstring): equality and
+    hash over the fields (`__match_args__`, in order), FrozenInstanceError on assigning or
+    deleting one. Loc here and srcgrad.rules.core.Rule."""
+
+    __slots__ = ()
+    __match_args__: tuple = ()
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, f) for f in self.__match_args__])
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __setattr__(self, name, value):
+        _frozen("assign to", name)
+
+    def __delattr__(self, name):
+        _frozen("delete", name)
+
+
+class Loc(FrozenFields):
     """Where an op came from in user (or rule) source.
 
     Loc, Op, Block and Graph are written out as `@dataclass` (Loc frozen, the others with
@@ -62,22 +89,8 @@ class Loc:
         return (f"{self.__class__.__qualname__}(file={self.file!r}, line={self.line!r}, "
                 f"col={self.col!r}, text={self.text!r})")
 
-    def _values(self) -> tuple:
+    def _values(self) -> tuple:  # (the fields spelled out: Locs are hashed often)
         return (self.file, self.line, self.col, self.text)
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(self._values())
-
-    def __setattr__(self, name, value):
-        _frozen("assign to", name)
-
-    def __delattr__(self, name):
-        _frozen("delete", name)
 
 
 def _frozen(what: str, name: str):
@@ -130,14 +143,14 @@ class Op:
     __match_args__ = ("prim", "args", "outs", "loc", "attrs", "blocks")
 
     def __init__(self, prim: str, args: tuple, outs: tuple, loc: Loc | None = None,
-                 attrs: dict = _FACTORY, blocks: tuple = ()):
+                 attrs: dict = FACTORY, blocks: tuple = ()):
         self.prim = prim  # a rule name (srcgrad.rules) or a structural primitive
         self.args = args  # Operands, in the rule signature's parameter order
         self.outs = outs  # Vars defined here, never defined elsewhere
         self.loc = loc
         # Static, primitive-specific data that is not an operand. Used by `getitem`
         # (the index template) and by structural primitives; empty for table rows.
-        self.attrs = {} if attrs is _FACTORY else attrs
+        self.attrs = {} if attrs is FACTORY else attrs
         # Nested bodies of control-flow ops (Note [Regions]); empty for every other op.
         self.blocks = blocks
 
@@ -171,10 +184,10 @@ class Block:
 
     __match_args__ = ("ops", "results", "params")
 
-    def __init__(self, ops: list, results: list, params: list = _FACTORY):
+    def __init__(self, ops: list, results: list, params: list = FACTORY):
         self.ops = ops
         self.results = results  # operands: the block's values (branch values, carried values)
-        self.params = [] if params is _FACTORY else params  # Vars bound on entry (loop-carried, index)
+        self.params = [] if params is FACTORY else params  # Vars bound on entry (loop-carried, index)
 
     @reprlib.recursive_repr()
     def __repr__(self) -> str:
@@ -200,7 +213,7 @@ class Graph:
     __match_args__ = ("name", "inputs", "ops", "outputs", "out_tree", "param_names", "defaults", "loc")
 
     def __init__(self, name: str, inputs: list, ops: list, outputs: list, out_tree: Any = None,
-                 param_names: tuple = (), defaults: dict = _FACTORY, loc: Loc | None = None):
+                 param_names: tuple = (), defaults: dict = FACTORY, loc: Loc | None = None):
         self.name = name
         self.inputs = inputs  # Vars, one per positional parameter of the function
         self.ops = ops  # Ops in execution order
@@ -209,7 +222,7 @@ class Graph:
         self.out_tree = out_tree
         # Parameter names and defaults of the source function (for signatures).
         self.param_names = param_names
-        self.defaults = {} if defaults is _FACTORY else defaults
+        self.defaults = {} if defaults is FACTORY else defaults
         self.loc = loc
 
     @reprlib.recursive_repr()

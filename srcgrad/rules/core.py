@@ -30,23 +30,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
+from srcgrad.ir.core import FACTORY, FrozenFields
+
 RULES: dict = {}  # rule name -> Rule
 
 
 _FIELDS = ("name", "signature", "render", "vjp", "jvp", "targets", "method", "method_varargs",
            "attribute", "elementwise", "nondiff", "static_out", "nout", "control", "effect",
            "io", "doc")
-class _Factory:
-    """The default of `vjp` and `jvp`: a new dict each."""
-
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_FACTORY = _Factory()
-
-
-class Rule:
+class Rule(FrozenFields):
     """One row of the table (Note [The derivative table]), immutable.
 
     Written out as `@dataclass(frozen=True)` would make it (the same constructor,
@@ -56,8 +48,8 @@ class Rule:
 
     __match_args__ = _FIELDS
 
-    def __init__(self, name: str, signature: str, render: str, vjp: dict = _FACTORY,
-                 jvp: dict = _FACTORY, targets: tuple = (), method: str | None = None,
+    def __init__(self, name: str, signature: str, render: str, vjp: dict = FACTORY,
+                 jvp: dict = FACTORY, targets: tuple = (), method: str | None = None,
                  method_varargs: bool = False, attribute: str | None = None,
                  elementwise: bool = False, nondiff: bool = False, static_out: bool = False,
                  nout: int | Callable = 1, control: bool = False, effect: bool = False,
@@ -66,8 +58,8 @@ class Rule:
         set_(self, "name", name)  # the primitive's name in IR and in error messages
         set_(self, "signature", signature)  # its parameters, as in a `def`: "x, axis=None, keepdims=False"
         set_(self, "render", render)  # the primal in generated code, over the parameter names
-        set_(self, "vjp", {} if vjp is _FACTORY else vjp)  # parameter -> cotangent formula
-        set_(self, "jvp", {} if jvp is _FACTORY else jvp)  # parameter -> tangent contribution formula
+        set_(self, "vjp", {} if vjp is FACTORY else vjp)  # parameter -> cotangent formula
+        set_(self, "jvp", {} if jvp is FACTORY else jvp)  # parameter -> tangent contribution formula
         set_(self, "targets", targets)  # dotted names of the Python callables that mean this primitive
         set_(self, "method", method)  # `x.<method>(...)` means `render` with x as first parameter
         # `x.reshape(2, 3)`: extra positional method arguments are packed into the
@@ -91,25 +83,9 @@ class Rule:
         set_(self, "io", io)
         set_(self, "doc", doc)  # a line for the conventions table (kinks, ties, zeros)
 
-    def _values(self) -> tuple:
-        return tuple([getattr(self, f) for f in _FIELDS])
-
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self):
-        return hash(self._values())
-
     def __repr__(self) -> str:
         return f"{self.__class__.__qualname__}({', '.join(f'{f}={getattr(self, f)!r}' for f in _FIELDS)})"
 
-    def __setattr__(self, name, value):
-        _frozen("assign to", name)
-
-    def __delattr__(self, name):
-        _frozen("delete", name)
 
     @property
     def params(self) -> tuple:
@@ -118,12 +94,6 @@ class Rule:
     @property
     def py_signature(self) -> inspect.Signature:
         return _signature(self.signature)
-
-
-def _frozen(what: str, name: str):
-    from dataclasses import FrozenInstanceError
-
-    raise FrozenInstanceError(f"cannot {what} field {name!r}")
 
 
 def defrule(name: str, signature: str, render: str, **fields) -> Rule:
