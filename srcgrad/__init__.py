@@ -9,7 +9,11 @@ import the compiler until it compiles something.
 
 import importlib
 
-from srcgrad._version import __version__
+from srcgrad import startup
+
+startup.install(globals().get("__cached__"))  # Note [The start-up file]
+
+from srcgrad._version import __version__  # noqa: E402 (served by the start-up file)
 
 # public name -> the module that defines it
 _HOMES = {
