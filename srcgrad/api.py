@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from types import FunctionType
 
 import numpy
 
@@ -67,8 +68,13 @@ class _Dispatch:
         plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
         self.params = list(self.signature.parameters) if plain else None
         self.globals = {"_miss": self.miss, "_impl": None}
-        self.function = self._function(guards=())
-        self.unbound_code = self.function.__code__
+        # until its first call, the function misses with any arguments: one code object
+        # for every transform (no compile per transform), its signature the user's by
+        # `__wrapped__`; the first call binds the arguments and gives it the guards' code
+        self.unbound_code = _unbound.__code__
+        self.function = FunctionType(self.unbound_code, self.globals, _unbound.__name__)
+        if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
+            self.function = self._function(guards=())
         self.codes: dict = {}  # guard text -> compiled dispatcher code (hooks rebind it often)
         contexts.on_mutation_mode_change(self.unbind)
 
@@ -176,6 +182,10 @@ class _Dispatch:
         if code is None:
             code = self.codes[text] = self._function(guards).__code__
         self.function.__code__ = code
+
+
+def _unbound(*args, **kwargs):
+    return _miss(*args, **kwargs)  # noqa: F821 (a global of each transform's own namespace)
 
 
 def _transform(fn, kind: str, wrt, has_aux: bool):
