@@ -47,6 +47,7 @@ from __future__ import annotations
 import gast
 import numpy
 
+from srcgrad.frontend.scope import Undecided
 from srcgrad.ir.core import Const, Pack, Var
 
 
@@ -65,16 +66,6 @@ def _leaves(value, seen=None) -> list:
 
 
 _CERTAIN = "view"  # srcgrad.frontend.mutation.CERTAIN: certainly a view
-
-
-class Undecided:
-    """What a name reads after a write the compiler cannot resolve: reading it fails."""
-
-    def __init__(self, message, hint, loc):
-        self.message, self.hint, self.loc = message, hint, loc
-
-    def __repr__(self):
-        return "<undecided>"
 
 
 class BlockAliases:

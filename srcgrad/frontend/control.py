@@ -38,10 +38,7 @@ from __future__ import annotations
 
 import gast
 
-from srcgrad.frontend import containers
-from srcgrad.frontend.aliases import Undecided
-from srcgrad.frontend.loops import Loops, _assign, _kind, _leaves, _name
-from srcgrad.frontend.results import Unset, given_structure
+from srcgrad.frontend.scope import Undecided, mixed_in
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.tree import unflatten
 
@@ -59,6 +56,8 @@ def _lower_loop_return(loop):
     `if _returned: break` after the loop it nests in. The caller binds `_result` to
     Unset first (Note [Results of returns inside loops])."""
     import copy
+
+    from srcgrad.frontend.loops import _assign, _name  # (loops only: issue 15)
 
     class Returns(gast.NodeTransformer):
         def visit_FunctionDef(self, node):
@@ -153,14 +152,24 @@ def _bind(bindings):
         env[name] = value
 
 
-class ControlFlow(Loops):
-    """Control-flow statements, mixed into the Tracer (srcgrad.frontend.trace)."""
+class ControlFlow:
+    """Control-flow statements, mixed into the Tracer (srcgrad.frontend.trace); the loops'
+    (srcgrad.frontend.loops.Loops) are mixed in at the first use (Note [Mixins imported
+    on demand] in srcgrad.frontend.scope)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from srcgrad.frontend.loops import Loops  # (loops only, not on a straight-line compile: issue 15)
+        return mixed_in(self, name, Loops)
 
     # ------------------------------------------------------------------ blocks
     def trace_block(self, stmts, scope, bindings=None, prologue=None, epilogue=None):
         """(ops, env after, returned value, epilogue value): `stmts` traced into a new
         op list, in a copy of the scope's env updated with `bindings`; `prologue(scope)`
         runs first and `epilogue(scope)` last, both inside the block."""
+        from srcgrad.frontend import containers  # (blocks only: issue 15)
+
         saved_ops, saved_env = self.ops, scope.env
         self.ops, scope.env = [], {**saved_env, **(bindings or {})}
         containers.enter_block(self)  # Note [Containers changed inside blocks]
@@ -183,6 +192,7 @@ class ControlFlow(Loops):
             if isinstance(stmt, gast.If) and contains_return([stmt]):
                 return self.if_with_return(stmt, stmts[i + 1:], scope)
             if isinstance(stmt, (gast.For, gast.While)) and contains_return(stmt.body):
+                from srcgrad.frontend.results import Unset  # (loops only: issue 15)
                 scope.env[RESULT] = Unset()  # Note [Results of returns inside loops]
                 return self.trace_statements(_lower_loop_return(stmt) + list(stmts[i + 1:]), scope)
             self.stmt(stmt, scope)
@@ -255,6 +265,10 @@ class ControlFlow(Loops):
 
     def merge_branches(self, node, test, then_ops, else_ops, then_values, else_values, names):
         """Emit `cond`; returns the merged value per name (containers merged leafwise)."""
+        from srcgrad.frontend import containers  # (these three: branches only, issue 15)
+        from srcgrad.frontend.loops import _kind, _leaves
+        from srcgrad.frontend.results import given_structure
+
         then_leaves, else_leaves, trees, outs, leaves = [], [], [], [], []
         pairs: dict = {}  # (id then, id else) -> the output: names sharing storage on both
         # paths share it after the `if` too (a later write through one reaches the other)
@@ -293,6 +307,8 @@ class ControlFlow(Loops):
         """`name` holds containers of different structures on two paths (`where`): the
         line of the change is named when a block changed one (`.append` in one branch);
         `loop`: the line of the loop whose iterations would change it."""
+        from srcgrad.frontend import containers  # (blocks only: issue 15)
+
         locs = [loc for loc in map(lambda v: containers.structure_change(self, v), values) if loc]
         if locs and loop is not None:
             self.loc = locs[0]

@@ -34,7 +34,7 @@ def refuse_loop_vjp(tracer, compiled, node) -> None:
     a gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
     the cause, rather than by an error inside the generated text; a loop with no tape
     (linear steps) is traced as before."""
-    if _BUILD and _BUILD[1](compiled.parsed(), tracer.mutation.saved.allow):
+    if _BUILD and _BUILD[1](compiled.parsed(), tracer.mutation.allow):
         tracer.fail(node, "`sg.vjp` of a function with a loop, called in a compiled "
                     "function (its backward pops the loop's tape)", "call `sg.grad` or "
                     "`sg.value_and_grad` of a scalar function there (they differentiate "
@@ -54,7 +54,7 @@ def inline(tracer, fn, args, kwargs):
     values = list(bound.arguments.values())
     if not all(isinstance(v, (Var, Const, int, float)) for v in values):
         return NOT_LOWERED
-    built = _BUILD[0](fn, tracer.mutation.saved.allow, tracer.namer)
+    built = _BUILD[0](fn, tracer.mutation.allow, tracer.namer)
     if built is None:
         return NOT_LOWERED
     graph, _ = built

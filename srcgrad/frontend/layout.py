@@ -42,7 +42,7 @@ keep the Undecided marker.
 from __future__ import annotations
 
 from srcgrad import rules
-from srcgrad.frontend.aliases import Undecided
+from srcgrad.frontend.scope import Undecided
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 
 

@@ -329,8 +329,10 @@ class LayoutTracker:
 
     def __init__(self, mutation):
         self.mutation = mutation
-        self.example = None  # the variant's arguments (None: the shape-generic code)
-        self.made: dict = {}  # id(out) -> (rule name, operands, out)
+        self.example = mutation.example  # the variant's arguments (None: the shape-generic code)
+        # id(out) -> (rule name, its params, operands, out), written for every op by
+        # Mutation.note_made (a trace that asks no decision never makes a tracker: issue 15)
+        self.made: dict = mutation.made
         self.sources: dict = {}  # id(value) -> the values it is on each path
         self.assumed: dict = {}  # id(loop param) -> its first value, while its body traces
         # id(loop param) -> the line of a write that a decision read its fact for
@@ -343,17 +345,6 @@ class LayoutTracker:
         self.alive: list = []
 
     # ------------------------------------------------------------------ recording
-    def note_op(self, rule, operands, outs) -> None:
-        if self.example is None:
-            return
-        if len(outs) == 1:
-            self.made[id(outs[0])] = (rule.name, rule.params, operands, outs[0])
-        elif rule.name == "unpack" and isinstance(operands[0], Var):
-            shape = self.made.get(id(operands[0]), ("",))[0] == "shape"
-            for i, out in enumerate(outs):  # `a, b = x.shape`: Python ints; `r0, r1 = x`: x[i]
-                self.made[id(out)] = ("shape_item", ("x",), (operands[0],), out) if shape \
-                    else ("getitem", ("x", "index"), (operands[0], Const(i)), out)
-
     def same(self, out, value) -> None:
         """`out` is `value` (a custom Function's output: the array its forward returned)."""
         if self.example is not None:

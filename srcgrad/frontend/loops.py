@@ -24,9 +24,9 @@ from __future__ import annotations
 import gast
 
 from srcgrad.frontend import containers
-from srcgrad.frontend.aliases import Undecided
 from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
 from srcgrad.frontend.results import Unset, shaped_like
+from srcgrad.frontend.scope import Undecided
 from srcgrad.frontend.unrolling import ITEM, REST_OF, Unrolling, _name, _not_flag
 from srcgrad.ir.core import Block, Const, Op, Pack, Var
 from srcgrad.ir.tree import LEAF, flatten, is_record, unflatten

@@ -50,12 +50,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend.aliases import BlockAliases, Undecided
-from srcgrad.frontend.inplace import InPlaceStatements
-from srcgrad.frontend.layout import ArgumentViews
-from srcgrad.frontend.layout_facts import LayoutTracker
-from srcgrad.frontend.scope import every_scope
-from srcgrad.frontend.versions import SavedWrites
+from srcgrad.frontend.scope import Undecided, every_scope, mixed_in
 from srcgrad.ir.core import Const, Var
 
 VIEW_RULES = frozenset({"getitem", "T", "transpose", "swapaxes", "moveaxis", "expand_dims",
@@ -72,7 +67,12 @@ _ARRAY_RESULTS = frozenset({"setitem", "zeros", "ones", "full", "zeros_like", "o
 CERTAIN, INT, UNKNOWN = "view", "int", "unknown"
 
 
-class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
+class Mutation:
+    """What the tracer knows of storage: recorded for every op here, and the writes
+    themselves, whose methods are mixed in at the first use (InPlaceStatements,
+    ArgumentViews, BlockAliases: Note [Mixins imported on demand] in
+    srcgrad.frontend.scope), as are the layout facts and the saved values' checks."""
+
     def __init__(self, tracer):
         self.tracer = tracer
         self.inputs: list = []  # the graph's input Vars
@@ -85,7 +85,8 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
         self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
         self.top_ops = None  # the function-level op list (others are if/loop blocks)
         self.loop_nodes: set = set()  # ids of the AST nodes inside a for/while body
-        self.saved = SavedWrites(self)  # Note [Saved values written in place]
+        self._saved = None  # SavedWrites: Note [Saved values written in place]
+        self.allow = False  # tracing under allow_mutation_on_saved_tensors
         self.history: dict = {}  # id(value after a write) -> the value before it
         self.write_log: list = []  # (ids of the values whose storage a write changed, Loc)
         # id(branch output) -> the values it is on each path (Note [Aliases across blocks])
@@ -96,7 +97,41 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
         self.held: dict = {}  # id(loop param) -> (name, containers holding its first value)
         self.held_written: dict = {}  # id(loop param) -> Loc of a write through it
         self.written_params: dict = {}  # id(value) -> Loc of the last write through it
-        self.layout = LayoutTracker(self)  # Note [Layout facts]
+        self._layout = None  # LayoutTracker: Note [Layout facts]
+        self.example = None  # the variant's arguments (None: the shape-generic code)
+        self.made: dict = {}  # id(out) -> (rule name, its params, operands, out): `note_made`
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from srcgrad.frontend.aliases import BlockAliases  # (these three: a trace that
+        from srcgrad.frontend.inplace import InPlaceStatements  # writes in place or
+        from srcgrad.frontend.layout import ArgumentViews  # merges paths: issue 15)
+        return mixed_in(self, name, InPlaceStatements, ArgumentViews, BlockAliases)
+
+    @property
+    def saved(self):
+        """The saved values' checks (made at the first use: a trace with no custom
+        Function and no write never imports them, issue 15)."""
+        if self._saved is None:
+            from srcgrad.frontend.versions import SavedWrites  # (see above: issue 15)
+            self._saved = SavedWrites(self)
+            self._saved.allow = self.allow
+        return self._saved
+
+    @property
+    def layout(self):
+        """The layout facts (made when a decision or a merge first asks: issue 15)."""
+        if self._layout is None:
+            from srcgrad.frontend.layout_facts import LayoutTracker  # (see above: issue 15)
+            self._layout = LayoutTracker(self)
+        return self._layout
+
+    def finish(self, env, ops) -> None:
+        """At the function's end: the saved values' write counts (Note [Saved values
+        written in place]), where anything was saved."""
+        if self._saved is not None:
+            self._saved.finish(env, ops)
 
     def start(self, fs_node, ops):
         self.top_ops = ops
@@ -105,6 +140,20 @@ class Mutation(InPlaceStatements, ArgumentViews, BlockAliases):
                 self.loop_nodes.update(id(m) for m in gast.walk(n))
 
     # ------------------------------------------------------------------ recording
+    def note_made(self, rule, operands, outs) -> None:
+        """What made each value, where the variant knows its arguments (`example`): the
+        record the LayoutTracker works facts out from (Note [Layout facts]), kept here
+        since every op writes it and most traces never ask the tracker anything."""
+        if self.example is None:
+            return
+        if len(outs) == 1:
+            self.made[id(outs[0])] = (rule.name, rule.params, operands, outs[0])
+        elif rule.name == "unpack" and isinstance(operands[0], Var):
+            shape = self.made.get(id(operands[0]), ("",))[0] == "shape"
+            for i, out in enumerate(outs):  # `a, b = x.shape`: Python ints; `r0, r1 = x`: x[i]
+                self.made[id(out)] = ("shape_item", ("x",), (operands[0],), out) if shape \
+                    else ("getitem", ("x", "index"), (operands[0], Const(i)), out)
+
     def note_view(self, name, operands, out):
         base = operands[0]
         if isinstance(base, Const):

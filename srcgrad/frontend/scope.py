@@ -58,6 +58,18 @@ class TraceObject:
         raise NotImplementedError
 
 
+class Undecided:
+    """What a name reads after a write the compiler cannot resolve: reading it fails
+    (Note [Mutation at trace time]; here, not in srcgrad.frontend.aliases, since every
+    read of a name checks for one and a trace with no write imports no aliases: issue 15)."""
+
+    def __init__(self, message, hint, loc):
+        self.message, self.hint, self.loc = message, hint, loc
+
+    def __repr__(self):
+        return "<undecided>"
+
+
 class NestedFunction:
     """Base of a `def` or lambda inside a compiled function as the tracer holds it
     (srcgrad.frontend.inlining._NestedDef): traced at each call, no Python function."""
@@ -73,3 +85,28 @@ def every_scope(scopes) -> list:
             out.append(s)
             s = s.outer
     return out
+
+
+# Note [Mixins imported on demand]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The tracer's loop statements (srcgrad.frontend.loops.Loops, with Unrolling and
+# Iteration) are methods of the tracer, written as a mixin, and so are Mutation's
+# in-place writes (srcgrad.frontend.inplace, layout and aliases); most compiled
+# functions have no loop and no write, and importing those modules (and what they
+# import) is a good part of a cold compile's start-up (issue 15). So the class that
+# would inherit the mixins defines `__getattr__` instead, which Python calls only for a
+# name the normal lookup misses: it imports the mixins' modules and returns their
+# attribute bound to the object, as inheritance would have (a method bound, a
+# staticmethod plain). Two limits follow: the mixins' methods may not call `super()`
+# (none does), and a class that overrides one of their methods cannot reach it with
+# `super()` (the tracer's `_length` calls Iteration's by name).
+def mixed_in(obj, name, *classes):
+    """The attribute `name` of the first of `classes` (in each one's MRO) that has it,
+    bound to `obj` as if `obj`'s class inherited `classes` in this order (Note [Mixins
+    imported on demand])."""
+    for cls in classes:
+        for klass in cls.__mro__[:-1]:  # (not `object`'s)
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                return attr.__get__(obj, type(obj)) if hasattr(attr, "__get__") else attr
+    raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")

@@ -19,7 +19,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import containers, idioms, records, transforms
+from srcgrad.frontend import idioms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
@@ -53,6 +53,13 @@ def _builtin_hint(fn) -> str:
     if fn in (abs, round):
         return f"use the NumPy function instead: `np.{fn.__name__}(...)`"
     return "use the NumPy function instead"
+
+
+def _from_srcgrad(callee) -> bool:
+    """A callee defined in srcgrad's package: one of its transforms (srcgrad.api), or a
+    function the tracer refuses to inline (srcgrad.frontend.transforms)."""
+    module = getattr(callee, "__module__", None)
+    return isinstance(module, str) and (module == "srcgrad" or module.startswith("srcgrad."))
 
 
 def _const(value):
@@ -127,7 +134,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         self.scopes.append(scope)
         try:
             result = self.trace_body(fs.node.body, scope)
-            self.mutation.saved.finish(scope.env, self.ops)  # Note [Saved values written in place]
+            self.mutation.finish(scope.env, self.ops)  # Note [Saved values written in place]
         except CompileError as err:
             raise _at_user_line(fs, err) from None
         finally:
@@ -149,6 +156,7 @@ class Tracer(Inlining, Expander, ControlFlow):
                 fields[key], sub = self._input_tree(f"{name}_{key}", child)
                 leaves += sub
             fields.update((key, Const(value)) for key, value in statics)
+            from srcgrad.frontend import records  # (records only: not on a plain compile, issue 15)
             return records.bind(cls, fields), leaves
         if tree[0] == "dict":
             keys, children = tree[1], tree[2]
@@ -264,6 +272,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         return Const(_NestedDef(self, node, scope))
 
     def expr_ListComp(self, node, scope):
+        from srcgrad.frontend import containers  # (not on a straight-line compile: issue 15)
         return containers.comprehension(self, node, scope)
 
     expr_GeneratorExp = expr_ListComp
@@ -340,6 +349,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         if isinstance(base, TraceObject):
             return base.trace_method(self, name, args, kwargs, node)
         if isinstance(base, (tuple, list, dict)):
+            from srcgrad.frontend import containers  # (not on a straight-line compile: issue 15)
             return containers.method(self, base, name, args, kwargs, node)
         return super().call_method(base, name, args, kwargs, node)
 
@@ -371,19 +381,20 @@ class Tracer(Inlining, Expander, ControlFlow):
         return self.mutation.check_decided(value, node)
 
     def call(self, callee, args, kwargs, node):
-        from srcgrad.frontend import function as custom
-
         cls = applied_class(callee)
         if cls is not None:  # `MyFn.apply(...)` of a custom Function
+            from srcgrad.frontend import function as custom  # (custom Functions only: issue 15)
             return custom.trace_apply(self, cls, args, kwargs, node)
         if isinstance(callee, _NestedDef):
             return self.inline_nested(callee, args, kwargs, node)
         if isinstance(callee, functools.partial):  # its bound values are constants
             return self.call(callee.func, [_const(a) for a in callee.args] + list(args),
                              {**{k: _const(v) for k, v in callee.keywords.items()}, **kwargs}, node)
-        lowered = transforms.lower_call(self, callee, args, kwargs, node)  # sg.grad(f) inside
-        if lowered is not transforms.NOT_LOWERED:
-            return lowered
+        if _from_srcgrad(callee):  # sg.grad(f) inside (srcgrad's own functions only)
+            from srcgrad.frontend import transforms  # (not on a plain compile: issue 15)
+            lowered = transforms.lower_call(self, callee, args, kwargs, node)
+            if lowered is not transforms.NOT_LOWERED:
+                return lowered
         lowered = idioms.lower_call(self, callee, args, kwargs, node)  # Note [Lowered idioms]
         if lowered is not idioms.NOT_LOWERED:
             return lowered
@@ -402,7 +413,9 @@ class Tracer(Inlining, Expander, ControlFlow):
             # the generated source (this is how grad(grad(f)) and jvp(grad(f)) work).
             return self.inline_generated(self._generated_entry(inner, node), args, kwargs, node)
         if isinstance(callee, types.FunctionType):
-            transforms.internal_call(self, callee, node)  # never srcgrad's own Python
+            if _from_srcgrad(callee):  # never srcgrad's own Python
+                from srcgrad.frontend import transforms  # (not on a plain compile: issue 15)
+                transforms.internal_call(self, callee, node)
             from srcgrad.frontend.parse import parse_function
             return self.inline(parse_function(callee), args, kwargs, node)
         if callee is math.fsum and len(args) == 1:  # fsum over a list: a plain sum
@@ -455,7 +468,7 @@ class Tracer(Inlining, Expander, ControlFlow):
                                and isinstance(operands[1], Const) and isinstance(operands[1].value, int)
                                or rule.name in _INT_ARITHMETIC and self._ints_only(operands)):
             self.python_ints[id(outs[0])] = outs[0]  # a number, never iterated (_length)
-        self.mutation.layout.note_op(rule, operands, outs)
+        self.mutation.note_made(rule, operands, outs)
         if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
             if rule.name in VIEW_RULES:
@@ -474,7 +487,8 @@ class Tracer(Inlining, Expander, ControlFlow):
         if id(array) in self.python_ints:
             self.error(None, "a `for` loop over a number: 'int' object is not iterable",
                        "loop over `range(n)` for the numbers 0 .. n-1")
-        return super()._length(array)
+        from srcgrad.frontend.iteration import Iteration  # (loops only: issue 15)
+        return Iteration._length(self, array)  # (Note [Mixins imported on demand])
 
     # Note [Shape facts]
     # ~~~~~~~~~~~~~~~~~~~

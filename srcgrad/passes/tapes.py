@@ -10,7 +10,6 @@ the forward body and from the pop in the backward body.
 from __future__ import annotations
 
 from srcgrad.ir.core import Pack, Var, operand_vars
-from srcgrad.passes.vjp_control import hoist_invariants
 
 
 def prune_tapes(ops: list) -> None:
@@ -109,6 +108,7 @@ def _accumulate(ops, reads, probe) -> None:
         if op.prim == "for_range" and op.attrs.get("reverse") and op.blocks:
             _sums_in_place(op, producer, reads, probe)
             block = op.blocks[0]
+            from srcgrad.passes.vjp_control import hoist_invariants  # (adjoint loops only: issue 15)
             hoisted = hoist_invariants(block.ops, [*block.params, *_all_outs(block.ops, "tape_pop")])
             for new in hoisted:  # beside its loop: among the primal lines where the loop is
                 if not op.attrs.get("backward"):  # (a loop's gradient inlined in compiled code)

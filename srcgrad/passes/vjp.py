@@ -26,7 +26,6 @@ from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
 from srcgrad.passes.activity import active_vars
 from srcgrad.passes.simplify import _classify, shape_classes
-from srcgrad.passes.vjp_control import TapeCotangents, reverse_region
 
 
 def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=frozenset(),
@@ -43,7 +42,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     """
     own_tapes = tapes is None
     if own_tapes:
-        tapes = TapeCotangents()
+        tapes = _tape_cotangents(ops)
 
     def reverse_block(b_ops, b_wrt, b_seeds, b_namer):
         return reverse(b_ops, b_wrt, b_seeds, b_namer, tapes=tapes)
@@ -110,6 +109,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
         if rule.control:  # Note [Reverse mode of control flow]
             tracer.loc = op.loc
             cts = [total(o) for o in op.outs]
+            from srcgrad.passes.vjp_control import reverse_region  # (control flow only: issue 15)
             for arg, ct in reverse_region(op, cts, tracer, namer, active, pending, reverse_block):
                 _distribute(arg, ct, active, contributions)
             continue
@@ -143,13 +143,22 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
                 ct = _split_sequence(tracer, arg, ct)  # NumPy made the list an array
             _distribute(arg, ct, active, contributions, mask)
     grads = {w: total(w) for w in wrt}
-    if own_tapes:  # the cotangent tapes start empty before the backward
+    if own_tapes and tapes is not None:  # the cotangent tapes start empty before the backward
         tracer.ops[:0] = tapes.creations
     for new in tracer.ops:
         new.attrs["backward"] = True
     for before, new in pending:
         ops.insert(ops.index(before), new)
     return tracer.ops, grads
+
+
+def _tape_cotangents(ops):
+    """The TapeCotangents of a backward whose `ops` hold a loop, a branch or a tape (a
+    nested op sits in a block of one of them), else None: straight-line code never asks."""
+    if not any(rules.RULES[op.prim].control or op.prim in ("tape_push", "tape_pop") for op in ops):
+        return None
+    from srcgrad.passes.vjp_control import TapeCotangents  # (control flow only: issue 15)
+    return TapeCotangents()
 
 
 def _shape_test(op, classes, new_ops):

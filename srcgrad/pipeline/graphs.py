@@ -38,8 +38,8 @@ def trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None
     tracer = Tracer(namer)
     if args is not None:  # a variant for these argument shapes: Note [Shape facts] (H2)
         tracer.facts = lambda ops, inputs: probe(ops, inputs, args).values
-        tracer.mutation.layout.example = args  # its guard checks their layout (Note [Layout facts])
-    tracer.mutation.saved.allow = allow_mutation
+        tracer.mutation.example = args  # its guard checks their layout (Note [Layout facts])
+    tracer.mutation.allow = allow_mutation
     graph = tracer.trace_function(fs)
     return graph, namer
 

@@ -6,16 +6,12 @@ sources (srcgrad.pipeline.modules assembles, caches and loads them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy
 
 from srcgrad import rules
 from srcgrad.codegen import emit, names
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.expand import Expander
-from srcgrad.passes import hooks as hooks_pass
-from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
 from srcgrad.passes.inplace import reuse_buffers
@@ -25,19 +21,24 @@ from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
-from srcgrad.passes.vjp_control import reusable_tapes
 from srcgrad.pipeline.graphs import backward_of, provably_scalar, scalar_output, trace  # noqa: F401 (re-exported)
 from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
 
-@dataclass
 class Functions:
-    """Generated function sources plus what their module must bind."""
+    """Generated function sources plus what their module must bind (a plain class, not a
+    dataclass: the decorator's generated methods cost every compiling process: issue 15)."""
 
-    sources: list
-    entries: tuple  # names of the functions the caller uses, in order
-    constants: dict = field(default_factory=dict)  # global name -> value
-    out_tree: object = None  # vjp: the primal output's tree definition
+    def __init__(self, sources: list, entries: tuple, constants: dict | None = None,
+                 out_tree: object = None):
+        self.sources = sources
+        self.entries = entries  # names of the functions the caller uses, in order
+        self.constants = {} if constants is None else constants  # global name -> value
+        self.out_tree = out_tree  # vjp: the primal output's tree definition
+
+    def __repr__(self):
+        return (f"Functions(sources={self.sources!r}, entries={self.entries!r}, "
+                f"constants={self.constants!r}, out_tree={self.out_tree!r})")
 
 
 def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None) -> tuple:
@@ -142,6 +143,10 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
     shaped like the outputs, so its cotangents must be NumPy arrays of those shapes
     (sg.vjp's vjp_fn checks the shapes and makes them arrays).
     """
+    from srcgrad.passes import hooks as hooks_pass  # (these three: sg.vjp only, issue 15)
+    from srcgrad.passes import saved as saved_pass
+    from srcgrad.passes.vjp_control import reusable_tapes
+
     graph, namer = trace(fs, allow_mutation, args)
     hook_vars = (Var(namer.fresh("pack_hook"), "static"),
                  Var(namer.fresh("unpack_hook"), "static")) if hooks else None
