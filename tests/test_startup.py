@@ -625,3 +625,27 @@ def test_ir_classes_are_as_their_dataclasses():
 
 
 _REQUIRED = object()
+
+
+def test_function_source_replace_is_dataclasses_replace():
+    """FunctionSource.replace (the pipeline's way to give a parsed function its argument
+    trees) makes what dataclasses.replace made: every field kept but the changed ones."""
+    from srcgrad.frontend.parse import parse_function
+
+    def f(x, y):
+        return np.sum(x * y)
+
+    fs = parse_function(f)
+    trees = (("leaf",), ("tuple", (("leaf",), ("leaf",))))
+    new = fs.replace(arg_trees=trees)
+    assert new is not fs and new.__class__ is fs.__class__ and new.arg_trees == trees
+    assert fs.arg_trees is None  # (the original unchanged)
+    for name in fs.__match_args__:
+        if name != "arg_trees":
+            assert getattr(new, name) is getattr(fs, name), name
+    try:
+        fs.replace(no_such_field=1)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("replaced a field that does not exist")

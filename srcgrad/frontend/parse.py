@@ -44,6 +44,11 @@ class FunctionSource:
     def name(self) -> str:
         return self.node.name
 
+    def replace(self, **changes) -> FunctionSource:
+        """A copy with `changes` to its fields (as `dataclasses.replace`: the pipeline
+        gives a parsed function its argument trees so)."""
+        return self.__class__(**{**{f: getattr(self, f) for f in self.__match_args__}, **changes})
+
 
 def _source_lines(fn, code):
     """(lines, first line number) of a function's definition.
