@@ -13,18 +13,20 @@ again.
 from __future__ import annotations
 
 import inspect
+import sys
 
 from srcgrad.ir import tree as pytree
 from srcgrad.ir.core import Const, Var, substitute
 
 NOT_LOWERED = object()
-# [srcgrad.pipeline.graphs.gradient_graph, srcgrad.pipeline.graphs.vjp_has_tape],
-# registered on its import
-_BUILD: list = []
 
 
-def register(build, vjp_has_tape) -> None:
-    _BUILD[:] = [build, vjp_has_tape]
+def _pipeline():
+    """srcgrad.pipeline.graphs (its gradient_graph and vjp_has_tape), or None. The pipeline
+    sits above the frontend, which does not import it; a trace that reaches here is one
+    the pipeline runs, so it is imported (this module is imported only by such a call:
+    not on a plain compile, issue 15)."""
+    return sys.modules.get("srcgrad.pipeline.graphs")
 
 
 def refuse_loop_vjp(tracer, compiled, node) -> None:
@@ -34,7 +36,8 @@ def refuse_loop_vjp(tracer, compiled, node) -> None:
     a gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
     the cause, rather than by an error inside the generated text; a loop with no tape
     (linear steps) is traced as before."""
-    if _BUILD and _BUILD[1](compiled.parsed(), tracer.mutation.allow):
+    graphs = _pipeline()
+    if graphs is not None and graphs.vjp_has_tape(compiled.parsed(), tracer.mutation.allow):
         tracer.fail(node, "`sg.vjp` of a function with a loop, called in a compiled "
                     "function (its backward pops the loop's tape)", "call `sg.grad` or "
                     "`sg.value_and_grad` of a scalar function there (they differentiate "
@@ -44,7 +47,8 @@ def refuse_loop_vjp(tracer, compiled, node) -> None:
 def inline(tracer, fn, args, kwargs):
     """The traced value of generated gradient `fn` called on `args`, or NOT_LOWERED
     (not a loop's gradient, or arguments the generated source's trace handles)."""
-    if not _BUILD or getattr(fn, "__srcgrad_gradient__", None) is None:
+    graphs = _pipeline()
+    if graphs is None or getattr(fn, "__srcgrad_gradient__", None) is None:
         return NOT_LOWERED
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -54,7 +58,7 @@ def inline(tracer, fn, args, kwargs):
     values = list(bound.arguments.values())
     if not all(isinstance(v, (Var, Const, int, float)) for v in values):
         return NOT_LOWERED
-    built = _BUILD[0](fn, tracer.mutation.allow, tracer.namer)
+    built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer)
     if built is None:
         return NOT_LOWERED
     graph, _ = built

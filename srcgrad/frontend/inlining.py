@@ -9,7 +9,6 @@ from __future__ import annotations
 import gast
 
 from srcgrad.errors import CompileError
-from srcgrad.frontend import gradients
 from srcgrad.frontend.resolve import resolve
 from srcgrad.frontend.scope import NestedFunction, Scope, TraceObject, every_scope
 from srcgrad.ir.core import Const, Var
@@ -34,6 +33,7 @@ class Inlining:
     def inline_generated(self, fn, args, kwargs, node):
         """Trace a transform's generated function called at `node` (Note [Transforms in
         compiled code]): an error in the generated text is reported at the user's call."""
+        from srcgrad.frontend import gradients  # (transforms in compiled code only: issue 15)
         from srcgrad.frontend.parse import parse_function
 
         lowered = gradients.inline(self, fn, args, kwargs)  # a loop's gradient, as IR

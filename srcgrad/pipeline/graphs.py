@@ -10,7 +10,6 @@ import numpy
 from srcgrad import rules
 from srcgrad.codegen import names
 from srcgrad.errors import CompileError
-from srcgrad.frontend import gradients
 from srcgrad.frontend.fence import fence
 from srcgrad.frontend.parse import FunctionSource
 from srcgrad.frontend.trace import Tracer
@@ -105,9 +104,6 @@ def vjp_has_tape(fs: FunctionSource, allow_mutation: bool) -> bool:
 
 def _has_tape(ops) -> bool:
     return any(op.prim == "tape_new" or any(_has_tape(b.ops) for b in op.blocks) for op in ops)
-
-
-gradients.register(gradient_graph, vjp_has_tape)
 
 
 def backward_of(ops, value, wrt_vars, namer) -> tuple:
