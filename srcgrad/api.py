@@ -20,7 +20,8 @@ import numpy
 
 from srcgrad import arguments, backend, contexts
 from srcgrad.codegen.cache import default_cache
-from srcgrad.codegen.loader import render_dispatcher  # not emit: a cache hit renders nothing else
+from srcgrad.codegen.loader import compile_module, render_dispatcher  # not emit: a hit renders nothing else
+from srcgrad.digest import sha256
 from srcgrad.errors import CompileError, ProbeFailed, hide_internal_frames, note_user_line
 from srcgrad.pipeline import modules  # (no frontend, no IR: a disk-cache hit compiles nothing)
 
@@ -97,7 +98,7 @@ class _Dispatch:
                 params.append(f"{name}=_default{i}")
         name = self.fn.__name__ if self.fn.__name__.isidentifier() else "_lambda"  # `<lambda>`
         text = render_dispatcher(name, params, self.params, list(guards))
-        code = compile(text, f"<srcgrad dispatch {self.fn.__qualname__}>", "exec")
+        code = _dispatcher_code(text, f"<srcgrad dispatch {self.fn.__qualname__}>")
         namespace = self.globals
         exec(code, namespace)  # noqa: S102 (our own generated text)
         return namespace.pop(name)
@@ -182,6 +183,16 @@ class _Dispatch:
         if code is None:
             code = self.codes[text] = self._function(guards).__code__
         self.function.__code__ = code
+
+
+def _dispatcher_code(text: str, filename: str):
+    """The code of a dispatcher's text, compiled once and then kept in the disk cache
+    beside the modules, where a later process reads it (compiling it was a fifth of a
+    millisecond of a disk-cache hit's first call: issue 15). Its code file is checked
+    against the text and the name (Note [Cache file format]), so a key's collision
+    only costs a compile."""
+    key = "dispatch-" + sha256(f"{filename}\0{text}".encode()).hexdigest()[:40]
+    return default_cache().code(key, text, filename, compile_module)
 
 
 def _unbound(*args, **kwargs):

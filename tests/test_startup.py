@@ -431,7 +431,7 @@ def test_a_hit_loads_the_stored_code_and_ignores_a_damaged_code_file(tmp_path, m
     x = np.linspace(0.0, 1.0, 5)
     expected = np.sin(x) + x * np.cos(x)
     assert np.allclose(sg.grad(mod.f)(x), expected)  # a miss: text and code written
-    codes = list((tmp_path / "cache").rglob("*.pyc"))
+    codes = [p for p in (tmp_path / "cache").rglob("*.pyc") if not p.name.startswith("dispatch-")]
     assert len(codes) == 1
 
     def no_compile(*args):
@@ -649,3 +649,28 @@ def test_function_source_replace_is_dataclasses_replace():
         pass
     else:
         raise AssertionError("replaced a field that does not exist")
+
+
+def test_a_dispatcher_is_compiled_once_then_read_from_the_disk_cache(tmp_path, monkeypatch):
+    """srcgrad.api._dispatcher_code: the guards' code a transform's function gets on its
+    first call is stored in the disk cache; another transform of the function (as in a
+    new process) reads it and compiles nothing."""
+    import builtins
+
+    import srcgrad as sg
+
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    mod = _user_module(tmp_path, "dispatched", """
+        import numpy as np
+        def f(x, y):
+            return np.sum(np.sin(x) * y)
+    """)
+    x, y = np.linspace(0.0, 1.0, 5), np.linspace(1.0, 2.0, 5)
+    assert np.allclose(sg.grad(mod.f)(x, y), np.cos(x) * y)  # a miss: the dispatcher stored
+    assert len(list((tmp_path / "cache").rglob("dispatch-*.pyc"))) == 1
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled")
+
+    monkeypatch.setattr(builtins, "compile", no_compile)
+    assert np.allclose(sg.grad(mod.f)(x, y), np.cos(x) * y)
