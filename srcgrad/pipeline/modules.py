@@ -52,12 +52,10 @@ class Compiled:
 
     def parsed(self):
         if self._fs is None:
-            import dataclasses
-
             from srcgrad.frontend.resolve import global_bindings
 
             fs = parse_function(self.fn)
-            self._fs = dataclasses.replace(fs, arg_trees=self.arg_trees) if self.arg_trees else fs
+            self._fs = fs.replace(arg_trees=self.arg_trees) if self.arg_trees else fs
             self.fn_name = self._fs.name
             self.bindings = tuple(global_bindings(self._fs))
         return self._fs
