@@ -3,8 +3,8 @@
 Python decides every line: each op becomes one statement, rendered from its rule's
 `render` template by substituting operands into the template's AST (so precedence
 is always right) and dropping keyword arguments left at their defaults. jinja2
-only lays out the module and function skeletons (templates/). Every rendering is
-checked with `ast.parse` before it leaves this module.
+only lays out the module and function skeletons (templates/). Every module is
+checked with `ast.parse` before it leaves this module, its functions with it.
 """
 
 from __future__ import annotations
@@ -118,8 +118,9 @@ def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
 
 
 # ---------------------------------------------------------------------- ops
-@functools.cache
 def _template(render: str) -> ast.expr:
+    """A render's expression, a fresh tree per op: `_Substitute` edits it in place (a
+    parse of the short text costs half of copying a cached tree through ast.unparse)."""
     return ast.parse(render, mode="eval").body
 
 
@@ -200,7 +201,7 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
         if isinstance(spelled, spellings.Refused):
             raise _refused(op, label, spelled.reason)
         render, method = spelled or render, None  # methods are NumPy's
-    template = _copy(_template(render))
+    template = _template(render)
     if method and _is_namespace_call(template, rule.params[0]):
         # xp.f(x, *rest) -> x.method(*rest): the receiver is known to be an array
         template.func = ast.Attribute(template.args[0], method, ast.Load())
@@ -315,10 +316,6 @@ def _is_namespace_call(node, first_param) -> bool:
             and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == first_param)
 
 
-def _copy(node):
-    return ast.parse(ast.unparse(node), mode="eval").body
-
-
 def op_statement(op, pool: ConstPool) -> str:
     targets = ", ".join(o.name for o in op.outs)
     into = op.attrs.get("out") if _NAMESPACE.get()[1] else None  # immutable arrays: no out=
@@ -419,7 +416,11 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
 # ---------------------------------------------------------------------- templates
 @functools.cache
 def _template_dir() -> Path:
-    try:  # a directory in a wheel and in an editable install: no importlib.resources (issue 15)
+    here = Path(__file__).parent.parent  # the srcgrad package
+    for path in (here / "templates", here.parent / "templates"):  # a wheel; a source checkout
+        if (path / "module.py.j2").is_file():  # (no import: 0.25 ms of a first compile, issue 15)
+            return path
+    try:  # a directory in another layout: no importlib.resources where it need not (issue 15)
         import srcgrad.templates as package
 
         path = Path(package.__file__).parent
@@ -477,8 +478,7 @@ def templates_fingerprint() -> str:
 
 def render_function(name: str, params: list, body: list, result: str, doc: str = "") -> str:
     text = _render("function.py.j2", name=name, params=params, body=body, result=result, doc=doc)
-    ast.parse(text)
-    return text.rstrip("\n")
+    return text.rstrip("\n")  # (checked by ast.parse in its module: render_module)
 
 
 # What a standalone module imports, and how its helpers find their arrays' namespace.
@@ -557,6 +557,8 @@ def _helper_source(name: str) -> str:
 def helpers_used(source_lines) -> list:
     """Helper functions (srcgrad.rules.helpers) a body calls, in a stable order."""
     text = "\n".join(source_lines)
+    if not any(h in text for h in rules.HELPER_NAMES):
+        return []  # (most specialised code calls none: no parse of it, issue 15)
     tree = ast.parse(text)
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
               and isinstance(n.func, ast.Name)}

@@ -18,7 +18,9 @@ lists of them (a multi-output value, a sequence argument).
 
 from __future__ import annotations
 
+import ast
 import builtins
+import inspect
 import operator
 
 import gast
@@ -57,7 +59,10 @@ class Namer:
         self.next_suffix: dict = {}  # base -> the first suffix not tried yet (linear, not quadratic)
 
     def fresh(self, hint: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
+        if hint.isascii() and hint.replace("_", "a").isalnum():  # (most hints: no char loop)
+            base = hint
+        else:
+            base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
         if base[0].isdigit():
             base = "_" + base
         name, i = base, self.next_suffix.get(base, 1)
@@ -88,8 +93,66 @@ _FORMULAS: dict = {}  # formula text -> parsed gast expression
 def parse_formula(text: str):
     node = _FORMULAS.get(text)
     if node is None:
-        node = _FORMULAS[text] = gast.parse(text, mode="eval").body
+        node = _FORMULAS[text] = to_gast(ast.parse(text, mode="eval").body)
     return node
+
+
+# Note [Formulas without gast's converter]
+# `gast.parse` is `ast.parse` and gast's ast_to_gast, a NodeTransformer that visits every
+# node and builds each gast node through a Python __init__: 80% of a formula's parse, ~0.6
+# ms of a cold first gradient's 9 formulas (issue 15). Expression nodes need none of its
+# special cases but Name's (gast adds `annotation` and `type_comment`), so `to_gast` makes
+# the same nodes directly: the gast class of the same name, the same fields and positions.
+# tests/rules/test_table.py checks it against gast.parse on every formula of the table.
+_GAST_CLASSES: dict = {}  # ast node class -> the gast class of its name
+
+
+def to_gast(node):
+    """What gast.ast_to_gast makes of an ast expression (Note [Formulas without gast's
+    converter])."""
+    if isinstance(node, list):
+        return [to_gast(n) for n in node]
+    if not isinstance(node, ast.AST):
+        return node
+    cls = node.__class__
+    target = _GAST_CLASSES.get(cls)
+    if target is None:
+        target = _GAST_CLASSES[cls] = getattr(gast, cls.__name__)
+    new = target.__new__(target)
+    fields = new.__dict__
+    for name in node._fields:
+        fields[name] = to_gast(getattr(node, name))
+    if cls is ast.Name:
+        fields["annotation"] = fields["type_comment"] = None
+    for name in node._attributes:
+        fields[name] = getattr(node, name)
+    return new
+
+
+_PLAIN: dict = {}  # a signature's text -> ((name, default), ...) or None (not plain)
+
+
+def _bound_plainly(text: str, sig, args, kwargs) -> list | None:
+    """The values `sig.bind(*args, **kwargs)` and `apply_defaults` give each parameter, in
+    order, where every parameter is positional-or-keyword and the call fits; else None
+    (inspect binds it, and says what does not fit). inspect's bind was a fifth of
+    expanding a formula (issue 15)."""
+    params = _PLAIN.get(text, False)
+    if params is False:
+        params = _PLAIN[text] = tuple((p.name, p.default) for p in sig.parameters.values()) \
+            if all(p.kind is p.POSITIONAL_OR_KEYWORD for p in sig.parameters.values()) else None
+    if params is None or len(args) > len(params):
+        return None
+    rest = params[len(args):]
+    if kwargs and not kwargs.keys() <= {name for name, _ in rest}:
+        return None  # an unknown keyword, or a parameter given twice
+    values = list(args)
+    for name, default in rest:
+        value = kwargs.get(name, default)
+        if value is inspect.Parameter.empty:
+            return None  # a parameter missing
+        values.append(value)
+    return values
 
 
 class Expander:
@@ -113,15 +176,17 @@ class Expander:
     def apply(self, rule, args, kwargs, node=None):
         """Bind a call to `rule`'s signature and emit its op (or fold it)."""
         sig = rule.py_signature
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as err:
-            self.error(node, f"the call to `{rule.name}` does not fit its supported signature "
-                       f"({err})", f"srcgrad supports `{rule.name}({rule.signature})`")
-        bound.apply_defaults()
+        values = _bound_plainly(rule.signature, sig, args, kwargs)
+        if values is None:
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as err:
+                self.error(node, f"the call to `{rule.name}` does not fit its supported signature "
+                           f"({err})", f"srcgrad supports `{rule.name}({rule.signature})`")
+            bound.apply_defaults()
+            values = [bound.arguments[name] for name in sig.parameters]
         operands = []
-        for name, param in sig.parameters.items():
-            value = bound.arguments[name]
+        for param, value in zip(sig.parameters.values(), values):
             if param.kind is param.VAR_POSITIONAL:
                 operands.append(Pack(tuple(to_operand(v) for v in value)))
             else:
@@ -475,14 +540,26 @@ def evaluate_static(rule, operands):
     env = dict(rules.FORMULA_GLOBALS)
     for name, operand in zip(rule.params, operands):
         env[name] = _static_value(operand)
+    code = render_code(rule.render)
     try:
-        return eval(rule.render, env)  # noqa: S307 (a rule's own render text: trusted)
+        return eval(code, env)  # noqa: S307 (a rule's own render text: trusted)
     except (ZeroDivisionError, OverflowError):  # Python raises where NumPy gives inf or nan
         numbers = {k: numpy.float64(v) for k, v in env.items() if k in rule.params
                    and type(v) in (int, float)}
         with numpy.errstate(all="ignore"):
-            value = eval(rule.render, {**env, **numbers})  # noqa: S307
+            value = eval(code, {**env, **numbers})  # noqa: S307
         return float(value) if isinstance(value, numpy.floating) else value
+
+
+_CODES: dict = {}  # a rule's render -> its code object
+
+
+def render_code(render: str):
+    """A render compiled once per process (an eval of the text compiles it each time)."""
+    code = _CODES.get(render)
+    if code is None:
+        code = _CODES[render] = compile(render, "<rule>", "eval")
+    return code
 
 
 def _static_value(operand):

@@ -1,0 +1,108 @@
+"""The compile's fast paths against the general code they stand in for (issue 15).
+
+Each cuts a cold first gradient's compile work and must give exactly what the
+general path gives: gast's converter (formulas), inspect's bind (rule applications),
+the Namer's character loop, a render's template tree (codegen)."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+import gast
+
+from srcgrad.codegen import emit
+from srcgrad.ir.expand import Namer, _bound_plainly, parse_formula, to_gast
+from srcgrad.rules import RULES
+
+
+def _same_nodes(a, b, path="") -> str | None:
+    """Where two node trees differ (class, field or position), or None."""
+    if type(a) is not type(b):
+        return f"{path or 'root'}: {type(a).__name__} against {type(b).__name__}"
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items against {len(b)}"
+        return next((d for i, (x, y) in enumerate(zip(a, b))
+                     if (d := _same_nodes(x, y, f"{path}[{i}]"))), None)
+    if isinstance(a, ast.AST):
+        if vars(a).keys() != vars(b).keys():
+            return f"{path or 'root'}: fields {sorted(vars(a))} against {sorted(vars(b))}"
+        return next((d for k in vars(a) if (d := _same_nodes(vars(a)[k], vars(b)[k], f"{path}.{k}"))),
+                    None)
+    return None if a == b else f"{path}: {a!r} against {b!r}"
+
+
+def test_formulas_parse_as_gast_parses_them():
+    """srcgrad.ir.expand.to_gast (Note [Formulas without gast's converter]) makes the nodes
+    gast.parse makes, on every formula and render of the table and the constructs of Note
+    [Formula constructs] (and a few more: slices, starred arguments, a walrus)."""
+    texts = {t for rule in RULES.values() for t in (*rule.vjp.values(), *rule.jvp.values(),
+                                                        rule.render)}
+    texts |= {"x[1:2, ::-1, ...]", "f(*a, k=1, **kw)", "(y := -x) if not a and b or c else 2.5j",
+              "[a, (b,), {'k': v}][0] @ x ** 2 // 3 % 4", "a is not None in b < c"}
+    problems = [f"{t}: {d}" for t in sorted(texts)
+                if (d := _same_nodes(gast.parse(t, mode="eval").body,
+                                     to_gast(ast.parse(t, mode="eval").body)))]
+    assert not problems, "\n".join(problems)
+    assert parse_formula("g * x") is parse_formula("g * x")  # parsed once per process
+    assert isinstance(parse_formula("g * x"), gast.BinOp)
+
+
+def _inspect_bind(sig, args, kwargs):
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return [bound.arguments[n] for n in sig.parameters]
+
+
+def test_plain_binding_is_inspects():
+    """`_bound_plainly` gives inspect's bound values wherever it answers, and answers
+    for the calls formulas make (positional operands, keywords after them); it leaves
+    every call that does not fit to inspect (which then names what does not fit)."""
+    answered = 0
+    for rule in RULES.values():
+        sig = rule.py_signature
+        names = list(sig.parameters)
+        for n_args in range(len(names) + 2):
+            args = [object() for _ in range(n_args)]
+            keyword_sets = [{}] + [dict.fromkeys(c, 7) for k in (1, 2)
+                                   for c in itertools.combinations(names + ["bogus"], k)]
+            for kwargs in keyword_sets:
+                plain = _bound_plainly(rule.signature, sig, args, kwargs)
+                if plain is None:
+                    continue
+                answered += 1
+                assert plain == _inspect_bind(sig, args, kwargs), (rule.name, n_args, kwargs)
+    assert answered > 500
+    add = RULES["add"].py_signature
+    assert _bound_plainly("x, y", add, [1, 2], {}) == [1, 2]
+    assert _bound_plainly("x, y", add, [1], {"y": 2}) == [1, 2]
+    for args, kwargs in (([1], {}), ([1, 2, 3], {}), ([1, 2], {"y": 3}), ([1], {"z": 2})):
+        assert _bound_plainly("x, y", add, args, kwargs) is None  # inspect says why
+    total = RULES["sum"]
+    assert _bound_plainly(total.signature, total.py_signature, ["x"], {"axis": 0}) == \
+        _inspect_bind(total.py_signature, ["x"], {"axis": 0})
+
+
+def test_namer_fast_path_names_as_the_character_loop():
+    def loop(hint):
+        return "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "_v"
+
+    for hint in ("x", "_", "", "grad_W1", "a.b", "x y", "é", "x\u203fy", "9x", "__", "a-1",
+                 "Ω_2", "_add_3", "x\u0301"):
+        expected = loop(hint)
+        expected = "_" + expected if expected[0].isdigit() else expected
+        assert Namer().fresh(hint) == expected, hint
+
+
+def test_a_render_tree_is_fresh_and_as_parsed():
+    """Each op's template is a new tree (the substitution edits it in place) and is
+    the tree of its render, as the unparse-and-parse copy of a cached tree was."""
+    for rule in RULES.values():
+        tree = emit._template(rule.render)
+        assert tree is not emit._template(rule.render)
+        assert ast.dump(tree) == ast.dump(ast.parse(ast.unparse(ast.parse(rule.render, mode="eval").body),
+                                                    mode="eval").body)
