@@ -52,10 +52,8 @@ class Inlining:
         """Trace a user function's body in place, its parameters bound to the arguments."""
         import inspect
 
-        from srcgrad.frontend.fence import fence
-
         self._check_depth(fs.name, node)
-        fence(fs)
+        self.fence(fs)
         try:
             bound = inspect.signature(fs.fn).bind(*args, **kwargs)
         except TypeError as err:
@@ -158,10 +156,18 @@ class Inlining:
             self.depth -= 1
             self.loc, self.locate = saved
 
-    def _function_scope(self, fs, env):
-        from srcgrad.frontend.fence import fence
+    def fence(self, fs) -> None:
+        """srcgrad.frontend.fence.fence(fs), once per function a trace reads: the pipeline
+        fences the function it traces first, `inline` a callee before binding its
+        arguments, and `_function_scope` every scope's function."""
+        if fs.node not in self.fenced:  # (the nodes themselves: an id could be reused)
+            from srcgrad.frontend.fence import fence
 
-        fence(fs)
+            fence(fs)
+            self.fenced.add(fs.node)
+
+    def _function_scope(self, fs, env):
+        self.fence(fs)
         return Scope(env, lambda name: resolve(name, fs), fs.loc)
 
 

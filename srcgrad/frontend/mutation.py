@@ -45,7 +45,6 @@ NumPy's write would raise).
 
 from __future__ import annotations
 
-import gast
 import numpy
 
 from srcgrad import rules
@@ -84,7 +83,6 @@ class Mutation:
         self.checked: set = set()  # ids of inputs given their no_alias check
         self.shapes: dict = {}  # id(Var) -> Var: outputs of `shape` (whole shape tuples)
         self.top_ops = None  # the function-level op list (others are if/loop blocks)
-        self.loop_nodes: set = set()  # ids of the AST nodes inside a for/while body
         self._saved = None  # SavedWrites: Note [Saved values written in place]
         self.allow = False  # tracing under allow_mutation_on_saved_tensors
         self.history: dict = {}  # id(value after a write) -> the value before it
@@ -135,9 +133,6 @@ class Mutation:
 
     def start(self, fs_node, ops):
         self.top_ops = ops
-        for n in gast.walk(fs_node):
-            if isinstance(n, (gast.For, gast.While)):
-                self.loop_nodes.update(id(m) for m in gast.walk(n))
 
     # ------------------------------------------------------------------ recording
     def note_made(self, rule, operands, outs) -> None:

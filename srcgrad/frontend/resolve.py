@@ -27,16 +27,16 @@ def resolve(name: str, fs) -> object:
 def free_names(node) -> list:
     """Names a function reads but never binds, in order of first appearance."""
     bound = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+    loads: dict = {}  # (one walk: a name bound anywhere, even after a read, is not free)
     for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
-            bound.add(n.id)
+        if isinstance(n, gast.Name):
+            if isinstance(n.ctx, (gast.Store, gast.Del)):
+                bound.add(n.id)
+            elif isinstance(n.ctx, gast.Load):
+                loads.setdefault(n.id, None)
         elif isinstance(n, (gast.FunctionDef, gast.Lambda)) and n is not node:
             bound.add(getattr(n, "name", ""))
-    seen: dict = {}
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in bound:
-            seen.setdefault(n.id, None)
-    return list(seen)
+    return [name for name in loads if name not in bound]
 
 
 def fingerprint(fs, _stack=None) -> str | None:

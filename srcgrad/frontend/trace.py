@@ -97,6 +97,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         # (scope, len(scopes) at its start) per block traced now (Inlining.block_outside)
         self.blocks: list = []
         self._facts_seen: tuple = (None, {})
+        self.fenced: set = set()  # the function nodes fenced (Inlining.fence)
 
     # ------------------------------------------------------------------ entry points
     def trace_function(self, fs, arg_trees=None) -> Graph:

@@ -10,7 +10,6 @@ import numpy
 from srcgrad import rules
 from srcgrad.codegen import names
 from srcgrad.errors import CompileError
-from srcgrad.frontend.fence import fence
 from srcgrad.frontend.parse import FunctionSource
 from srcgrad.frontend.trace import Tracer
 from srcgrad.ir import tree as pytree
@@ -32,9 +31,9 @@ def trace(fs: FunctionSource, allow_mutation: bool = False, args=None):
 
 
 def trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None):
-    fence(fs)
     namer = namer or Namer(names.RESERVED)
     tracer = Tracer(namer)
+    tracer.fence(fs)  # (before any tracing work: its first refusal is the user's first error)
     if args is not None:  # a variant for these argument shapes: Note [Shape facts] (H2)
         tracer.facts = lambda ops, inputs: probe(ops, inputs, args).values
         tracer.mutation.example = args  # its guard checks their layout (Note [Layout facts])

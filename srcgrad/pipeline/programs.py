@@ -342,13 +342,11 @@ def container_gradient_program(fs, wrt: tuple, arg_trees: tuple, **options) -> t
     as flat parameters and returns one gradient per leaf in `leaf_wrt` (a tuple, never
     bare); `tree.group_gradients(grads, arg_trees, wrt)` nests them back.
     """
-    import dataclasses
-
     from srcgrad.ir.tree import leaf_ranges
 
     ranges = leaf_ranges(arg_trees)
     leaf_wrt = tuple(j for i in wrt for j in range(ranges[i][0], ranges[i][0] + ranges[i][1]))
-    fs = dataclasses.replace(fs, arg_trees=tuple(arg_trees))
+    fs = fs.replace(arg_trees=tuple(arg_trees))
     options["single"] = False
     source, pool = gradient_program(fs, leaf_wrt, **options)
     return source, pool, leaf_wrt
