@@ -5,6 +5,7 @@ Each case runs fresh interpreters on a copy of the package (as a wheel installs 
 bytecode written under a private PYTHONPYCACHEPREFIX.
 """
 
+import ast
 import json
 import os
 import shutil
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from srcgrad.startup import TRANSFORM_HIT
+
 ROOT = Path(__file__).resolve().parent.parent
 
 if not hasattr(os, "pread"):
@@ -23,10 +26,11 @@ if not hasattr(os, "pread"):
 REPORT = """
 import json, sys, inspect
 import srcgrad
+preloaded = sorted(n for n in sys.modules if n.startswith("srcgrad."))
 from srcgrad import api, contexts
 stored = sorted(n for n, m in sys.modules.items()
                 if n.startswith("srcgrad.") and type(m.__spec__.loader).__name__ == "_StoredLoader")
-print(json.dumps({"stored": stored, "mark": getattr(contexts, "MARK", None),
+print(json.dumps({"stored": stored, "mark": getattr(contexts, "MARK", None), "preloaded": preloaded,
                   "source": inspect.getsource(api.grad).splitlines()[0],
                   "file": api.__file__}))
 """
@@ -64,6 +68,9 @@ def test_a_second_process_reads_the_modules_from_the_file(tmp_path):
     assert _startup_file(tmp_path) is not None
     second = _run(site, tmp_path)
     assert {"srcgrad.api", "srcgrad.contexts", "srcgrad.pipeline.modules"} <= set(second["stored"])
+    # a transform's hit path, run at `import srcgrad` (startup.TRANSFORM_HIT)
+    assert set(second["preloaded"]) == set(TRANSFORM_HIT) | {"srcgrad.startup"}
+    assert first["preloaded"] == ["srcgrad._version", "srcgrad.startup"]
     # ordinary source modules: their file, their source
     assert second["file"] == str(site / "srcgrad" / "api.py")
     assert second["source"].startswith("def grad(")
@@ -76,7 +83,10 @@ def test_an_edited_module_is_imported_from_its_source_then_stored_again(tmp_path
     contexts.write_text(contexts.read_text() + "\nMARK = 'edited'\n")
     edited = _run(site, tmp_path)
     assert edited["mark"] == "edited"
-    assert "srcgrad.contexts" not in edited["stored"] and "srcgrad.api" in edited["stored"]
+    assert "srcgrad.contexts" not in edited["stored"] and "srcgrad.errors" in edited["stored"]
+    # the preload ends at the changed module; what follows it imports as usual
+    assert set(edited["preloaded"]) == set(TRANSFORM_HIT[:TRANSFORM_HIT.index("srcgrad.contexts")]) | {
+        "srcgrad.startup"}
     again = _run(site, tmp_path)  # the file was written again at the last exit
     assert again["mark"] == "edited" and "srcgrad.contexts" in again["stored"]
 
@@ -127,3 +137,40 @@ def test_a_gradient_from_stored_modules_is_right(tmp_path):
     """
     assert _run(site, tmp_path, code=code)["loader"] != "_StoredLoader"
     assert _run(site, tmp_path, code=code)["loader"] == "_StoredLoader"
+
+
+def test_the_preloaded_modules_are_a_hits_each_after_the_srcgrad_modules_it_imports(tmp_path):
+    """startup.TRANSFORM_HIT is what a disk-cache hit imports (no start-up file: as usual),
+    in an order where each module's own top-level srcgrad imports come before it."""
+    site = _copy(tmp_path)
+    (tmp_path / "user_g.py").write_text("import numpy as np\n\ndef g(x):\n    return np.sum(np.tanh(x))\n")
+    code = """
+        import json, sys
+        import numpy as np
+        import srcgrad as sg
+        from user_g import g
+        sg.grad(g)(np.ones(3))
+        print(json.dumps(sorted(n for n in sys.modules if n.startswith("srcgrad."))))
+    """
+    _run(site, tmp_path, code=code, write=False)  # a miss: the module compiled, then a hit
+    hit = _run(site, tmp_path, code=code, write=False)  # (no start-up file: imported as usual)
+    assert set(hit) == set(TRANSFORM_HIT) | {"srcgrad.startup"}
+    for position, name in enumerate(TRANSFORM_HIT):
+        for imported in _top_level_srcgrad_imports(name):
+            assert imported not in TRANSFORM_HIT or TRANSFORM_HIT.index(imported) < position, (name, imported)
+
+
+def _top_level_srcgrad_imports(name: str) -> set:
+    """The srcgrad modules `name` imports when it runs (not inside its functions)."""
+    path = ROOT / (name.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / name.replace(".", "/") / "__init__.py"
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in tree.body:
+        for inner in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
+            if isinstance(inner, ast.Import):
+                found |= {a.name for a in inner.names}
+            elif isinstance(inner, ast.ImportFrom) and inner.module:
+                found |= {inner.module} | {f"{inner.module}.{a.name}" for a in inner.names}
+    return {m for m in found if m in TRANSFORM_HIT}
