@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 
 import gast
 
 from srcgrad.codegen import emit
+from srcgrad.codegen.names import numbered_base
 from srcgrad.ir.expand import Namer, _bound_plainly, parse_formula, to_gast
 from srcgrad.rules import RULES
+from srcgrad.rules.core import compiled_signature, plain_signature
 
 
 def _same_nodes(a, b, path="") -> str | None:
@@ -106,3 +109,36 @@ def test_a_render_tree_is_fresh_and_as_parsed():
         assert tree is not emit._template(rule.render)
         assert ast.dump(tree) == ast.dump(ast.parse(ast.unparse(ast.parse(rule.render, mode="eval").body),
                                                     mode="eval").body)
+
+
+def _described(sig):
+    return [(p.name, p.kind, type(p.default), p.default) for p in sig.parameters.values()]
+
+
+def test_plain_signatures_are_the_compiled_ones():
+    """A rule's signature read without compiling a `def` is the compiled one (defaults of
+    the same types), for every row; a text outside the plain subset is left to the compile."""
+    texts = {rule.signature for rule in RULES.values()}
+    assert sum(plain_signature(t) is not None for t in texts) >= len(texts) - 2
+    texts |= {"a, b=1", "a='x,y'", "a='x', b=\"y\"", "a=True, *rest, b=None", "a=-12", "a, *, b=1",
+              "a=1, b", "**kw", "a=01", "a=-0", "lambda=1", "a=1.5", "a=(1, 2)", "a=''", "a='\\n'",
+              " ", "*a, b", "a=\"it's\""}
+    plain = 0
+    for text in sorted(texts):
+        ours = plain_signature(text)
+        if ours is None:
+            continue
+        plain += 1
+        assert _described(ours) == _described(compiled_signature(text)), text
+        assert ours == compiled_signature(text)
+    for text in ("a=1, b", "a=01", "lambda=1", "a='x,y'", "a=1.5", "**kw", "a, *, b=1"):
+        assert plain_signature(text) is None, text
+    assert plain >= 80
+
+
+def test_numbered_base_is_the_regular_expression():
+    names = ["_a_12", "_12", "x_1_2", "a_", "a__3", "_shape", "_shape_3", "_", "__", "_x\u0663",
+             "_x_\u0663", "_x_\u00b2", "_v_0", "_a_1b", "grad_W1", "_add_10_"]
+    names += ["".join(p) for p in itertools.product(["_", "a", "1", "\u0663"], repeat=4)]
+    for name in names:
+        assert numbered_base(name) == re.sub(r"_\d+$", "", name), name

@@ -416,10 +416,22 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
 # ---------------------------------------------------------------------- templates
 @functools.cache
 def _template_dir() -> Path:
-    here = Path(__file__).parent.parent  # the srcgrad package
-    for path in (here / "templates", here.parent / "templates"):  # a wheel; a source checkout
-        if (path / "module.py.j2").is_file():  # (no import: 0.25 ms of a first compile, issue 15)
+    return Path(_template_folder())
+
+
+@functools.cache
+def _template_folder() -> str:
+    """templates/, found with os.path first (pathlib's objects and an import of
+    srcgrad.templates cost a first compile 0.35 ms: issue 15)."""
+    here = os.path.dirname(os.path.dirname(__file__))  # the srcgrad package
+    for path in (os.path.join(here, "templates"),  # a wheel
+                 os.path.join(os.path.dirname(here), "templates")):  # a source checkout
+        if os.path.isfile(os.path.join(path, "module.py.j2")):
             return path
+    return str(_template_dir_elsewhere())
+
+
+def _template_dir_elsewhere() -> Path:
     try:  # a directory in another layout: no importlib.resources where it need not (issue 15)
         import srcgrad.templates as package
 
@@ -443,7 +455,7 @@ def _template_dir() -> Path:
 def _environment():
     import jinja2  # only when a module is rendered: a disk-cache hit never needs it
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(_template_folder()),
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined, autoescape=False)
 
@@ -453,7 +465,8 @@ def _parsed_template(name: str):
     """A template's nodes for srcgrad.codegen.templating, or None where it uses more of
     Jinja2 than that subset (Note [Templates without jinja2])."""
     try:
-        return templating.parse((_template_dir() / name).read_text(encoding="utf-8"))
+        with open(os.path.join(_template_folder(), name), encoding="utf-8") as file:
+            return templating.parse(file.read())
     except templating.Unsupported:
         return None
 

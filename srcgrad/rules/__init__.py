@@ -72,19 +72,18 @@ def _load_table() -> None:
 
 
 def _resolve(dotted: str):
-    module, _, attr = dotted.rpartition(".")
-    obj = sys.modules.get(module) or importlib.import_module(module)  # (most are imported)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    module, _, attr = dotted.rpartition(".")  # (the attribute: after the last dot)
+    return getattr(sys.modules.get(module) or importlib.import_module(module), attr)
 
 
 def _index(rules: dict):
     by_id, by_method, by_attr = {}, {}, {}
+    modules = sys.modules
     for rule in rules.values():
         for dotted in rule.targets:
+            module, _, attr = dotted.rpartition(".")  # _resolve, inlined: ~300 targets
             try:
-                obj = _resolve(dotted)
+                obj = getattr(modules.get(module) or importlib.import_module(module), attr)
             except (ImportError, AttributeError):
                 continue  # e.g. a NumPy function this NumPy version lacks
             by_id[id(obj)] = (obj, rule.name)
