@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from srcgrad import backend, pipeline, rules
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
-from srcgrad.ir.core import Const, Graph, Var
+from srcgrad.ir.core import Const, EqFields, FrozenFields, Graph, Var
 from srcgrad.ir.expand import Expander, Namer
 from srcgrad.passes import saved as saved_pass
 from srcgrad.passes.dce import dce
@@ -48,15 +47,25 @@ def sequence_count(param: str) -> str:
     return "#" + param
 
 
-@dataclass(frozen=True)
-class OpKernel:
-    rule: str
-    forward: Callable  # forward(*dynamic) -> (ans, saved)
-    backward: Callable  # backward(saved, *cotangents) -> one gradient per dynamic operand or None
-    jvp: Callable  # jvp(*dynamic, *tangents of the active operands) -> (ans, tangent of ans)
-    saved_from: tuple  # per saved value: ("input", i) | ("output", k) | ("shape", i) | ("computed", None)
-    saved_names: tuple  # a readable name per saved value
-    source: str  # the generated module
+class OpKernel(FrozenFields):
+    """One row's generated kernels (a `@dataclass(frozen=True)` written out:
+    srcgrad.ir.core.Loc says why)."""
+
+    __match_args__ = ("rule", "forward", "backward", "jvp", "saved_from", "saved_names", "source")
+
+    def __init__(self, rule: str, forward: Callable, backward: Callable, jvp: Callable,
+                 saved_from: tuple, saved_names: tuple, source: str):
+        set_ = object.__setattr__
+        set_(self, "rule", rule)
+        set_(self, "forward", forward)  # forward(*dynamic) -> (ans, saved)
+        # backward(saved, *cotangents) -> one gradient per dynamic operand or None
+        set_(self, "backward", backward)
+        # jvp(*dynamic, *tangents of the active operands) -> (ans, tangent of ans)
+        set_(self, "jvp", jvp)
+        # per saved value: ("input", i) | ("output", k) | ("shape", i) | ("computed", None)
+        set_(self, "saved_from", saved_from)
+        set_(self, "saved_names", saved_names)  # a readable name per saved value
+        set_(self, "source", source)  # the generated module
 
 
 _KERNELS: dict = {}  # (rule, repr(static), active) -> OpKernel
@@ -128,13 +137,18 @@ def op_graph(rule, static: dict) -> tuple:
     return graph, namer
 
 
-@dataclass
-class _Program:
-    sources: list
-    entries: tuple
-    constants: dict
-    saved_from: tuple
-    saved_names: tuple
+class _Program(EqFields):
+    """A row's kernel sources and what loading them needs (a `@dataclass` written out)."""
+
+    __slots__ = __match_args__ = ("sources", "entries", "constants", "saved_from", "saved_names")
+
+    def __init__(self, sources: list, entries: tuple, constants: dict, saved_from: tuple,
+                 saved_names: tuple):
+        self.sources = sources
+        self.entries = entries
+        self.constants = constants
+        self.saved_from = saved_from
+        self.saved_names = saved_names
 
 
 def _program(rule, graph, namer, active) -> _Program:

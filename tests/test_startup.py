@@ -676,3 +676,161 @@ def test_a_dispatcher_is_compiled_once_then_read_from_the_disk_cache(tmp_path, m
 
     monkeypatch.setattr(builtins, "compile", no_compile)
     assert np.allclose(sg.grad(mod.f)(x, y), np.cos(x) * y)
+
+
+def test_a_compile_imports_neither_dataclasses_nor_copy(tmp_path):
+    """Issue 15: no class on a compile's path is made by @dataclass (each decoration
+    generated and compiled its methods at start-up; importing dataclasses, and copy with
+    it, cost ~1 ms more): they are written out (srcgrad.ir.core.Fields and its kin)."""
+    loaded = _imported_after(GRAD_CALL, tmp_path, tmp_path / "cache", ("srcgrad", "dataclasses", "copy"))
+    assert "srcgrad.pipeline.programs" in loaded  # a miss: compiled here
+    assert not loaded & {"dataclasses", "copy"}, loaded & {"dataclasses", "copy"}
+
+
+def _check_as_dataclass(ours_cls, made_cls, args, kwargs, other, *, frozen, eq, own_repr=False):
+    """`ours_cls(*args, **kwargs)` behaves as `made_cls`'s (a dataclass with the same fields
+    and options): fields and defaults, repr, equality (with an instance made from `other`'s
+    arguments), hash, (im)mutability."""
+    import dataclasses
+
+    ours, theirs = ours_cls(*args, **kwargs), made_cls(*args, **kwargs)
+    names = made_cls.__match_args__
+    assert ours_cls.__match_args__ == names, ours_cls
+    assert [getattr(ours, n) for n in names] == [getattr(theirs, n) for n in names], ours_cls
+    if not own_repr:
+        assert repr(ours) == repr(theirs), ours_cls
+    twin, made_twin = ours_cls(*args, **kwargs), made_cls(*args, **kwargs)
+    assert (ours == twin) is (theirs == made_twin), ours_cls  # eq=False: identity
+    assert ours == ours and not (ours != ours)
+    if other is not None:
+        assert (ours == ours_cls(*other)) is (theirs == made_cls(*other)) is False, ours_cls
+    assert ours.__eq__(theirs) is NotImplemented or not eq  # another class: not equal
+    if made_cls.__hash__ is None:
+        assert ours_cls.__hash__ is None, ours_cls  # eq=True, not frozen: unhashable
+    elif eq:
+        assert hash(ours) == hash(theirs), ours_cls  # frozen: the fields' hash
+    else:
+        assert hash(ours) == object.__hash__(ours), ours_cls  # identity
+    for act, message in ((lambda o: setattr(o, names[0], 1), f"cannot assign to field {names[0]!r}"),
+                         (lambda o: delattr(o, names[-1]), f"cannot delete field {names[-1]!r}")):
+        for obj in (ours_cls(*args, **kwargs), made_cls(*args, **kwargs)):
+            try:
+                act(obj)
+            except dataclasses.FrozenInstanceError as err:
+                assert frozen and str(err) == message, (ours_cls, err)
+            else:
+                assert not frozen, ours_cls
+
+
+def _made(name, fields, **options):
+    import dataclasses
+
+    return dataclasses.make_dataclass(name, [
+        (n, object, dataclasses.field(default_factory=d)) if d in (dict, list, set) else
+        (n, object) if d is _REQUIRED else (n, object, dataclasses.field(default=d))
+        for n, d in fields], **options)
+
+
+def test_compile_path_classes_are_as_their_dataclasses():
+    """ir.core's Var, Const and Pack, frontend's Unset, ParsedFunction, FunctionSource,
+    FunctionCall and SavedRecord, passes' Probe and _Facts, codegen's Refused and the
+    kernels' OpKernel and _Program are written out as the @dataclass each was (issue 15):
+    each against dataclasses.make_dataclass's class with the same fields and options."""
+    import pickle
+
+    from srcgrad import kernels
+    from srcgrad.codegen.spellings import Refused
+    from srcgrad.frontend.classes import ParsedFunction
+    from srcgrad.frontend.function import FunctionCall
+    from srcgrad.frontend.parse import FunctionSource, parse_function
+    from srcgrad.frontend.results import Unset
+    from srcgrad.frontend.versions import SavedRecord
+    from srcgrad.ir import core
+    from srcgrad.passes.shapes import Probe
+    from srcgrad.passes.simplify import _Facts
+
+    R = _REQUIRED
+    v, w = core.Var("v1"), core.Var("w1", "static")
+    fs = parse_function(_check_as_dataclass)
+    fs_fields = [(n, R) for n in ("fn", "node", "source", "filename", "line_offset", "col_offset",
+                                  "globals")] + [("closure", dict), ("arg_trees", None)]
+    fs_args = (fs.fn, fs.node, fs.source, fs.filename, 1, 0, {"np": np})
+    call_fields = [("parsed", R), ("inputs", R), ("out_tree", R), ("out_leaves", R), ("saved", ()),
+                   ("saved_records", ()), ("saved_forward", ()), ("attributes", dict),
+                   ("non_differentiable", frozenset()), ("materialize_grads", True), ("loc", None),
+                   ("body", ()), ("tracer_class", None)]
+    record_fields = [("value", R), ("function", R), ("loc", R), ("allow", R), ("shown", R),
+                     ("certain", list), ("ops", None), ("possible", list), ("hidden", None),
+                     ("counted", list), ("where", ())]
+    kernel_fields = [(n, R) for n in ("rule", "forward", "backward", "jvp", "saved_from",
+                                      "saved_names", "source")]
+    parsed_fields = [(n, R) for n in ("cls", "name", "forward", "setup_context", "backward", "jvp",
+                                      "once_differentiable")]
+    cases = [  # (ours, made, args, kwargs, other args, frozen, eq, own repr)
+        (core.Var, _made("Var", [("name", R), ("kind", "array")], eq=False), ("v1",), {}, None,
+         False, False, True),
+        (core.Var, _made("Var", [("name", R), ("kind", "array")], eq=False), ("v1", "static"), {},
+         None, False, False, True),
+        (core.Const, _made("Const", [("value", R)], frozen=True), (2.0,), {}, (3.0,), True, True, True),
+        (core.Pack, _made("Pack", [("items", R), ("style", "tuple")], frozen=True), ((v, w),), {},
+         ((w, v),), True, True, True),
+        (core.Pack, _made("Pack", [("items", R), ("style", "tuple")], frozen=True), ((v,), "list"), {},
+         ((v,), "slice"), True, True, True),
+        (Unset, _made("Unset", [("value", None)], bases=(core.Const,), frozen=True), (), {}, (1,),
+         True, True, True),
+        (Refused, _made("Refused", [("reason", R)], frozen=True), ("no cube root",), {}, ("other",),
+         True, True, False),
+        (ParsedFunction, _made("ParsedFunction", parsed_fields, frozen=True, eq=False),
+         (int, "F", fs, None, fs, None, False), {}, None, True, False, False),
+        (FunctionSource, _made("FunctionSource", fs_fields), fs_args, {}, (*fs_args[:4], 2, 0, {}),
+         False, True, False),
+        (FunctionSource, _made("FunctionSource", fs_fields), fs_args, dict(closure={"k": 1},
+                                                                           arg_trees=(("leaf",),)),
+         None, False, True, False),
+        (FunctionCall, _made("FunctionCall", call_fields, eq=False), ("parsed", (v,), ("leaf",), (w,)),
+         {}, None, False, False, True),
+        (FunctionCall, _made("FunctionCall", call_fields, eq=False), ("parsed", (v,), ("leaf",), (w,)),
+         dict(saved=(v,), attributes={"a": w}, non_differentiable=frozenset({0}), loc="here"), None,
+         False, False, True),
+        (SavedRecord, _made("SavedRecord", record_fields, eq=False), (v, "F", None, False, "x"), {},
+         None, False, False, False),
+        (SavedRecord, _made("SavedRecord", record_fields, eq=False), (v, "F", None, True, "x"),
+         dict(certain=[1], ops=[], hidden="_h", where=(2,)), None, False, False, False),
+        (Probe, _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")]),
+         (), {}, ({v: (2,)},), False, True, False),
+        (Probe, _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")]),
+         ({v: (2,)}, {}, {v: "f8"}), {}, ({v: (3,)},), False, True, False),
+        (_Facts, _made("_Facts", [("shape_class", dict), ("producer", dict), ("floats", set),
+                                  ("scalars", set), ("shapes", dict), ("uses", dict)]),
+         (), dict(shapes={v: (2,)}), ({v: w},), False, True, False),
+        (kernels.OpKernel, _made("OpKernel", kernel_fields, frozen=True),
+         ("tanh", abs, min, max, (("input", 0),), ("x",), "src"), {},
+         ("sin", abs, min, max, (("input", 0),), ("x",), "src"), True, True, False),
+        (kernels._Program, _made("_Program", [(n, R) for n in ("sources", "entries", "constants",
+                                                               "saved_from", "saved_names")]),
+         (["def f(): pass"], ("f",), {}, (), ()), {}, ([], ("f",), {}, (), ()), False, True, False),
+    ]
+    for ours_cls, made_cls, args, kwargs, other, frozen, eq, own_repr in cases:
+        _check_as_dataclass(ours_cls, made_cls, args, kwargs, other, frozen=frozen, eq=eq,
+                            own_repr=own_repr)
+    # the classes' own reprs, and defaults made anew per instance
+    assert repr(v) == "v1" and repr(core.Const(2.0)) == "Const(2.0)" and repr(Unset()) == "Const(None)"
+    assert repr(core.Pack((v, w))) == "Pack(v1, w1)" and Unset() != core.Const(None)
+    assert FunctionSource(*fs_args).closure is not FunctionSource(*fs_args).closure
+    assert Probe().shapes is not Probe().shapes and _Facts().floats is not _Facts().floats
+    record = SavedRecord(v, "F", None, False, "x")
+    assert record.certain is not SavedRecord(v, "F", None, False, "x").certain
+    call = FunctionCall("parsed", (), None, ())
+    assert call.attributes is not FunctionCall("parsed", (), None, ()).attributes
+    # a repr of a value holding itself stops, as the dataclass's does
+    made_probe = _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")])
+    ours_probe, theirs_probe = Probe(), made_probe()
+    ours_probe.shapes["me"], theirs_probe.shapes["me"] = ours_probe, theirs_probe
+    assert repr(ours_probe) == repr(theirs_probe)
+    for value in (v, core.Const(2.0), core.Pack((v,), "list"), Unset(), Refused("r"), Probe({1: (2,)})):
+        again = pickle.loads(pickle.dumps(value))
+        assert again.__class__ is value.__class__ and repr(again) == repr(value)
+    # none of them is a record to the trees (a Var or Const was a leaf to every caller)
+    from srcgrad.ir.tree import is_record
+
+    assert not any(is_record(x) for x in (v, core.Const(1.0), core.Pack((v,)), Unset(), fs, record))

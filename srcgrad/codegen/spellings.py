@@ -20,12 +20,17 @@ array_api_strict and checks that every refused row is refused, with its reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from srcgrad.ir.core import FrozenFields
 
 
-@dataclass(frozen=True)
-class Refused:
-    reason: str
+class Refused(FrozenFields):
+    """A row the Array API cannot express, and why (a frozen dataclass written out as
+    srcgrad.ir.core.Loc is: issue 15)."""
+
+    __match_args__ = ("reason",)
+
+    def __init__(self, reason: str):
+        object.__setattr__(self, "reason", reason)
 
 
 _REVERSED = "tuple(range(x.ndim - 1, -1, -1))"

@@ -5,23 +5,30 @@ How a call of one is traced: srcgrad.frontend.function."""
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 
 from srcgrad.errors import CompileError
 from srcgrad.frontend.parse import FunctionSource, parse_function
+from srcgrad.ir.core import Fields, Frozen
 
 
-@dataclass(frozen=True, eq=False)
-class ParsedFunction:
-    """A Function subclass with its methods parsed (for the compiler and the runtime)."""
+class ParsedFunction(Frozen, Fields):
+    """A Function subclass with its methods parsed (for the compiler and the runtime).
+    A `@dataclass(frozen=True, eq=False)` written out (srcgrad.ir.core.Loc: issue 15)."""
 
-    cls: type
-    name: str  # the class name; the backward node is `<name>Backward`
-    forward: FunctionSource  # takes ctx first unless `setup_context` is set
-    setup_context: FunctionSource | None  # the `setup_context(ctx, inputs, output)` style
-    backward: FunctionSource | None  # `backward`, or its alias `vjp`; None if neither
-    jvp: FunctionSource | None
-    once_differentiable: bool  # backward was decorated with @once_differentiable
+    __match_args__ = ("cls", "name", "forward", "setup_context", "backward", "jvp",
+                      "once_differentiable")
+
+    def __init__(self, cls: type, name: str, forward: FunctionSource,
+                 setup_context: FunctionSource | None, backward: FunctionSource | None,
+                 jvp: FunctionSource | None, once_differentiable: bool):
+        set_ = object.__setattr__
+        set_(self, "cls", cls)
+        set_(self, "name", name)  # the class name; the backward node is `<name>Backward`
+        set_(self, "forward", forward)  # takes ctx first unless `setup_context` is set
+        set_(self, "setup_context", setup_context)  # the `setup_context(ctx, inputs, output)` style
+        set_(self, "backward", backward)  # `backward`, or its alias `vjp`; None if neither
+        set_(self, "jvp", jvp)
+        set_(self, "once_differentiable", once_differentiable)  # backward had @once_differentiable
 
     @property
     def node_name(self) -> str:

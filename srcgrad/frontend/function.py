@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass, field
 
 import gast
 
@@ -52,29 +51,38 @@ from srcgrad.errors import CompileError
 from srcgrad.frontend.classes import ParsedFunction, parse_function_class
 from srcgrad.frontend.scope import TraceObject
 from srcgrad.frontend.versions import checked_saved
-from srcgrad.ir.core import Const, Op, Pack, Var
+from srcgrad.ir.core import FACTORY, Const, Op, Pack, Var
 from srcgrad.ir.expand import to_operand
 from srcgrad.ir.tree import flatten, unflatten
 
 
 # ---------------------------------------------------------------------- one call site
-@dataclass(eq=False)
 class FunctionCall:
-    """What one `MyFn.apply(...)` recorded while its forward was traced."""
+    """What one `MyFn.apply(...)` recorded while its forward was traced (a
+    `@dataclass(eq=False)` written out: srcgrad.ir.core.Loc says why)."""
 
-    parsed: ParsedFunction
-    inputs: tuple  # tvalues bound to forward's parameters (defaults applied), no ctx
-    out_tree: object  # how the forward's result nests (srcgrad.ir.tree)
-    out_leaves: tuple  # its leaves, the custom_call outputs in place of forward Vars
-    saved: tuple = ()  # save_for_backward's arguments (Vars, Const(None) or Const arrays)
-    saved_records: tuple = ()  # per saved value, its writes (srcgrad.frontend.versions) or None
-    saved_forward: tuple = ()  # save_for_forward's arguments
-    attributes: dict = field(default_factory=dict)  # ctx.<name> = tvalue
-    non_differentiable: frozenset = frozenset()  # indices into out_leaves
-    materialize_grads: bool = True
-    loc: object = None  # the apply call
-    body: tuple = ()  # the ops the forward's body emitted (forward mode skips them)
-    tracer_class: type = None  # the Tracer that recorded the call traces its backward/jvp too
+    __slots__ = __match_args__ = (
+        "parsed", "inputs", "out_tree", "out_leaves", "saved", "saved_records", "saved_forward",
+        "attributes", "non_differentiable", "materialize_grads", "loc", "body", "tracer_class")
+
+    def __init__(self, parsed: ParsedFunction, inputs: tuple, out_tree: object, out_leaves: tuple,
+                 saved: tuple = (), saved_records: tuple = (), saved_forward: tuple = (),
+                 attributes: dict = FACTORY, non_differentiable: frozenset = frozenset(),
+                 materialize_grads: bool = True, loc: object = None, body: tuple = (),
+                 tracer_class: type = None):
+        self.parsed = parsed
+        self.inputs = inputs  # tvalues bound to forward's parameters (defaults applied), no ctx
+        self.out_tree = out_tree  # how the forward's result nests (srcgrad.ir.tree)
+        self.out_leaves = out_leaves  # its leaves, the custom_call outputs in place of forward Vars
+        self.saved = saved  # save_for_backward's arguments (Vars, Const(None) or Const arrays)
+        self.saved_records = saved_records  # per saved value, its writes (frontend.versions) or None
+        self.saved_forward = saved_forward  # save_for_forward's arguments
+        self.attributes = {} if attributes is FACTORY else attributes  # ctx.<name> = tvalue
+        self.non_differentiable = non_differentiable  # indices into out_leaves
+        self.materialize_grads = materialize_grads
+        self.loc = loc  # the apply call
+        self.body = body  # the ops the forward's body emitted (forward mode skips them)
+        self.tracer_class = tracer_class  # the Tracer that recorded the call traces its backward/jvp too
 
     def __repr__(self) -> str:  # cse compares attrs by repr: one record per call
         return f"<{self.parsed.name}.apply #{id(self):x}>"

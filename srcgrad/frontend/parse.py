@@ -9,29 +9,34 @@ import os
 import re
 import textwrap
 import weakref
-from dataclasses import dataclass, field
 
 import gast
 
 from srcgrad.errors import CompileError, last_line
-from srcgrad.ir.core import Loc
+from srcgrad.ir.core import FACTORY, EqFields, Loc
 
 
-@dataclass
-class FunctionSource:
-    """A parsed Python function and everything its names may resolve to."""
+class FunctionSource(EqFields):
+    """A parsed Python function and everything its names may resolve to. A `@dataclass`
+    written out (equality over the fields, no hash, its repr: srcgrad.ir.core.Loc says why)."""
 
-    fn: object  # the function object itself
-    node: gast.FunctionDef  # its definition, line numbers relative to `source`
-    source: str  # dedented text of the definition
-    filename: str
-    line_offset: int  # file line of `source`'s line 1, minus 1
-    col_offset: int  # columns removed by dedenting
-    globals: dict
-    closure: dict = field(default_factory=dict)  # free variable name -> cell contents
-    # Per parameter, the tree definition (srcgrad.ir.tree) of a container argument, or
-    # None: every parameter one array (Note [Container arguments] in srcgrad.ir.tree).
-    arg_trees: tuple | None = None
+    __slots__ = __match_args__ = ("fn", "node", "source", "filename", "line_offset", "col_offset",
+                                  "globals", "closure", "arg_trees")
+
+    def __init__(self, fn: object, node: gast.FunctionDef, source: str, filename: str,
+                 line_offset: int, col_offset: int, globals: dict, closure: dict = FACTORY,
+                 arg_trees: tuple | None = None):
+        self.fn = fn  # the function object itself
+        self.node = node  # its definition, line numbers relative to `source`
+        self.source = source  # dedented text of the definition
+        self.filename = filename
+        self.line_offset = line_offset  # file line of `source`'s line 1, minus 1
+        self.col_offset = col_offset  # columns removed by dedenting
+        self.globals = globals
+        self.closure = {} if closure is FACTORY else closure  # free variable name -> cell contents
+        # Per parameter, the tree definition (srcgrad.ir.tree) of a container argument, or
+        # None: every parameter one array (Note [Container arguments] in srcgrad.ir.tree).
+        self.arg_trees = arg_trees
 
     def loc(self, node) -> Loc:
         """The source location of a gast node of this function."""

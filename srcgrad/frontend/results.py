@@ -24,18 +24,17 @@ a merge gives one structure to the function's result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.tree import LEAF, flatten, unflatten
 
 
-@dataclass(frozen=True)
 class Unset(Const):
     """A name with no value yet (Note [Results of returns inside loops]): None, read
-    as None, that a merge gives the structure of the value on the other path."""
+    as None, that a merge gives the structure of the value on the other path. (A frozen
+    dataclass written out, as Const is: equal to another Unset, never to a Const.)"""
 
-    value: object = None
+    def __init__(self, value: object = None):
+        object.__setattr__(self, "value", value)
 
     def __repr__(self) -> str:
         return "Const(None)"

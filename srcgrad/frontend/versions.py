@@ -65,31 +65,35 @@ read the saved value on the path that did not save it), or written in a later bl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.ir.core import Const, Pack, Var
+from srcgrad.ir.core import FACTORY, Const, Fields, Pack, Var
 
 CERTAIN, POSSIBLE = "certain", "possible"
 COUNT_NAME = "_saved_version_"  # the hidden name of a record's version count, then its index
 
 
-@dataclass(eq=False)
-class SavedRecord:
-    """One value a Function's `save_for_backward` saved, and the writes that followed."""
+class SavedRecord(Fields):
+    """One value a Function's `save_for_backward` saved, and the writes that followed (a
+    `@dataclass(eq=False)` written out: srcgrad.ir.core.Loc says why)."""
 
-    value: Var
-    function: str  # the Function's class name
-    loc: object  # the save_for_backward call
-    allow: bool  # saved under allow_mutation_on_saved_tensors: writes are allowed
-    shown: str  # how the save call names it
-    certain: list = field(default_factory=list)  # Locs of writes that changed it
-    ops: list | None = None  # the op list the save was traced into (a block's, or the function's)
-    possible: list = field(default_factory=list)  # (flag Var, Loc) of writes that may have
-    hidden: str | None = None  # the name of its version count in the function's scope
-    counted: list = field(default_factory=list)  # (count after a write, Loc) in blocks
-    where: tuple = ()  # the blocks around the save (_position)
+    __slots__ = __match_args__ = ("value", "function", "loc", "allow", "shown", "certain", "ops",
+                                  "possible", "hidden", "counted", "where")
+
+    def __init__(self, value: Var, function: str, loc: object, allow: bool, shown: str,
+                 certain: list = FACTORY, ops: list | None = None, possible: list = FACTORY,
+                 hidden: str | None = None, counted: list = FACTORY, where: tuple = ()):
+        self.value = value
+        self.function = function  # the Function's class name
+        self.loc = loc  # the save_for_backward call
+        self.allow = allow  # saved under allow_mutation_on_saved_tensors: writes are allowed
+        self.shown = shown  # how the save call names it
+        self.certain = [] if certain is FACTORY else certain  # Locs of writes that changed it
+        self.ops = ops  # the op list the save was traced into (a block's, or the function's)
+        self.possible = [] if possible is FACTORY else possible  # (flag Var, Loc) of writes that may have
+        self.hidden = hidden  # the name of its version count in the function's scope
+        self.counted = [] if counted is FACTORY else counted  # (count after a write, Loc) in blocks
+        self.where = where  # the blocks around the save (_position)
 
 
 class SavedWrites:

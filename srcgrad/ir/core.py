@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -35,11 +34,9 @@ class _Factory:
 FACTORY = _Factory()
 
 
-class FrozenFields:
-    """What `@dataclass(frozen=True)` adds to a class whose `__init__` sets its fields with
-    `object.__setattr__`, written out (the decorator's cost: Loc's docstring): equality and
-    hash over the fields (`__match_args__`, in order), FrozenInstanceError on assigning or
-    deleting one. Loc here and srcgrad.rules.core.Rule."""
+class Fields:
+    """The repr `@dataclass` gives a class, over its fields (`__match_args__`, in order),
+    written out (the decorator's cost: Loc's docstring)."""
 
     __slots__ = ()
     __match_args__: tuple = ()
@@ -47,13 +44,30 @@ class FrozenFields:
     def _values(self) -> tuple:
         return tuple([getattr(self, f) for f in self.__match_args__])
 
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        fields = ", ".join([f"{f}={getattr(self, f)!r}" for f in self.__match_args__])
+        return f"{self.__class__.__qualname__}({fields})"
+
+
+class EqFields(Fields):
+    """What `@dataclass` (eq=True, not frozen) adds: equality over the fields, no hash."""
+
+    __slots__ = ()
+
     def __eq__(self, other):
         if other.__class__ is self.__class__:
             return self._values() == other._values()
         return NotImplemented
 
-    def __hash__(self):
-        return hash(self._values())
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Frozen:
+    """What `frozen=True` adds: FrozenInstanceError on assigning or deleting an attribute
+    (an `__init__` sets its fields with `object.__setattr__`)."""
+
+    __slots__ = ()
 
     def __setattr__(self, name, value):
         _frozen("assign to", name)
@@ -62,15 +76,27 @@ class FrozenFields:
         _frozen("delete", name)
 
 
+class FrozenFields(Frozen, EqFields):
+    """What `@dataclass(frozen=True)` adds, written out (the decorator's cost: Loc's
+    docstring): equality and hash over the fields, FrozenInstanceError on assigning or
+    deleting one. Loc, Const and Pack here, srcgrad.rules.core.Rule and others."""
+
+    __slots__ = ()
+
+    def __hash__(self):
+        return hash(self._values())
+
+
 class Loc(FrozenFields):
     """Where an op came from in user (or rule) source.
 
-    Loc, Op, Block and Graph are written out as `@dataclass` (Loc frozen, the others with
-    eq=False) would make them, the same constructors, equality, hash, repr and
-    FrozenInstanceError: the decorator generates and compiles those methods, ~12 of
-    them, at every compiling process's start-up (issue 15). Var, Const and Pack stay
-    dataclasses: srcgrad.ir.tree.is_record sees them as records, which the tracer's
-    structure tests (loops' carried kinds) rely on."""
+    Loc, Op, Block, Graph, Var, Const and Pack are written out as `@dataclass` (Loc,
+    Const and Pack frozen, the others with eq=False) would make them, the same
+    constructors, equality, hash, repr and FrozenInstanceError: the decorator generates
+    and compiles those methods, ~12 of them, at every compiling process's start-up, and
+    importing `dataclasses` costs ~1 ms more (issue 15). Not being dataclasses, none of
+    them is a record to srcgrad.ir.tree.is_record, as every caller that meets a Var or a
+    Const there already treated them (a leaf)."""
 
     __match_args__ = ("file", "line", "col", "text")
 
@@ -99,36 +125,50 @@ def _frozen(what: str, name: str):
     raise FrozenInstanceError(f"cannot {what} field {name!r}")
 
 
-@dataclass(eq=False, repr=False)  # (its own repr: no generated one to compile, issue 15)
 class Var:
-    """An SSA value. Identity is the object; `name` is unique within one graph."""
+    """An SSA value. Identity is the object; `name` is unique within one graph (a
+    dataclass with eq=False written out: Loc)."""
 
-    name: str
-    # 'array' for values that may carry a derivative; 'static' for values that never
-    # do (shapes, ints, booleans, dtypes). Activity analysis only follows 'array' vars.
-    kind: str = "array"
+    __slots__ = ("name", "kind")
+    __match_args__ = ("name", "kind")
+
+    def __init__(self, name: str, kind: str = "array"):
+        self.name = name
+        # 'array' for values that may carry a derivative; 'static' for values that never
+        # do (shapes, ints, booleans, dtypes). Activity analysis only follows 'array' vars.
+        self.kind = kind
 
     def __repr__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True, repr=False)
-class Const:
-    """A value known at compile time (a literal, a folded expression, a global)."""
+class Const(FrozenFields):
+    """A value known at compile time (a literal, a folded expression, a global); a frozen
+    dataclass written out (Loc)."""
 
-    value: Any
+    __match_args__ = ("value",)
+
+    def __init__(self, value: Any):
+        object.__setattr__(self, "value", value)
 
     def __repr__(self) -> str:
         return f"Const({self.value!r})"
 
+    def _values(self) -> tuple:  # (spelled out: Consts are compared and hashed often)
+        return (self.value,)
 
-@dataclass(frozen=True, repr=False)
-class Pack:
-    """A fixed-length sequence of operands: `[a, b]` in `np.concatenate([a, b])`."""
 
-    items: tuple
-    # 'tuple' or 'list': how the sequence is written back into generated code.
-    style: str = "tuple"
+class Pack(FrozenFields):
+    """A fixed-length sequence of operands: `[a, b]` in `np.concatenate([a, b])`; a frozen
+    dataclass written out (Loc)."""
+
+    __match_args__ = ("items", "style")
+
+    def __init__(self, items: tuple, style: str = "tuple"):
+        set_ = object.__setattr__
+        set_(self, "items", items)
+        # 'tuple' or 'list': how the sequence is written back into generated code.
+        set_(self, "style", style)
 
     def __repr__(self) -> str:
         return f"Pack{self.items!r}"

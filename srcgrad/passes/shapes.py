@@ -29,13 +29,12 @@ iteration happened to push.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 
 import numpy
 
 from srcgrad import rules
 from srcgrad.errors import ProbeFailed  # defined there: the transforms catch it unimported
-from srcgrad.ir.core import Const, Pack, Var, operand_vars
+from srcgrad.ir.core import FACTORY, Const, EqFields, Pack, Var, operand_vars
 
 _SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
 
@@ -61,24 +60,28 @@ def _is_array(value) -> bool:
         value, numpy.integer) or hasattr(value, "__array_namespace__")
 
 
-@dataclass
-class Probe:
+class Probe(EqFields):
     """What running the ops once on example arguments showed: only *facts*, what
-    holds on every call the variant's guard admits (Note [Shape specialisation])."""
+    holds on every call the variant's guard admits (Note [Shape specialisation]).
+    A `@dataclass` written out (srcgrad.ir.core.Loc says why)."""
 
-    # Var -> shape, for values whose shape depends on argument shapes alone
-    shapes: dict = field(default_factory=dict)
-    # Var -> (class, dtype), for values whose class and dtype follow from the
-    # arguments' classes, shapes and dtypes (which a variant's guard fixes).
-    kinds: dict = field(default_factory=dict)
-    # Vars that are NumPy ndarrays (they have every method: `x.sum()` costs half of
-    # `np.sum(x)`; NumPy scalars lack some, like `.dot`), and their dtypes: the
-    # ndarray entries of `kinds`.
-    dtypes: dict = field(default_factory=dict)
-    # Values computed from shapes alone (shape tuples, sizes), also through a loop's
-    # tape: constants of the variant.
-    values: dict = field(default_factory=dict)
-    pushes: dict = field(default_factory=dict)  # tape Var -> the operands its push takes
+    __slots__ = __match_args__ = ("shapes", "kinds", "dtypes", "values", "pushes")
+
+    def __init__(self, shapes: dict = FACTORY, kinds: dict = FACTORY, dtypes: dict = FACTORY,
+                 values: dict = FACTORY, pushes: dict = FACTORY):
+        # Var -> shape, for values whose shape depends on argument shapes alone
+        self.shapes = {} if shapes is FACTORY else shapes
+        # Var -> (class, dtype), for values whose class and dtype follow from the
+        # arguments' classes, shapes and dtypes (which a variant's guard fixes).
+        self.kinds = {} if kinds is FACTORY else kinds
+        # Vars that are NumPy ndarrays (they have every method: `x.sum()` costs half of
+        # `np.sum(x)`; NumPy scalars lack some, like `.dot`), and their dtypes: the
+        # ndarray entries of `kinds`.
+        self.dtypes = {} if dtypes is FACTORY else dtypes
+        # Values computed from shapes alone (shape tuples, sizes), also through a loop's
+        # tape: constants of the variant.
+        self.values = {} if values is FACTORY else values
+        self.pushes = {} if pushes is FACTORY else pushes  # tape Var -> the operands its push takes
 
     @property
     def arrays(self):

@@ -19,12 +19,11 @@ NumPy semantics (`x * 1.0` still turns an int array into floats).
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
 
 import numpy
 
 from srcgrad import rules
-from srcgrad.ir.core import Const, Op, Var, substitute, uses
+from srcgrad.ir.core import FACTORY, Const, EqFields, Op, Var, substitute, uses
 from srcgrad.ir.expand import evaluate_static
 
 # Primitives whose result is floating point whatever their operands' dtypes.
@@ -59,16 +58,22 @@ def _float_result(op, floats) -> bool:
     return False
 
 
-@dataclass
-class _Facts:
-    """What simplify knows about the values defined so far."""
+class _Facts(EqFields):
+    """What simplify knows about the values defined so far (a `@dataclass` written out:
+    srcgrad.ir.core.Loc says why)."""
 
-    shape_class: dict = field(default_factory=dict)  # Var -> representative (Note [Shape classes])
-    producer: dict = field(default_factory=dict)  # Var -> the op defining it
-    floats: set = field(default_factory=set)  # Vars known to be floating point
-    scalars: set = field(default_factory=set)  # Vars known to be Python/0-d scalars
-    shapes: dict = field(default_factory=dict)  # Var -> concrete shape (Note [Shape specialisation])
-    uses: dict = field(default_factory=dict)  # Var -> reads in the input ops (an upper bound)
+    __slots__ = __match_args__ = ("shape_class", "producer", "floats", "scalars", "shapes", "uses")
+
+    def __init__(self, shape_class: dict = FACTORY, producer: dict = FACTORY, floats: set = FACTORY,
+                 scalars: set = FACTORY, shapes: dict = FACTORY, uses: dict = FACTORY):
+        # Var -> representative (Note [Shape classes])
+        self.shape_class = {} if shape_class is FACTORY else shape_class
+        self.producer = {} if producer is FACTORY else producer  # Var -> the op defining it
+        self.floats = set() if floats is FACTORY else floats  # Vars known to be floating point
+        self.scalars = set() if scalars is FACTORY else scalars  # Vars known to be Python/0-d scalars
+        # Var -> concrete shape (Note [Shape specialisation])
+        self.shapes = {} if shapes is FACTORY else shapes
+        self.uses = {} if uses is FACTORY else uses  # Var -> reads in the input ops (an upper bound)
 
 
 def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | None = None,
