@@ -69,8 +69,8 @@ def test_a_second_process_reads_the_modules_from_the_file(tmp_path):
     second = _run(site, tmp_path)
     assert {"srcgrad.api", "srcgrad.contexts", "srcgrad.pipeline.modules"} <= set(second["stored"])
     # a transform's hit path, run at `import srcgrad` (startup.TRANSFORM_HIT)
-    assert set(second["preloaded"]) == set(TRANSFORM_HIT) | {"srcgrad.startup"}
-    assert first["preloaded"] == ["srcgrad._version", "srcgrad.startup"]
+    assert set(second["preloaded"]) == set(TRANSFORM_HIT)
+    assert first["preloaded"] == ["srcgrad._version"]
     # ordinary source modules: their file, their source
     assert second["file"] == str(site / "srcgrad" / "api.py")
     assert second["source"].startswith("def grad(")
@@ -85,8 +85,7 @@ def test_an_edited_module_is_imported_from_its_source_then_stored_again(tmp_path
     assert edited["mark"] == "edited"
     assert "srcgrad.contexts" not in edited["stored"] and "srcgrad.errors" in edited["stored"]
     # the preload ends at the changed module; what follows it imports as usual
-    assert set(edited["preloaded"]) == set(TRANSFORM_HIT[:TRANSFORM_HIT.index("srcgrad.contexts")]) | {
-        "srcgrad.startup"}
+    assert set(edited["preloaded"]) == set(TRANSFORM_HIT[:TRANSFORM_HIT.index("srcgrad.contexts")])
     again = _run(site, tmp_path)  # the file was written again at the last exit
     assert again["mark"] == "edited" and "srcgrad.contexts" in again["stored"]
 
@@ -154,7 +153,7 @@ def test_the_preloaded_modules_are_a_hits_each_after_the_srcgrad_modules_it_impo
     """
     _run(site, tmp_path, code=code, write=False)  # a miss: the module compiled, then a hit
     hit = _run(site, tmp_path, code=code, write=False)  # (no start-up file: imported as usual)
-    assert set(hit) == set(TRANSFORM_HIT) | {"srcgrad.startup"}
+    assert set(hit) == set(TRANSFORM_HIT)
     for position, name in enumerate(TRANSFORM_HIT):
         for imported in _top_level_srcgrad_imports(name):
             assert imported not in TRANSFORM_HIT or TRANSFORM_HIT.index(imported) < position, (name, imported)
