@@ -3,6 +3,8 @@ base class of compile-time objects user code treats as values."""
 
 from __future__ import annotations
 
+from types import FunctionType
+
 
 class Scope:
     """Name bindings of one function being traced, and how to resolve free names.
@@ -97,7 +99,9 @@ def every_scope(scopes) -> list:
 # would inherit the mixins defines `__getattr__` instead, which Python calls only for a
 # name the normal lookup misses: it imports the mixins' modules and returns their
 # attribute bound to the object, as inheritance would have (a method bound, a
-# staticmethod plain). Two limits follow: the mixins' methods may not call `super()`
+# staticmethod plain), and keeps a method in the object's own dict, so that each name
+# misses once per object (a miss costs microseconds: a loop's trace looks its methods
+# up thousands of times). Two limits follow: the mixins' methods may not call `super()`
 # (none does), and a class that overrides one of their methods cannot reach it with
 # `super()` (the tracer's `_length` calls Iteration's by name).
 def mixed_in(obj, name, *classes):
@@ -108,5 +112,8 @@ def mixed_in(obj, name, *classes):
         for klass in cls.__mro__[:-1]:  # (not `object`'s)
             if name in klass.__dict__:
                 attr = klass.__dict__[name]
-                return attr.__get__(obj, type(obj)) if hasattr(attr, "__get__") else attr
+                value = attr.__get__(obj, type(obj)) if hasattr(attr, "__get__") else attr
+                if isinstance(attr, (FunctionType, staticmethod)):
+                    obj.__dict__[name] = value  # (its next lookup is an ordinary one)
+                return value
     raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
