@@ -107,7 +107,11 @@ class _StartupFile:
         a third of the cost of importing them one by one. This runs while `srcgrad` itself
         is being imported, so no other thread imports a submodule of it meanwhile (Python
         imports the parent package first, under its lock). The first module not stored
-        or changed ends it: the rest are imported as usual when first used."""
+        or changed ends it: the rest are imported as usual when first used. Only where
+        NumPy is imported already: those modules import it, and its import (~0.1 s) is
+        not `import srcgrad`'s to make."""
+        if "numpy" not in sys.modules:
+            return
         for name in self.preloaded:
             if name in sys.modules:
                 continue

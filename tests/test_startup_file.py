@@ -25,6 +25,7 @@ if not hasattr(os, "pread"):
 
 REPORT = """
 import json, sys, inspect
+import numpy
 import srcgrad
 preloaded = sorted(n for n in sys.modules if n.startswith("srcgrad."))
 from srcgrad import api, contexts
@@ -173,3 +174,15 @@ def _top_level_srcgrad_imports(name: str) -> set:
             elif isinstance(inner, ast.ImportFrom) and inner.module:
                 found |= {inner.module} | {f"{inner.module}.{a.name}" for a in inner.names}
     return {m for m in found if m in TRANSFORM_HIT}
+
+
+def test_without_numpy_imported_nothing_is_preloaded(tmp_path):
+    """The hit path imports NumPy; `import srcgrad` before NumPy does not import it."""
+    site = _copy(tmp_path)
+    _run(site, tmp_path)
+    code = """
+        import json, sys
+        import srcgrad
+        print(json.dumps(sorted(n for n in sys.modules if n.startswith(("srcgrad.", "numpy")))))
+    """
+    assert _run(site, tmp_path, code=code) == ["srcgrad._version"]
