@@ -186,3 +186,26 @@ def test_without_numpy_imported_nothing_is_preloaded(tmp_path):
         print(json.dumps(sorted(n for n in sys.modules if n.startswith(("srcgrad.", "numpy")))))
     """
     assert _run(site, tmp_path, code=code) == ["srcgrad._version"]
+
+
+def test_a_compiles_modules_are_read_from_the_file(tmp_path):
+    """The compiler's modules (not preloaded at `import srcgrad`) are served from the file
+    too, on a miss in a later process."""
+    site = _copy(tmp_path)
+    (tmp_path / "user_h.py").write_text("import numpy as np\n\ndef h(x):\n    return np.sum(np.tanh(x))\n")
+    code = """
+        import json, sys
+        import numpy as np
+        import srcgrad as sg
+        from user_h import h
+        sg.grad(h)(np.ones(2))
+        compiler = sorted(n for n in sys.modules if n.startswith("srcgrad.frontend"))
+        loaders = {n: type(sys.modules[n].__spec__.loader).__name__ for n in compiler}
+        stored = sorted(n for n in compiler if loaders[n] == "_StoredLoader")
+        print(json.dumps({"compiler": compiler, "stored": stored}))
+    """
+    first = _run(site, tmp_path, code=code)
+    assert first["compiler"] and not first["stored"]  # a miss; nothing stored yet
+    (tmp_path / "cache").rename(tmp_path / "cache-old")  # another miss: the compiler again
+    second = _run(site, tmp_path, code=code)
+    assert second["stored"] == second["compiler"]
