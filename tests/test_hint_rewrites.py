@@ -287,6 +287,21 @@ PROGRAM = textwrap.dedent('''
             x = x * x[i]
         return np.sum(x * x)
 
+    def _writes_first_item(a):
+        a[0:1] = 0.1
+        return a
+
+    def bad_item_written_by_right_side(x):
+        y = np.outer(x, x)
+        y[0] += _writes_first_item(y.ravel()[:1])  # HERE
+        return np.sum(y * y)
+
+    def good_item_written_by_right_side(x):
+        y = np.outer(x, x)
+        v = _writes_first_item(y.ravel()[:1])
+        y[0] += v
+        return np.sum(y * y)
+
     def bad_container_in_loop(x):
         pair = (x, np.sin)
         for r in x:  # HERE
@@ -1193,6 +1208,10 @@ ROWS = [
         "with a step known only at run time", "`reversed(range(a, b, step))`",
         "good_reversed_range_step", trigger=lambda fn, args: emit_standalone(fn)),  # (a
     # variant knows the step from the shapes and compiles)
+    Row(("frontend/inplace.py", "with a right side that writes into"), "bad_item_written_by_right_side",
+        "with a right side that writes into `y`", "compute the right side first",
+        "good_item_written_by_right_side", trigger=lambda fn, args: sg.source(sg.grad(fn))),  # (the
+    # shape-generic code, which does not know y's rank: a variant knows it and compiles)
     Row(("frontend/loops.py", "a tuple, list or dict holding functions"),
         "bad_container_in_loop", "change in a loop", "keep arrays in separate variables",
         "good_container_in_loop"),

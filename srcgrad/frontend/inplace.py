@@ -86,10 +86,23 @@ class InPlaceStatements:
             current = tr.apply(rules.RULES["getitem"], [base, index], {}, node)
             mark = len(self.write_log)
             # a view (`x[0:2]`) sees what the right side writes into x, a copy (`x[1]` of a
-            # vector, `x[[0, 1]]`) does not; one that may be either keeps the value read
-            held = tr.hold(current, scope) if self.certainly_a_view(current) else current
+            # vector, `x[[0, 1]]`) does not; one that is either by the run-time layout
+            # (`x[0]`: a row of a matrix, an element of a vector) takes what NumPy read then
+            certain, maybe = self.certainly_a_view(current), id(current) in self.views
+            held = tr.hold(current, scope) if maybe else current
             rhs = tr.expr(node.value, scope)
-            current = tr.release(held, scope)
+            after = tr.release(held, scope)
+            if not certain and after is not current:  # the right side wrote into its storage
+                flag = self.view_flags.get(id(current))
+                if flag is None:
+                    op = _OPS.get(optype, "op")
+                    tr.fail(node, f"`{_shown(target)} {op}= ...` with a right side that writes into "
+                            f"`{_shown(target.value)}` (NumPy reads the item before the right side "
+                            "where it is a copy, after it where it is a view, and the compiler cannot "
+                            "tell which here)", f"compute the right side first: `v = ...` then "
+                            f"`{_shown(target)} {op}= v`")
+                after = self.select_view(flag, after, current)
+            current = after
             base = self._reread(target.value, base, scope, mark)
             self.store(base, index, tr.binop(optype, current, rhs, node), node)
         else:
