@@ -18,7 +18,7 @@ from types import FunctionType
 
 import numpy
 
-from srcgrad import arguments, backend, contexts
+from srcgrad import arguments, contexts
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import compile_module, render_dispatcher  # not emit: a hit renders nothing else
 from srcgrad.digest import sha256
@@ -195,6 +195,14 @@ def _dispatcher_code(text: str, filename: str):
     return default_cache().code(key, text, filename, compile_module)
 
 
+def compiled_transforms():
+    """srcgrad.pipeline.vjp_jvp, for sg.vjp and sg.jvp called inside compiled code: the
+    tracer (srcgrad.frontend.transforms) sits below the pipeline and asks through api."""
+    from srcgrad.pipeline import vjp_jvp  # (a compile's only)
+
+    return vjp_jvp
+
+
 def _unbound(*args, **kwargs):
     return _miss(*args, **kwargs)  # noqa: F821 (a global of each transform's own namespace)
 
@@ -235,43 +243,10 @@ def vjp(f, *primals, has_aux=False):
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
-    f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
-    recorded_in = contexts.mutation_allowed()
-    if hooks is None and recorded_in is None and not has_aux:
-        plain = modules.plain_vjp(f, primals)  # Note [The plain sg.vjp call]
-        if plain is not None:
-            return plain
-    from srcgrad.ir import tree as pytree
+    from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    leaves, trees = pytree.flatten_args(primals)
-    leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
-    nested = any(t != pytree.LEAF for t in trees)
-    compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None,
-                                    trees=trees if nested else None)
-    # a variant for these leaves' shapes, under hooks and for container arguments too: it
-    # decides what layout and shape facts decide (a loop over a row count, unrolled)
-    fwd, bwd, specialized = compiled.vjp_variant(leaves)
-    if hooks is None:
-        out_leaves, saved = fwd(*leaves)
-    else:
-        out_leaves, saved = fwd(hooks[0], *leaves)
-        bwd = functools.partial(bwd, hooks[1])
-    out_tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "vjp")
-    out = pytree.unflatten(out_tree, out_leaves[:n_out])
-    aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
+    return vjp_jvp.vjp(f, primals, has_aux)
 
-    def vjp_fn(cotangent):
-        if recorded_in is not None and contexts.mutation_allowed() is not recorded_in:
-            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
-                                 "contextin which the graph was originally recorded.")  # sic, torch
-        cts = arguments.check_cotangents(cotangent, out_tree, out_leaves, specialized)
-        flat = bwd(saved, *cts, *aux_zeros)
-        return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
-
-    vjp_fn.__srcgrad__ = compiled  # sg.source(vjp_fn)
-    if has_aux:
-        return out, vjp_fn, pytree.unflatten(*pytree.aux_part(compiled.out_tree, out_leaves))
-    return out, vjp_fn
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -282,40 +257,10 @@ def jvp(f, primals, tangents, *, has_aux=False):
     Forward mode: one pass of generated code computes both, with no reverse pass.
     `out` and `tangent_out` have the structure of `f`'s result.
     """
-    from srcgrad.ir import tree as pytree
+    from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
-                         "give one tangent per primal")
-    p_leaves, trees = pytree.flatten_args(primals)
-    t_leaves, t_trees = pytree.flatten_args(tangents)
-    for i, (p, t) in enumerate(zip(trees, t_trees)):
-        if p != t:
-            raise ValueError(f"jvp: tangent {i} is {pytree.describe(t)}, but primal {i} is "
-                             f"{pytree.describe(p)}")
-    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        if arguments.shape_of(p) != arguments.shape_of(t):
-            raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
-                             f"has shape {numpy.shape(p)}")
-    # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
-    p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
-                          for ls in (p_leaves, t_leaves))
-    fn = arguments.plain_function(modules.source_function(f))
-    n = len(inspect.signature(fn).parameters)
-    if len(primals) != n:
-        raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
-                        f"got {len(primals)} primals")
-    nested = any(t != pytree.LEAF for t in trees)
-    compiled = modules.compiled_jvp(fn, trees=trees if nested else None)
-    target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
-    impl = compiled.entry_at(p_leaves) if target is backend.NUMPY else compiled.entry_for(target)
-    outs, touts = impl(*p_leaves, *t_leaves)
-    tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
-    out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
-    if has_aux:
-        return out, tout, pytree.unflatten(*pytree.aux_part(compiled.out_tree, outs))
-    return out, tout
+    return vjp_jvp.jvp(f, primals, tangents, has_aux)
+
 
 
 def jacobian(f, wrt=0, *, mode="auto", chunk_size=None):
@@ -366,5 +311,7 @@ def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="nump
         indices, single = tuple(range(len(inspect.signature(func).parameters))), False
     else:
         indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
-    return modules.standalone_module(func, indices, single, mode, optimize, namespace=backend)
+    from srcgrad.pipeline.standalone import standalone_module  # (`srcgrad emit`'s only)
+
+    return standalone_module(func, indices, single, mode, optimize, namespace=backend)
 

@@ -23,7 +23,7 @@ from srcgrad.errors import CompileError
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.batch import Unbatchable
 from srcgrad.passes.shapes import ProbeFailed
-from srcgrad.pipeline import modules, programs
+from srcgrad.pipeline import modules, programs, vjp_jvp
 
 
 def _float_dtype(a):
@@ -129,7 +129,7 @@ class _Batched:
 
     def __init__(self, fn, kind, indices, single, args, chunk_size):
         self.kind, self.indices = kind, indices
-        fs = modules.source_function(fn)
+        fs = vjp_jvp.source_function(fn)
         compiled = modules.Compiled(fs, kind, indices, single)
         parsed = compiled.parsed()
         if kind == "jacrev":
@@ -242,10 +242,10 @@ def jacobian_blocks(f, args, indices, mode):
 
 
 def _forward_blocks(f, args, indices):
-    fn = modules.source_function(f)
+    fn = vjp_jvp.source_function(f)
     blocks, outs, tree = None, None, None
     for j, i in enumerate(indices):
-        compiled = modules.compiled_jvp(fn, (i,))
+        compiled = vjp_jvp.compiled_jvp(fn, (i,))
         impl = compiled.entry_at(args)  # the generic code, else a variant (Note [Layout facts])
         arg = numpy.asarray(args[i])
         basis = numpy.zeros(arg.size, dtype=_float_dtype(arg))
@@ -279,7 +279,7 @@ def _hooks():
 
 def _reverse_blocks(f, args, indices):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
-    compiled = modules.compiled_vjp(modules.source_function(f), hooks=hooks is not None)
+    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f), hooks=hooks is not None)
     fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])
@@ -312,15 +312,15 @@ class JacobianSource:
         if batched:  # the batched program that ran last (Note [Batching])
             self.module_source = batched[-1].module_source
             return self.module_source
-        fn = modules.source_function(self.jac.f)
+        fn = vjp_jvp.source_function(self.jac.f)
         if self.jac.mode == "reverse":
-            compiled = modules.compiled_vjp(fn)
+            compiled = vjp_jvp.compiled_vjp(fn)
             compiled.load()
             self.module_source = compiled.module_source
         else:
             parts = []
             for i in self.jac.indices:
-                compiled = modules.compiled_jvp(fn, (i,))
+                compiled = vjp_jvp.compiled_jvp(fn, (i,))
                 compiled.load()
                 parts.append(compiled.module_source)
             self.module_source = "\n".join(parts)

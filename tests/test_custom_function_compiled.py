@@ -284,12 +284,12 @@ def test_hooks_apply_to_what_builtin_ops_save():
 
 
 def test_hook_variant_is_a_separate_module():
-    from srcgrad.pipeline import modules
+    from srcgrad.pipeline import vjp_jvp
 
     with saved_tensors_hooks(lambda t: t, lambda t: t):
         sg.vjp(F.f_exp, X)
     sg.vjp(F.f_exp, X)
-    hooked, plain = modules._VJP_HOOKS[F.f_exp], modules._VJP[F.f_exp]
+    hooked, plain = vjp_jvp._VJP_HOOKS[F.f_exp], vjp_jvp._VJP[F.f_exp]
     assert "def f_exp_fwd(pack_hook, x):" in hooked.module_source
     assert "pack_hook" not in plain.module_source
     assert hooked.options() != plain.options()

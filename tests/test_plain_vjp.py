@@ -1,4 +1,4 @@
-"""sg.vjp's plain call (Note [The plain sg.vjp call] in srcgrad.pipeline.modules): the
+"""sg.vjp's plain call (Note [The plain sg.vjp call] in srcgrad.pipeline.vjp_jvp): the
 short path gives what the general one gives, checks cotangents the same way, and is
 left for every call it does not cover. Values against central differences."""
 
@@ -7,7 +7,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.autograd.graph import saved_tensors_hooks
-from srcgrad.pipeline import modules
+from srcgrad.pipeline import vjp_jvp
 from tests.conftest import assert_close, numeric_grad
 
 
@@ -25,7 +25,7 @@ W, X = RNG.standard_normal(3), RNG.standard_normal((5, 3))
 
 def test_plain_call_takes_the_short_path_and_is_right():
     out, vjp_fn = sg.vjp(loss, W, 0.5, X)
-    assert isinstance(vjp_fn, modules._PlainVjpFn)
+    assert isinstance(vjp_fn, vjp_jvp._PlainVjpFn)
     assert_close(out, loss(W, 0.5, X))
     for ct in (1.0, np.float64(1.0), np.array(1.0)):
         grads = vjp_fn(ct)
@@ -44,15 +44,15 @@ def test_plain_call_checks_the_cotangent():
 
 def test_other_calls_take_the_general_path():
     _, vjp_fn = sg.vjp(pair, np.ones(3))  # a tuple output
-    assert not isinstance(vjp_fn, modules._PlainVjpFn)
+    assert not isinstance(vjp_fn, vjp_jvp._PlainVjpFn)
     assert_close(vjp_fn((np.ones(3), np.zeros(3)))[0], np.cos(np.ones(3)))
     _, vjp_fn = sg.vjp(loss, W, 0.5, [X][0])
     with saved_tensors_hooks(lambda t: t, lambda t: t):
         _, hooked = sg.vjp(loss, W, 0.5, X)
-    assert not isinstance(hooked, modules._PlainVjpFn)
+    assert not isinstance(hooked, vjp_jvp._PlainVjpFn)
     assert_close(hooked(1.0)[0], vjp_fn(1.0)[0])
     _, vjp_fn, aux = sg.vjp(lambda_free_aux, W, has_aux=True)
-    assert not isinstance(vjp_fn, modules._PlainVjpFn) and aux.shape == (3,)
+    assert not isinstance(vjp_fn, vjp_jvp._PlainVjpFn) and aux.shape == (3,)
 
 
 def lambda_free_aux(w):

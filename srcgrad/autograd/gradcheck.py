@@ -175,11 +175,11 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
 def _backward_scales_with_grad_output(func, inputs, diff) -> bool:
     """A zero cotangent must give zero gradients."""
     from srcgrad.autograd import transform_blocks
-    from srcgrad.pipeline import modules
+    from srcgrad.pipeline import vjp_jvp
 
     if transform_blocks.handles(func):  # its blocks are built column by column: linear
         return True
-    compiled = modules.compiled_vjp(modules.source_function(func))
+    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(func))
     fwd, bwd = compiled.entry(0), compiled.entry(1)
     outs, saved = fwd(*inputs)
     grads = bwd(saved, *[numpy.zeros(numpy.shape(o)) for o in outs])

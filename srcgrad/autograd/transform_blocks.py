@@ -46,13 +46,13 @@ def _jacobian_blocks(jac, inputs, diff, mode) -> list:
     """The derivative of a Jacobian (or Hessian) object's result, leaf by leaf in the
     order of `pytree.flatten(jac(*inputs))`: output k of f, then argument j of wrt."""
     from srcgrad import jacobians
-    from srcgrad.pipeline import modules
+    from srcgrad.pipeline import vjp_jvp
 
-    fn = modules.source_function(jac.f)
+    fn = vjp_jvp.source_function(jac.f)
     per_leaf: dict = {}  # (k, j) -> rows, one (size of out k, size of input d) per d
     n_out = None
     for j, i in enumerate(jac.indices):
-        impl = modules.compiled_jvp(fn, (i,)).entry()
+        impl = vjp_jvp.compiled_jvp(fn, (i,)).entry()
         arg = numpy.asarray(inputs[i])
         for a in range(arg.size):
             basis = numpy.zeros(arg.size)

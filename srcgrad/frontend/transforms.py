@@ -39,7 +39,7 @@ from srcgrad.ir import tree as pytree
 NOT_LOWERED = object()
 
 _TRANSFORMS: dict = {}  # api function -> its name ("grad", "jvp", ...)
-_PIPELINE = []  # [srcgrad.pipeline.modules], once srcgrad.api is imported
+_PIPELINE = []  # [srcgrad.pipeline.vjp_jvp], once srcgrad.api is imported
 # transforms whose value is a function of static arguments (run at compile time)
 _STATIC = ("grad", "value_and_grad", "jacobian", "hessian")
 
@@ -58,7 +58,7 @@ def _registered() -> None:
     imported, and then it is in sys.modules."""
     api = sys.modules.get("srcgrad.api")
     if not _PIPELINE and api is not None:
-        register(sys.modules["srcgrad.pipeline.modules"],
+        register(api.compiled_transforms(),
                  **{name: getattr(api, name) for name in _STATIC + ("jvp", "vjp")})
 
 

@@ -1,0 +1,294 @@
+"""sg.vjp's and sg.jvp's compiled forms, imported on their first call: a gradient's
+disk-cache hit (srcgrad.startup.TRANSFORM_HIT) runs none of this.
+
+`compiled_vjp` and `compiled_jvp` keep one `Compiled` (srcgrad.pipeline.modules) per
+function; `vjp` and `jvp` are the bodies of srcgrad.api's, which check and flatten the
+arguments and pick the variant; `source_function` is the function a transform of `f`
+differentiates (a transform's output, a custom Function's `apply`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+
+import numpy
+
+from srcgrad import arguments, backend, contexts
+from srcgrad.arguments import check_cotangents
+from srcgrad.codegen.loader import load_module
+from srcgrad.errors import CompileError, ProbeFailed
+from srcgrad.pipeline import modules
+from srcgrad.pipeline.modules import Compiled, _module, _programs, guard_value, mutation_allowed
+
+_VJP: dict = {}  # function -> Compiled, so repeated sg.vjp(f, ...) calls compile once
+_VJP_HOOKS: dict = {}  # function -> CompiledVjpHooks: the saved-tensor-hook variant
+
+
+class CompiledVjpHooks(Compiled):
+    """The variant of `sg.vjp` run while saved-tensor hooks are active: `f_fwd(pack_hook,
+    ...)`, `f_bwd(unpack_hook, _saved, ...)` (Note [Saved-tensor hooks], srcgrad.passes.hooks)."""
+
+    def __init__(self, fn, arg_trees=None):
+        super().__init__(fn, "vjp", arg_trees=arg_trees)
+
+    def options(self, shapes=None) -> tuple:
+        return super().options(shapes) + ("saved_tensors_hooks",)
+
+    def _generate(self, fs, key: str, args=None) -> tuple:  # args: a variant (vjp_variant), whose
+        # layout facts decide views of computed values (Note [Layout facts])
+        return _module(fs, key, _programs().vjp_program(fs, hooks=True, allow_mutation=mutation_allowed(),
+                                                        args=args))
+
+
+# Note [The plain sg.vjp call]
+# Most calls of sg.vjp pass arrays and floats, with no hooks, no allow-mutation context
+# and no aux, to a function returning one array. At small sizes the Python around the
+# generated forward and backward (flattening trees, building a closure, checking the
+# cotangent's structure) cost as much as they did, so that call takes a short path:
+# the variant's forward runs at once and `vjp_fn` is a small object checking one shape.
+_PLAIN_PRIMALS = frozenset({numpy.ndarray, float, numpy.float64})
+_LEAF = ("leaf",)  # srcgrad.ir.tree.LEAF, whose module a plain call's hit does not import
+
+
+def plain_vjp(f, primals):
+    """`(out, vjp_fn)` of sg.vjp's plain call, or None when the call is not one."""
+    for p in primals:
+        if p.__class__ not in _PLAIN_PRIMALS:
+            return None
+    compiled = compiled_vjp(source_function(f))
+    leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
+    fwd, bwd, specialized = compiled.vjp_variant(leaves)
+    if compiled.out_tree != _LEAF:
+        return None
+    outs, saved = fwd(*leaves)
+    out = outs[0]
+    return out, _PlainVjpFn(bwd, saved, out, specialized, compiled)
+
+
+class _PlainVjpFn:
+    """`vjp_fn` of a plain sg.vjp call: the backward of one array output."""
+
+    __slots__ = ("bwd", "saved", "out", "shape", "specialized", "__srcgrad__")
+    __name__ = "vjp_fn"  # as the general path's closure is named (gradcheck recognises it)
+
+    def __init__(self, bwd, saved, out, specialized, compiled):
+        self.bwd, self.saved, self.out, self.specialized = bwd, saved, out, specialized
+        self.shape = getattr(out, "shape", None)
+        self.__srcgrad__ = compiled  # sg.source(vjp_fn)
+
+    def __call__(self, cotangent):
+        cls = cotangent.__class__
+        if cls is numpy.ndarray and cotangent.shape == self.shape:
+            return self.bwd(self.saved, cotangent)
+        if cls is float and self.shape == ():
+            return self.bwd(self.saved, numpy.asarray(cotangent) if self.specialized else cotangent)
+        cts = check_cotangents(cotangent, _LEAF, (self.out,), self.specialized)
+        return self.bwd(self.saved, *cts)
+
+
+def source_function(f):
+    """The Python function whose source is differentiated when `f` is transformed.
+
+    For a function returned by a transform (`sg.grad(g)`) that is the generated
+    function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
+    """
+    inner = getattr(f, "__srcgrad__", None)
+    if inner is not None:
+        return inner.entry()
+    if getattr(f, "__name__", None) != "apply" or getattr(f, "__self__", None) is None:
+        return f  # not a bound `apply`: no need to import the frontend (a disk-cache hit)
+    from srcgrad.frontend.classes import applied_class
+
+    cls = applied_class(f)
+    return _apply_function(cls) if cls is not None else f
+
+
+_APPLY: dict = {}  # Function class -> a plain function calling its `apply`
+
+
+def _apply_function(cls):
+    """`def <Name>_apply(a, b): return <Name>.apply(a, b)`, for `sg.vjp(MyFn.apply, ...)`:
+    a function with the forward's parameters whose source the compiler can read."""
+    from srcgrad.autograd.function import uses_setup_context  # the base class, not the runtime
+
+    fn = _APPLY.get(cls)
+    # its text lives in linecache only: made again if something emptied linecache since
+    if fn is None or fn.__code__.co_filename not in linecache.cache:
+        params = list(inspect.signature(cls.forward).parameters)
+        if not uses_setup_context(cls):
+            params = params[1:]  # ctx
+        name = f"{cls.__name__}_apply"
+        text = f"def {name}({', '.join(params)}):\n    return {cls.__name__}.apply({', '.join(params)})\n"
+        ns = load_module(text, f"<srcgrad apply {cls.__qualname__}>", {cls.__name__: cls})
+        fn = _APPLY[cls] = ns[name]
+    return fn
+
+
+class CompiledJvp(Compiled):
+    """`<f>_jvp(<params>, <param>_t for param in wrt)`: see srcgrad.pipeline.programs.jvp_program."""
+
+    def __init__(self, fn, wrt=None, arg_trees=None):
+        super().__init__(fn, "jvp", wrt, arg_trees=arg_trees)
+        self._entry = None
+
+    def forget(self) -> None:
+        super().forget()
+        self._entry = self._refused = None
+
+    def _generate(self, fs, key: str, args=None) -> tuple:
+        return _module(fs, key, _programs().jvp_program(fs, wrt=self.wrt, args=args))
+
+    def entry_at(self, args):
+        """sg.jvp's function for arguments like `args` (their leaves): the shape-generic
+        code, or where that refuses a decision on shapes (a recursion ending on
+        `x.shape[0] == 1`), a variant traced for their shapes (Note [Shape facts] in
+        srcgrad.frontend.trace; H2). The generic code's refusal stands when the variant
+        cannot be made either."""
+        if getattr(self, "_refused", None) is None:
+            try:
+                return self.entry()
+            except CompileError as err:
+                self._refused = err
+        key = (tuple([guard_value(a) for a in args]), mutation_allowed())
+        hit = self.variants.get(key)
+        if hit is None:
+            try:
+                ns = self._variant(tuple(args), key[0])
+            except (CompileError, ProbeFailed):
+                raise self._refused from None
+            hit = self.variants[key] = ns[self.fn_name + "_jvp"]
+        return hit
+
+    def _variant(self, args, shapes):
+        self._example = args
+        try:
+            key = self.cache_key(self.options(shapes))
+            return self._load(key, lambda: self._generate(self.parsed(), key or "uncached", args))
+        finally:
+            self._example = None
+
+    def entry(self, index: int = 0):
+        if self._entry is None:
+            ns = self.load()  # sets fn_name (quick key or parse): a hit parses nothing
+            self._entry = ns[self.fn_name + "_jvp"]
+        return self._entry
+
+    def entry_for(self, target):
+        """The generic JVP bound to a non-NumPy namespace (Note [Array namespaces])."""
+        ns = self.load_for(target)
+        return ns[self.fn_name + "_jvp"]
+
+
+_JVP: dict = {}  # (source function, wrt) -> CompiledJvp, so repeated calls compile once
+
+
+def compiled_jvp(fn, wrt=None, trees=None) -> CompiledJvp:
+    """`sg.jvp`'s module for `fn` (tangents for the parameters `wrt`, default all);
+    `trees`: the arguments' tree definitions when some are containers."""
+    key = (fn, wrt, trees)
+    compiled = _JVP.get(key)
+    if compiled is None:
+        compiled = _JVP[key] = CompiledJvp(fn, wrt, trees)
+    elif compiled.stale():
+        compiled.forget()
+    return compiled
+
+
+def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
+    """`sg.vjp`'s module for `fn`; `hooks`: the saved-tensor-hook variant; `trees`: the
+    arguments' tree definitions when some are containers."""
+    if hooks:
+        table, make = _VJP_HOOKS, CompiledVjpHooks
+    else:
+        table, make = _VJP, lambda f, t: Compiled(f, "vjp", arg_trees=t)
+    key = fn if trees is None else (fn, trees)
+    compiled = table.get(key)
+    if compiled is None:
+        compiled = table[key] = make(fn, trees)
+    elif compiled.stale():
+        compiled.forget()
+    return compiled
+
+
+def vjp(f, primals: tuple, has_aux: bool):
+    """srcgrad.api.vjp's call (its docstring says what it returns)."""
+    f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
+    recorded_in = contexts.mutation_allowed()
+    if hooks is None and recorded_in is None and not has_aux:
+        plain = plain_vjp(f, primals)  # Note [The plain sg.vjp call]
+        if plain is not None:
+            return plain
+    from srcgrad.ir import tree as pytree
+
+    leaves, trees = pytree.flatten_args(primals)
+    leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
+    nested = any(t != pytree.LEAF for t in trees)
+    compiled = compiled_vjp(source_function(f), hooks=hooks is not None,
+                           trees=trees if nested else None)
+    # a variant for these leaves' shapes, under hooks and for container arguments too: it
+    # decides what layout and shape facts decide (a loop over a row count, unrolled)
+    fwd, bwd, specialized = compiled.vjp_variant(leaves)
+    if hooks is None:
+        out_leaves, saved = fwd(*leaves)
+    else:
+        out_leaves, saved = fwd(hooks[0], *leaves)
+        bwd = functools.partial(bwd, hooks[1])
+    out_tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "vjp")
+    out = pytree.unflatten(out_tree, out_leaves[:n_out])
+    aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
+
+    def vjp_fn(cotangent):
+        if recorded_in is not None and contexts.mutation_allowed() is not recorded_in:
+            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                                 "contextin which the graph was originally recorded.")  # sic, torch
+        cts = arguments.check_cotangents(cotangent, out_tree, out_leaves, specialized)
+        flat = bwd(saved, *cts, *aux_zeros)
+        return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
+
+    vjp_fn.__srcgrad__ = compiled  # sg.source(vjp_fn)
+    if has_aux:
+        return out, vjp_fn, pytree.unflatten(*pytree.aux_part(compiled.out_tree, out_leaves))
+    return out, vjp_fn
+
+
+def jvp(f, primals, tangents, has_aux: bool):
+    """srcgrad.api.jvp's call (its docstring says what it returns)."""
+    from srcgrad.ir import tree as pytree
+
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
+                         "give one tangent per primal")
+    p_leaves, trees = pytree.flatten_args(primals)
+    t_leaves, t_trees = pytree.flatten_args(tangents)
+    for i, (p, t) in enumerate(zip(trees, t_trees)):
+        if p != t:
+            raise ValueError(f"jvp: tangent {i} is {pytree.describe(t)}, but primal {i} is "
+                             f"{pytree.describe(p)}")
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        if arguments.shape_of(p) != arguments.shape_of(t):
+            raise ValueError(f"jvp: tangent {i} has shape {numpy.shape(t)}, but primal {i} "
+                             f"has shape {numpy.shape(p)}")
+    # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
+    p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
+                          for ls in (p_leaves, t_leaves))
+    fn = arguments.plain_function(source_function(f))
+    n = len(inspect.signature(fn).parameters)
+    if len(primals) != n:
+        raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
+                        f"got {len(primals)} primals")
+    nested = any(t != pytree.LEAF for t in trees)
+    compiled = compiled_jvp(fn, trees=trees if nested else None)
+    target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
+    impl = compiled.entry_at(p_leaves) if target is backend.NUMPY else compiled.entry_for(target)
+    outs, touts = impl(*p_leaves, *t_leaves)
+    tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
+    out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
+    if has_aux:
+        return out, tout, pytree.unflatten(*pytree.aux_part(compiled.out_tree, outs))
+    return out, tout
+
+
+modules.TABLES.extend((_VJP, _VJP_HOOKS, _JVP))  # what srcgrad.api.cache_clear empties
