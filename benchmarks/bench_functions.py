@@ -18,7 +18,8 @@ arguments (w, b, X, y), as `sg.vjp` returns them (float64, fixed seed, one BLAS 
 "function" against "builtin" is the cost of a custom Function; "function+hooks" against
 "function" the cost of packing and unpacking; with no hooks active nothing of the hook
 machinery runs (DESIGN decision 6). Every result is checked against the hand-written one
-before timing. The figure is the median over rounds of the mean time per call.
+before timing. The figure is the least over rounds of the mean time per call, the
+candidates timed in turn within each round.
 """
 
 import os
@@ -27,6 +28,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import sys  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import srcgrad as sg  # noqa: E402
-from benchmarks.bench_forward import median_time  # noqa: E402
 from srcgrad.autograd import Function  # noqa: E402
 from srcgrad.autograd.graph import saved_tensors_hooks  # noqa: E402
 
@@ -126,15 +127,44 @@ def torch_candidates():
     return [("torch", call), ("torch+hooks", call_hooks)]
 
 
+def interleaved_times(candidates, args, rounds) -> dict:
+    """name -> the least mean time per call over `rounds` rounds, each round timing every
+    candidate in turn: this machine's speed drifts over seconds, and timing one candidate's
+    rounds after another's compared them at different speeds (a "hand" measured in a slow
+    spell once made sg.vjp look 0.8x of it)."""
+    counts = {name: calls_for(fn, args) for name, fn in candidates}
+    best = {name: float("inf") for name, _ in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates:
+            t0 = time.perf_counter()
+            for _ in range(counts[name]):
+                fn(*args)
+            best[name] = min(best[name], (time.perf_counter() - t0) / counts[name])
+    return best
+
+
+def calls_for(fn, args, min_time=0.02) -> int:
+    """How many calls of `fn` take at least `min_time` seconds (after a warm-up call)."""
+    fn(*args)
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(*args)
+        if time.perf_counter() - t0 >= min_time or n >= 1 << 20:
+            return n
+        n *= 2
+
+
 def main(argv=None):
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
-    rounds = 3 if quick else 9
+    rounds = 5 if quick else 15
     rng = np.random.default_rng(0)
     candidates = [("hand", hand), ("builtin", vjp_call(loss_builtin)),
                   ("function", vjp_call(loss_function)),
                   ("function+hooks", hooked(vjp_call(loss_function))),
                   ("function+grad", grad_call())] + torch_candidates()
-    print(f"numpy {np.__version__}; one BLAS thread; median of {rounds} rounds\n")
+    print(f"numpy {np.__version__}; one BLAS thread; least of {rounds} interleaved rounds\n")
     header = f"{'workload':18s} {'candidate':15s} {'time':>11s} {'vs hand':>8s} {'vs function':>12s}"
     print(header)
     print("-" * len(header))
@@ -143,12 +173,11 @@ def main(argv=None):
         y = (rng.random(n) < 0.5).astype(np.float64)
         args = (rng.standard_normal(d) / np.sqrt(d), np.array(0.1), X, y)
         expected = hand(*args)
-        times = {}
         for name, fn in candidates:
             for got, want in zip(fn(*args), expected):
                 np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-12,
                                            err_msg=f"{name} disagrees with the hand-written gradient")
-            times[name] = median_time(fn, args, rounds)
+        times = interleaved_times(candidates, args, rounds)
         for name, t in times.items():
             print(f"{f'logistic {n}x{d}':18s} {name:15s} {t * 1e6:9.1f}us {t / times['hand']:7.2f}x "
                   f"{t / times['function']:11.2f}x")
