@@ -28,7 +28,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 import srcgrad as sg  # noqa: E402
+from benchmarks.bench_jacobians import interleaved_times  # noqa: E402
 from srcgrad.autograd import Function  # noqa: E402
 from srcgrad.autograd.graph import saved_tensors_hooks  # noqa: E402
 
@@ -127,35 +127,6 @@ def torch_candidates():
     return [("torch", call), ("torch+hooks", call_hooks)]
 
 
-def interleaved_times(candidates, args, rounds) -> dict:
-    """name -> the least mean time per call over `rounds` rounds, each round timing every
-    candidate in turn: this machine's speed drifts over seconds, and timing one candidate's
-    rounds after another's compared them at different speeds (a "hand" measured in a slow
-    spell once made sg.vjp look 0.8x of it)."""
-    counts = {name: calls_for(fn, args) for name, fn in candidates}
-    best = {name: float("inf") for name, _ in candidates}
-    for _ in range(rounds):
-        for name, fn in candidates:
-            t0 = time.perf_counter()
-            for _ in range(counts[name]):
-                fn(*args)
-            best[name] = min(best[name], (time.perf_counter() - t0) / counts[name])
-    return best
-
-
-def calls_for(fn, args, min_time=0.02) -> int:
-    """How many calls of `fn` take at least `min_time` seconds (after a warm-up call)."""
-    fn(*args)
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn(*args)
-        if time.perf_counter() - t0 >= min_time or n >= 1 << 20:
-            return n
-        n *= 2
-
-
 def main(argv=None):
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
     rounds = 5 if quick else 15
@@ -177,7 +148,10 @@ def main(argv=None):
             for got, want in zip(fn(*args), expected):
                 np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-12,
                                            err_msg=f"{name} disagrees with the hand-written gradient")
-        times = interleaved_times(candidates, args, rounds)
+        # the candidates timed in turn within each round: this machine's speed drifts over
+        # seconds, and one candidate's rounds after another's compared them at different
+        # speeds (a "hand" timed in a slow spell once made sg.vjp look 0.8x of it)
+        times = {name: best for name, (_, best) in interleaved_times(candidates, args, rounds).items()}
         for name, t in times.items():
             print(f"{f'logistic {n}x{d}':18s} {name:15s} {t * 1e6:9.1f}us {t / times['hand']:7.2f}x "
                   f"{t / times['function']:11.2f}x")
