@@ -13,6 +13,7 @@ import importlib
 import marshal
 import os
 import sys
+from _thread import allocate_lock
 from importlib.machinery import SourceFileLoader
 from importlib.util import MAGIC_NUMBER, module_from_spec, spec_from_file_location
 
@@ -22,6 +23,7 @@ from importlib.util import MAGIC_NUMBER, module_from_spec, spec_from_file_locati
 # quarter of a millisecond of a disk-cache hit's first gradient.
 STARTUP_FORMAT = b"srcgrad-startup 2\n" + MAGIC_NUMBER
 _CODE = (lambda: None).__code__.__class__
+_pread = getattr(os, "pread", None)  # (not on Windows)
 # importlib's lock for one module's import (where a Python has none by this name, no
 # module is preloaded)
 _ModuleLock = getattr(sys.modules["importlib._bootstrap"], "_ModuleLockManager", None)
@@ -39,7 +41,7 @@ class _StoredLoader(SourceFileLoader):
         entry, self._entry = self._entry, None  # a reload reads the source as usual
         if entry is not None and fullname == self.name:
             try:
-                code = marshal.loads(os.pread(self._finder.fd, entry[4], entry[3]))
+                code = marshal.loads(self._finder.read(entry[3], entry[4]))
                 if code.__class__ is _CODE:
                     return code
             except (OSError, ValueError, EOFError, TypeError):
@@ -56,6 +58,7 @@ class _StartupFile:
         self.preloaded: tuple = ()  # the modules `import srcgrad` runs (startup.TRANSFORM_HIT)
         self.index: dict = {}  # module name -> (path in the package, mtime, size, offset, length, is package)
         self.stale = False  # True: written again at exit (a module imported is not in it, or changed)
+        self._seeking = allocate_lock()
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except OSError:
@@ -75,6 +78,14 @@ class _StartupFile:
             self.note_stale()
             return
         self.fd = fd
+
+    def read(self, offset: int, length: int) -> bytes:
+        """`length` bytes of the file at `offset` (a module's code)."""
+        if _pread is not None:
+            return _pread(self.fd, length, offset)
+        with self._seeking:  # (no os.pread, as on Windows: a seek and a read, one thread at a time)
+            os.lseek(self.fd, offset, os.SEEK_SET)
+            return os.read(self.fd, length)
 
     def note_stale(self) -> None:
         if not self.stale:
@@ -138,8 +149,8 @@ class _StartupFile:
 
 def _read_startup_file() -> None:
     cached = globals().get("__cached__")  # srcgrad/__init__'s .pyc: the file is beside it
-    if not cached or not hasattr(os, "pread") or any(type(f) is _StartupFile for f in sys.meta_path):
-        return  # (no bytecode kept; no os.pread on Windows: imports as usual there)
+    if not cached or any(type(f) is _StartupFile for f in sys.meta_path):
+        return  # (no bytecode kept: imports as usual)
     name = f"srcgrad-startup.{sys.implementation.cache_tag}"
     found = _StartupFile(os.path.join(os.path.dirname(cached), name))
     sys.meta_path.insert(0, found)

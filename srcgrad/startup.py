@@ -73,7 +73,7 @@ def _codes(found) -> dict:
     for name, (rel, mtime, size, offset, length, is_pkg) in found.index.items():
         try:
             if _stamp(os.path.join(_PACKAGE, rel)) == (mtime, size):
-                codes[name] = (rel, (mtime, size), is_pkg, os.pread(found.fd, length, offset))
+                codes[name] = (rel, (mtime, size), is_pkg, found.read(offset, length))
         except OSError:
             continue
     for name, module in list(sys.modules.items()):

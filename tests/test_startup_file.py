@@ -20,9 +20,6 @@ from srcgrad.startup import TRANSFORM_HIT
 
 ROOT = Path(__file__).resolve().parent.parent
 
-if not hasattr(os, "pread"):
-    pytest.skip("no os.pread: the start-up file is not used on this platform", allow_module_level=True)
-
 REPORT = """
 import json, sys, inspect
 import numpy
@@ -209,3 +206,13 @@ def test_a_compiles_modules_are_read_from_the_file(tmp_path):
     (tmp_path / "cache").rename(tmp_path / "cache-old")  # another miss: the compiler again
     second = _run(site, tmp_path, code=code)
     assert second["stored"] == second["compiler"]
+
+
+def test_without_os_pread_the_file_is_read_by_seeking(tmp_path):
+    """Where the OS has no pread (Windows), a module's code is read with a seek and a read."""
+    site = _copy(tmp_path)
+    _run(site, tmp_path)
+    code = "import os\ndel os.pread\n" + textwrap.dedent(REPORT)
+    out = _run(site, tmp_path, code=code, write=False)
+    assert {"srcgrad.api", "srcgrad.contexts", "srcgrad.pipeline.modules"} <= set(out["stored"])
+    assert out["source"].startswith("def grad(")
