@@ -21,7 +21,8 @@ from importlib.util import MAGIC_NUMBER, module_from_spec, spec_from_file_locati
 # which writes it). It is here, not in that module, because a hit imports no other
 # module through the import system's search: importing srcgrad.startup for it cost a
 # quarter of a millisecond of a disk-cache hit's first gradient.
-STARTUP_FORMAT = b"srcgrad-startup 2\n" + MAGIC_NUMBER
+STARTUP_FORMAT = b"srcgrad-startup 3\n" + MAGIC_NUMBER
+NOT_STORED = ("srcgrad.startup", "srcgrad.__main__")  # (besides srcgrad itself, imported before)
 _CODE = (lambda: None).__code__.__class__
 _pread = getattr(os, "pread", None)  # (not on Windows)
 # importlib's lock for one module's import (where a Python has none by this name, no
@@ -70,6 +71,7 @@ class _StartupFile:
             if head[:len(STARTUP_FORMAT)] != STARTUP_FORMAT or size <= 0:
                 raise ValueError("another format")
             package, self.preloaded, self.index = marshal.loads(os.read(fd, size))
+            self.codes_start = len(STARTUP_FORMAT) + 8 + size
             if package != _PACKAGE:
                 raise ValueError("another copy of srcgrad")
         except (OSError, ValueError, EOFError, TypeError):
@@ -80,7 +82,8 @@ class _StartupFile:
         self.fd = fd
 
     def read(self, offset: int, length: int) -> bytes:
-        """`length` bytes of the file at `offset` (a module's code)."""
+        """`length` bytes of the code at `offset` (counted from the end of the index)."""
+        offset += self.codes_start
         if _pread is not None:
             return _pread(self.fd, length, offset)
         with self._seeking:  # (no os.pread, as on Windows: a seek and a read, one thread at a time)
@@ -96,7 +99,7 @@ class _StartupFile:
                 atexit.register(lambda: importlib.import_module("srcgrad.startup").write(self))
 
     def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith("srcgrad.") or fullname in ("srcgrad.startup", "srcgrad.__main__"):
+        if not fullname.startswith("srcgrad.") or fullname in NOT_STORED:
             return None
         entry = self.index.get(fullname)
         if entry is None:

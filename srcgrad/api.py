@@ -248,7 +248,6 @@ def vjp(f, *primals, has_aux=False):
     return vjp_jvp.vjp(f, primals, has_aux)
 
 
-
 def jvp(f, primals, tangents, *, has_aux=False):
     """`(out, tangent_out)`: `f(*primals)` and its directional derivative along `tangents`
     (one per primal, of the same structure and shapes). With `has_aux`, `f` returns

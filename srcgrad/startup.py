@@ -34,9 +34,11 @@ It only holds what Python's own bytecode cache holds, and never decides anything
 import marshal
 import os
 import sys
-from importlib.util import MAGIC_NUMBER
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
 
-from srcgrad import _PACKAGE, STARTUP_FORMAT
+from srcgrad import _PACKAGE, NOT_STORED, STARTUP_FORMAT
+from srcgrad.codegen.cache import write_atomically  # (at exit only: no start-up's cost)
 
 # The modules a transform's disk-cache hit runs, each after the srcgrad modules it imports
 # (tests/test_startup_file.py checks both against a hit): run at `import srcgrad`.
@@ -44,7 +46,6 @@ TRANSFORM_HIT = ("srcgrad._version", "srcgrad.digest", "srcgrad.errors", "srcgra
                  "srcgrad.arguments", "srcgrad.backend", "srcgrad.codegen", "srcgrad.codegen.cache",
                  "srcgrad.codegen.loader", "srcgrad.pipeline", "srcgrad.pipeline.keys",
                  "srcgrad.pipeline.modules", "srcgrad.api")
-_SKIPPED = frozenset({"srcgrad", "srcgrad.startup", "srcgrad.__main__"})  # (never served)
 
 
 def _stamp(path: str):
@@ -62,7 +63,7 @@ def write(found) -> None:
         codes = _codes(found)
         held = {name: (e[0], (e[1], e[2])) for name, e in found.index.items()}
         if codes and {name: c[:2] for name, c in codes.items()} != held:
-            _write_atomically(found.path, _pack(codes))
+            write_atomically(Path(found.path), "srcgrad-startup", _pack(codes))
     except (OSError, ValueError, EOFError, TypeError):
         pass  # (a cache: the next process imports as usual)
 
@@ -77,10 +78,10 @@ def _codes(found) -> dict:
         except OSError:
             continue
     for name, module in list(sys.modules.items()):
-        if name.startswith("srcgrad.") and name not in _SKIPPED and name not in codes:
+        if name.startswith("srcgrad.") and name not in NOT_STORED and name not in codes:
             try:
                 compiled = _compiled(module)
-            except OSError:  # (no .pyc: Python could not write it)
+            except (OSError, SyntaxError, ImportError):  # (its source unreadable, or not Python now)
                 continue
             if compiled is not None:
                 codes[name] = compiled
@@ -88,26 +89,24 @@ def _codes(found) -> dict:
 
 
 def _compiled(module):
-    """(path in the package, stamp, is package, marshalled code) from the module's .pyc,
-    where that .pyc is the current one of a source file in this package."""
-    source, cached = getattr(module, "__file__", None), getattr(module, "__cached__", None)
-    if not source or not cached or not source.endswith(".py"):
+    """(path in the package, stamp, is package, marshalled code) of a source module of this
+    package, its code as Python's own loader gives it (the .pyc where that is current)."""
+    source = getattr(module, "__file__", None)
+    if not source or not source.endswith(".py"):
         return None
     rel = os.path.relpath(source, _PACKAGE)
     if rel.startswith(os.pardir):
         return None
-    mtime, size = _stamp(source)
-    with open(cached, "rb") as f:
-        data = f.read()
-    # a timestamp .pyc: magic, flags 0, the source's mtime in seconds and its size (PEP 552)
-    if (data[:4] != MAGIC_NUMBER or int.from_bytes(data[4:8], "little") != 0
-            or int.from_bytes(data[8:12], "little") != (mtime // 10**9) & 0xFFFFFFFF
-            or int.from_bytes(data[12:16], "little") != size & 0xFFFFFFFF):
-        return None
-    return rel, (mtime, size), hasattr(module, "__path__"), data[16:]
+    stamp = _stamp(source)
+    code = SourceFileLoader(module.__name__, source).get_code(module.__name__)
+    if _stamp(source) != stamp:
+        return None  # (edited meanwhile: stored by a later process)
+    return rel, stamp, hasattr(module, "__path__"), marshal.dumps(code)
 
 
 def _pack(codes: dict) -> bytes:
+    """The file: its format, the index's length, the index, then the codes (each entry's
+    offset counted from the end of the index)."""
     index, blobs, offset = {}, [], 0
     for name, (rel, (mtime, size), is_pkg, blob) in sorted(codes.items()):
         index[name] = (rel, mtime, size, offset, len(blob), is_pkg)
@@ -115,21 +114,4 @@ def _pack(codes: dict) -> bytes:
         offset += len(blob)
     preloaded = tuple(name for name in TRANSFORM_HIT if name in index)
     head = marshal.dumps((_PACKAGE, preloaded, index))
-    start = len(STARTUP_FORMAT) + 8 + len(head)  # the offsets count from the end of the index
-    index = {name: (*e[:3], e[3] + start, *e[4:]) for name, e in index.items()}
-    head = marshal.dumps((_PACKAGE, preloaded, index))
-    if len(STARTUP_FORMAT) + 8 + len(head) != start:  # (marshal's ints: a larger offset, a longer index)
-        raise ValueError("index size changed")
     return STARTUP_FORMAT + len(head).to_bytes(8, "little") + head + b"".join(blobs)
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-

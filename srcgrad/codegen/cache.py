@@ -201,7 +201,7 @@ class ModuleCache:
         if not self.usable:
             return ""
         try:  # no fsync: a file a crash left torn fails its trailer's check and is
-            _write_atomically(path, key, _encode(source, key))  # compiled again (Note
+            write_atomically(path, key, _encode(source, key))  # compiled again (Note
         except OSError as err:  # [Cache file format])
             self._disable(f"cannot write {path}: {err}")
             return ""
@@ -233,7 +233,7 @@ class ModuleCache:
             return
         body = marshal.dumps(code)
         try:
-            _write_atomically(Path(self._code_path(key)), key,
+            write_atomically(Path(self._code_path(key)), key,
                               _code_header(source, filename) + sha256(body).digest() + body)
         except OSError:
             pass  # the text is cached; its code is compiled on each load
@@ -317,7 +317,7 @@ class ModuleCache:
         return f"ModuleCache({str(self.directory)!r})"
 
 
-def _write_atomically(path: Path, key: str, data: bytes) -> None:
+def write_atomically(path: Path, key: str, data: bytes) -> None:
     """`data` as the file `path`, whole or not at all: written to a private temporary
     file beside it, then renamed over it (OSError where that fails; nothing is left)."""
     path.parent.mkdir(mode=0o700, exist_ok=True)
