@@ -57,9 +57,9 @@ class _Dispatch:
     signature whose code is generated (templates/dispatch.py.j2): it compares each
     argument's shape (or, for Python scalars, its class) with those of the variant
     used last and calls it directly; a miss looks the variant for the new shapes up
-    (compiling it once) and regenerates the guards for it. Entering or leaving
-    `allow_mutation_on_saved_tensors` unbinds it (every call misses once), so the
-    guards never test that mode.
+    (compiling it once) and regenerates the guards for it. While saved-tensor hooks or
+    `allow_mutation_on_saved_tensors` are active every call misses (Note [Modes the
+    guards test] in srcgrad.contexts) and binds no guards.
     """
 
     def __init__(self, fn, compiled):
@@ -72,17 +72,10 @@ class _Dispatch:
         # until its first call, the function misses with any arguments: one code object
         # for every transform (no compile per transform), its signature the user's by
         # `__wrapped__`; the first call binds the arguments and gives it the guards' code
-        self.unbound_code = _unbound.__code__
-        self.function = FunctionType(self.unbound_code, self.globals, _unbound.__name__)
+        self.function = FunctionType(_unbound.__code__, self.globals, _unbound.__name__)
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
             self.function = self._function(guards=())
-        self.codes: dict = {}  # guard text -> compiled dispatcher code (hooks rebind it often)
-        contexts.on_mutation_mode_change(self.unbind)
-
-    def unbind(self):
-        """Forget the variant the guards pick: the next call looks it up again."""
-        if self.params is not None:
-            self.function.__code__ = self.unbound_code
+        self.codes: dict = {}  # guard text -> compiled dispatcher code (shapes alternating)
 
     def _function(self, guards):
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
@@ -141,15 +134,16 @@ class _Dispatch:
                     return self.compiled.entry()(*args)
                 except Exception as err:
                     raise note_user_line(err) from None
-        self._retarget(key, impl)
+        if not contexts.SPECIAL_MODES[0]:  # (in one, every call comes here: Note [Modes the guards test])
+            self._retarget(key, impl)
         return impl(*args)
 
     def _under_hooks(self, args):
         """grad / value_and_grad while saved-tensor hooks are active: through `sg.vjp`'s
         hook variant, whose forward packs each value the backward reads and whose
         backward unpacks it (DESIGN decision 6), so every transform honours the hooks
-        and `sg.grad` agrees with `sg.vjp` under them. Hooks enter and leave unbind the
-        guards (`unbind`, on_mutation_mode_change), so the fast path never skips this."""
+        and `sg.grad` agrees with `sg.vjp` under them. The guards test that no hooks are
+        active (Note [Modes the guards test]), so the fast path never skips this."""
         c = self.compiled
         result = vjp(self.fn, *args, has_aux=c.has_aux)
         (value, vjp_fn), aux = (result[:2], result[2]) if c.has_aux else (result, None)
@@ -164,19 +158,7 @@ class _Dispatch:
         """Make the guards of the returned function those of `key`'s variant."""
         if self.params is None:
             return
-        guards = []
-        for i, (name, value) in enumerate(zip(self.params, key)):
-            if isinstance(value, tuple):  # (shape, dtype, class[, C-contiguous]) of a NumPy array
-                self.globals[f"_g{i}"], self.globals[f"_d{i}"], self.globals[f"_c{i}"] = value[:3]
-                guards.append(f"{name}.__class__ is _c{i} and {name}.shape == _g{i} "
-                              f"and {name}.dtype is _d{i}" + ("" if len(value) < 4 else
-                              f" and {'' if value[3] else 'not '}{name}.flags.c_contiguous"))
-            else:
-                self.globals[f"_g{i}"] = value
-                guards.append(f"{name}.__class__ is _g{i}")
-        for j, (namespace, bound, value) in enumerate(self.compiled.bindings):  # Note [Bindings]
-            self.globals[f"_ns{j}"], self.globals[f"_v{j}"] = namespace, value
-            guards.append(f"_ns{j}.get({bound!r}) is _v{j}")
+        guards = modules.guard_tests(self.params, key, self.compiled.bindings, self.globals)
         self.globals["_impl"] = impl
         text = " and ".join(guards)
         code = self.codes.get(text)

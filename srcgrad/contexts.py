@@ -8,8 +8,7 @@ compiler and the runtime, lets `sg.grad` read it without importing the runtime.
 
 from __future__ import annotations
 
-import weakref
-from _thread import _local  # threading.local itself: importing threading costs a cache hit 0.6 ms
+from _thread import _local, allocate_lock  # threading's own: importing threading costs a cache hit 0.6 ms
 
 _state = _local()
 
@@ -41,11 +40,35 @@ def current_hooks():
     return stack[-1] if stack else None
 
 
-# The active allow-mutation context (torch keeps one per process, not per thread) and
-# the callbacks run when it changes: each transform's dispatcher forgets the variant it
-# was bound to (srcgrad.api._Dispatch.unbind).
-_allow_mutation: list = [None]
-_mode_listeners: list = []
+# Note [Modes the guards test]
+# A transform's guards (srcgrad.api: the dispatcher of sg.grad and value_and_grad, and
+# sg.vjp's plain call) run the variant compiled for no saved-tensor hooks and no
+# allow-mutation mode. Hooks are per thread (as torch's), the guards per process: a
+# guard that one thread bound must not run in another thread where hooks are active,
+# nor after a context was entered. So the guards test one process-wide count,
+# `SPECIAL_MODES[0]`: the hook contexts active in any thread, plus one while an
+# allow-mutation context is. While it is not 0 every call takes its transform's slow
+# path, which reads its own thread's state, and binds no guards.
+SPECIAL_MODES: list = [0]
+_modes_lock = allocate_lock()
+_allow_mutation: list = [None]  # the active allow-mutation context (torch keeps one per process)
+
+
+def _count_modes(change: int) -> None:
+    with _modes_lock:  # (`+=` on a list item is no atomic step: two threads may interleave)
+        SPECIAL_MODES[0] += change
+
+
+def push_hooks(pair) -> None:
+    """Enter a `saved_tensors_hooks` context on this thread."""
+    hooks_stack().append(pair)
+    _count_modes(1)
+
+
+def pop_hooks() -> None:
+    """Leave this thread's innermost `saved_tensors_hooks` context."""
+    hooks_stack().pop()
+    _count_modes(-1)
 
 
 def mutation_allowed():
@@ -54,23 +77,6 @@ def mutation_allowed():
 
 
 def set_mutation_allowed(context) -> None:
-    """Enter (`context`) or leave (None) the allow-mutation mode and tell the listeners."""
-    _allow_mutation[0] = context
-    notify_mode_change()
-
-
-def notify_mode_change() -> None:
-    """Run the listeners: the hooks or the allow-mutation mode changed."""
-    alive = []
-    for ref in _mode_listeners:
-        callback = ref()
-        if callback is not None:
-            callback()
-            alive.append(ref)
-    _mode_listeners[:] = alive
-
-
-def on_mutation_mode_change(callback) -> None:
-    """Call `callback()` whenever an `allow_mutation_on_saved_tensors` context is entered
-    or left (held weakly: a bound method of an object that dies is dropped)."""
-    _mode_listeners.append(weakref.WeakMethod(callback))
+    """Enter (`context`) or leave (None) the allow-mutation mode."""
+    previous, _allow_mutation[0] = _allow_mutation[0], context
+    _count_modes((context is not None) - (previous is not None))

@@ -5,6 +5,7 @@ gives; with no hooks (before, after, identity hooks) the gradient is the exact o
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import srcgrad as sg
 from srcgrad.autograd.graph import saved_tensors_hooks
@@ -141,3 +142,40 @@ def test_hessian_packs_in_its_pass_over_the_gradient():
         assert not np.allclose(expected, exact)
         assert_close(hessian(X, W), expected)
     assert_close(hessian(X, W), exact)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vjp"])
+def test_hooks_of_one_thread_are_not_skipped_by_guards_another_thread_bound(transform):
+    """Hooks are per thread, a transform's guards per process (Note [Modes the guards
+    test]): a thread without hooks binding the guards while another thread has hooks
+    active must not make that thread's calls skip its hooks."""
+    import threading
+
+    g = sg.grad(loss, wrt=(0, 1))
+
+    def call():
+        if transform == "grad":
+            return g(X, W)[0]
+        return sg.vjp(loss, X, W)[1](1.0)[0]
+
+    call()
+    packed, entered, bound, results = [], threading.Event(), threading.Event(), []
+
+    def with_hooks():
+        with saved_tensors_hooks(lambda a: packed.append(a) or a, lambda a: a):
+            entered.set()
+            bound.wait(10)
+            results.append(call())
+
+    def without_hooks():
+        entered.wait(10)
+        call(), call()  # a miss that binds the guards, then a call through them
+        bound.set()
+
+    threads = [threading.Thread(target=with_hooks), threading.Thread(target=without_hooks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert packed, "the hooked thread's call skipped its saved-tensor hooks"
+    assert_close(results[0], numeric_grad(loss, [X, W], 0))

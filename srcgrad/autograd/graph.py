@@ -7,9 +7,9 @@ srcgrad.passes.hooks); with no hooks active the hook-free variant runs at no cos
 
 `allow_mutation_on_saved_tensors()` lets compiled code write in place into values a
 custom Function saved (Note [Saved values written in place] in
-srcgrad.frontend.versions): the mode is part of the variant, and entering or leaving
-the context makes every transform's next call look its variant up again, so calls
-outside the context pay nothing for it.
+srcgrad.frontend.versions): the mode is part of the variant, and while the context
+is active transforms look their variant up on each call (Note [Modes the guards
+test] in srcgrad.contexts), so calls outside it pay nothing for it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", 
 # The state lives in srcgrad.contexts, which the compiler reads without importing the runtime.
 _stack = contexts.hooks_stack
 _disabled = contexts.disabled_messages
-_mode_changed = contexts.notify_mode_change
 
 
 class saved_tensors_hooks:  # noqa: N801 (torch's name)
@@ -37,13 +36,12 @@ class saved_tensors_hooks:  # noqa: N801 (torch's name)
         disabled = _disabled()
         if disabled:
             raise RuntimeError(disabled[-1])
-        _stack().append((self.pack_hook, self.unpack_hook))
-        _mode_changed()  # transforms pick their variants again: hooks are part of the variant
+        # transforms take their slow path, which reads the hooks (Note [Modes the guards test])
+        contexts.push_hooks((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
-        _stack().pop()
-        _mode_changed()
+        contexts.pop_hooks()
         return False
 
 

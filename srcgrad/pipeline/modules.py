@@ -280,6 +280,30 @@ def guard_value(a):
     return a.__class__
 
 
+def guard_tests(params, key: tuple, bindings, namespace: dict) -> list:
+    """The tests of a dispatcher's guards (srcgrad.api), to be joined by `and`: each
+    argument `params[i]` still has the guard value `key[i]` (guard_value), each binding
+    is still bound (Note [Bindings]) and no hook or allow-mutation context is active
+    (Note [Modes the guards test] in srcgrad.contexts). The values they compare with
+    go into `namespace`, the dispatcher's globals."""
+    tests = []
+    for i, (name, value) in enumerate(zip(params, key)):
+        if isinstance(value, tuple):  # (shape, dtype, class[, C-contiguous]) of a NumPy array
+            namespace[f"_g{i}"], namespace[f"_d{i}"], namespace[f"_c{i}"] = value[:3]
+            tests.append(f"{name}.__class__ is _c{i} and {name}.shape == _g{i} and {name}.dtype is _d{i}"
+                         + ("" if len(value) < 4 else
+                            f" and {'' if value[3] else 'not '}{name}.flags.c_contiguous"))
+        else:
+            namespace[f"_g{i}"] = value
+            tests.append(f"{name}.__class__ is _g{i}")
+    for j, (bound_in, name, value) in enumerate(bindings):
+        namespace[f"_ns{j}"], namespace[f"_v{j}"] = bound_in, value
+        tests.append(f"_ns{j}.get({name!r}) is _v{j}")
+    namespace["_modes"] = contexts.SPECIAL_MODES
+    tests.append("not _modes[0]")
+    return tests
+
+
 def records_key(trees) -> tuple:
     """The source of every record class in `trees` (Note [Records]): its methods are
     inlined into the generated code, so editing them must change the cache key."""
