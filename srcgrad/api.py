@@ -215,6 +215,11 @@ def value_and_grad(f=None, wrt=0, *, has_aux=False):
     return _transform(f, "value_and_grad", wrt, has_aux)
 
 
+# function -> its guarded plain sg.vjp call, or None where its arguments are not those
+# of the call that bound it (Note [The plain sg.vjp call] in srcgrad.pipeline.vjp_jvp)
+_PLAIN_VJP: dict = {}
+
+
 def vjp(f, *primals, has_aux=False):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal, nested like
     the primal when it is a tuple, list or dict of arrays. With `has_aux`, `f` returns
@@ -225,9 +230,15 @@ def vjp(f, *primals, has_aux=False):
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
     """
+    if not has_aux:
+        guarded = _PLAIN_VJP.get(f)
+        if guarded is not None:
+            result = guarded(primals)
+            if result is not None:
+                return result
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    return vjp_jvp.vjp(f, primals, has_aux)
+    return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -281,6 +292,7 @@ def source(g) -> str:
 def cache_clear() -> None:
     """Empty the in-memory and on-disk module caches."""
     modules.clear()
+    _PLAIN_VJP.clear()
     default_cache().clear()
 
 

@@ -48,23 +48,70 @@ class CompiledVjpHooks(Compiled):
 # generated forward and backward (flattening trees, building a closure, checking the
 # cotangent's structure) cost as much as they did, so that call takes a short path:
 # the variant's forward runs at once and `vjp_fn` is a small object checking one shape.
+# Once a plain function's call took it, srcgrad.api keeps a guarded call for the
+# function (`guarded_call`), generated as sg.grad's dispatcher is: the next sg.vjp of
+# that function with arguments of the same shapes, dtypes and classes, its bindings
+# unchanged and no hook or allow-mutation context active (Note [Modes the guards
+# test]), runs the variant's forward in one step, without importing this module.
 _PLAIN_PRIMALS = frozenset({numpy.ndarray, float, numpy.float64})
 _LEAF = ("leaf",)  # srcgrad.ir.tree.LEAF, whose module a plain call's hit does not import
 
 
-def plain_vjp(f, primals):
-    """`(out, vjp_fn)` of sg.vjp's plain call, or None when the call is not one."""
+def plain_vjp(f, primals, guards: dict | None = None):
+    """`(out, vjp_fn)` of sg.vjp's plain call, or None when the call is not one.
+    `guards`: srcgrad.api's table of guarded calls, where `f`'s is bound to this call's
+    variant when `f` is a plain function (Note [The plain sg.vjp call])."""
     for p in primals:
         if p.__class__ not in _PLAIN_PRIMALS:
             return None
-    compiled = compiled_vjp(source_function(f))
+    fn = source_function(f)
+    compiled = compiled_vjp(fn)
     leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
     fwd, bwd, specialized = compiled.vjp_variant(leaves)
     if compiled.out_tree != _LEAF:
         return None
+    if guards is not None and fn is f and not contexts.SPECIAL_MODES[0]:
+        guards[f] = guarded_call(primals, fwd, bwd, specialized, compiled)
     outs, saved = fwd(*leaves)
     out = outs[0]
     return out, _PlainVjpFn(bwd, saved, out, specialized, compiled)
+
+
+_GUARDED_CODES: dict = {}  # a guarded call's text -> its code (the text names no function)
+
+
+def guarded_call(primals, fwd, bwd, specialized, compiled):
+    """A function of sg.vjp's primals returning `(out, vjp_fn)` where they pass the
+    guards of this variant, else None (Note [The plain sg.vjp call]): e.g.
+
+        def plain_vjp(primals):
+            if len(primals) == 2:
+                p0, p1 = primals
+                if p0.__class__ is _c0 and p0.shape == _g0 and ... and p1.__class__ is _g1 and ...:
+                    outs, saved = _fwd(p0, _float64(p1))
+                    out = outs[0]
+                    return out, _vjp_fn(_bwd, saved, out, _specialized, _compiled)
+            return None
+    """
+    params = [f"p{i}" for i in range(len(primals))]
+    namespace = {"_fwd": fwd, "_bwd": bwd, "_specialized": specialized, "_compiled": compiled,
+                 "_vjp_fn": _PlainVjpFn, "_float64": numpy.float64}
+    tests = modules.guard_tests(params, [guard_value(p) for p in primals], compiled.bindings, namespace)
+    leaves = [f"_float64({name})" if p.__class__ is float else name for name, p in zip(params, primals)]
+    text = "\n".join([
+        "def plain_vjp(primals):",
+        f"    if len(primals) == {len(params)}:",
+        f"        {''.join(name + ', ' for name in params)}= primals",
+        f"        if {' and '.join(tests)}:",
+        f"            outs, saved = _fwd({', '.join(leaves)})",
+        "            out = outs[0]",
+        "            return out, _vjp_fn(_bwd, saved, out, _specialized, _compiled)",
+        "    return None", ""])
+    code = _GUARDED_CODES.get(text)
+    if code is None:
+        code = _GUARDED_CODES[text] = compile(text, "<srcgrad plain sg.vjp>", "exec")
+    exec(code, namespace)  # noqa: S102 (our own generated text)
+    return namespace["plain_vjp"]
 
 
 class _PlainVjpFn:
@@ -212,12 +259,13 @@ def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
     return compiled
 
 
-def vjp(f, primals: tuple, has_aux: bool):
-    """srcgrad.api.vjp's call (its docstring says what it returns)."""
+def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
+    """srcgrad.api.vjp's call (its docstring says what it returns); `guards`: its table
+    of guarded plain calls (Note [The plain sg.vjp call])."""
     f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
     if hooks is None and recorded_in is None and not has_aux:
-        plain = plain_vjp(f, primals)  # Note [The plain sg.vjp call]
+        plain = plain_vjp(f, primals, guards)  # Note [The plain sg.vjp call]
         if plain is not None:
             return plain
     from srcgrad.ir import tree as pytree
