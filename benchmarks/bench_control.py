@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import srcgrad as sg  # noqa: E402
+from benchmarks.bench_jacobians import interleaved_times  # noqa: E402
 
 
 # ---------------------------------------------------------------------- the functions
@@ -155,7 +156,8 @@ def check(a, b):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    repeat = 3 if parser.parse_args(argv).quick else 9
+    quick = parser.parse_args(argv).quick
+    repeat, rounds = (3, 5) if quick else (9, 15)
     rng = np.random.default_rng(0)
     T, B, n_in, H = 50, 16, 32, 64
     rnn_args = (rng.standard_normal((n_in, H)) * 0.2, rng.standard_normal((H, H)) * 0.1,
@@ -170,18 +172,21 @@ def main(argv=None):
              tuple(np.float64(a) for a in euler_args), (0, 1, 2))):
         g = sg.grad(loss, wrt=wrt)
         check(g(*args), hand(*args))
-        row = {"name": name, "hand": median_us(lambda hand=hand, args=args: hand(*args), repeat),
-               "srcgrad": median_us(lambda g=g, args=args: g(*args), repeat)}
+        candidates = [("hand", hand), ("srcgrad", g)]
         try:
             import autograd
 
             ag = autograd.grad(_autograd_version(loss), wrt)
             check(ag(*args), hand(*args))
-            row["autograd"] = median_us(lambda ag=ag, args=args: ag(*args), repeat)
+            candidates.append(("autograd", ag))
         except ImportError:
             pass
-        rows.append(row)
+        # the candidates take turns within each round: this machine's speed drifts over
+        # seconds, and one candidate timed after another would be timed at another speed
+        times = interleaved_times(candidates, args, rounds)
+        rows.append({"name": name, **{c: best * 1e6 for c, (_, best) in times.items()}})
 
+    print(f"least of {rounds} interleaved rounds, one BLAS thread")
     print(f"{'workload':30} {'hand us':>10} {'srcgrad us':>11} {'srcgrad/hand':>13} {'autograd/hand':>14}")
     for r in rows:
         ag = f"{r['autograd'] / r['hand']:.2f}x" if "autograd" in r else "n/a"
@@ -202,9 +207,11 @@ def main(argv=None):
     a = np.linspace(1.0, 20.0, 64)
     g = sg.grad(newton_loss)
     check((g(a, 100_000),), newton_hand(a, 100_000))
-    hand_us = median_us(lambda: newton_hand(a, 100_000), repeat)
+    times = interleaved_times([("hand", lambda a: newton_hand(a, 100_000))] + [
+        (bound, lambda a, bound=bound: g(a, bound)) for bound in (8, 1_000, 100_000)], (a,), rounds)
+    hand_us = times["hand"][1] * 1e6
     for bound in (8, 1_000, 100_000):
-        us = median_us(lambda bound=bound: g(a, bound), repeat)
+        us = times[bound][1] * 1e6
         print(f"  n={bound:7d}: srcgrad {us:7.1f} us  ({us / hand_us:.2f}x hand, {hand_us:.1f} us)")
 
     print("\ncompile time of the RNN gradient (cache cleared each time), by sequence length:")
