@@ -24,6 +24,7 @@ from srcgrad.passes.batch import batch, order_commutative
 from srcgrad.passes.batch_fuse import fuse
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
+from srcgrad.passes.identity_seeds import contract_identity_seeds
 from srcgrad.passes.inplace import reuse_buffers
 from srcgrad.passes.shapes import probe
 from srcgrad.passes.workspace import assign_workspace
@@ -100,6 +101,11 @@ def emit_batched(name, ops, params, seeds, results, n_first, args, examples, siz
     """(sources, entry names, constants): `name`_primal, `name` (one chunk),
     `name`_workspace and `name`_chunk (the number of seeds a chunk takes)."""
     batched_examples = _batched(examples, size)
+    if len(seeds) == 1 and size == sum(int(numpy.size(e)) for e in examples):
+        # one chunk of every seed: the identity (Note [Identity seeds]); what it leaves
+        # reading no seed is hoisted into the primal function below
+        facts = probe(ops, params + seeds, tuple(args) + tuple(batched_examples))
+        ops = contract_identity_seeds(ops, seeds[0], facts.shapes, namer)
     primal, seeded = split(ops, seeds)
     chunk_results = results[n_first:]
     inside = _defined(seeded) | set(seeds)
