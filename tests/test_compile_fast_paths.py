@@ -52,6 +52,73 @@ def test_formulas_parse_as_gast_parses_them():
     assert isinstance(parse_formula("g * x"), gast.BinOp)
 
 
+# Python srcgrad's own files do not spell: gast's special cases and rarer nodes
+_CONSTRUCTS = """
+async def f(a, /, b: int = 1, *args, c, d=2, **kw) -> None:
+    try:
+        x = [y async for y in z if y] + [*a, *b]
+    except (A, B) as err:
+        raise err from None
+    except C:
+        pass
+    else:
+        del a[1:2, ...]
+    finally:
+        global g
+    async with m() as (p, q):
+        await r
+    async for i in s:
+        yield i
+    nonlocal_free = lambda u, *v, w=3, **x: (u, v, w, x)
+    match q:
+        case [1, *rest] if rest:
+            pass
+        case {"k": v, **others}:
+            pass
+        case Point(x=0, y=yy) | None as found:
+            pass
+        case _:
+            pass
+    print(f"{a!r:>{width}} {b=}", b"\\x00", 1j, ..., -0.0)
+    (w := 1) and not q or r
+    assert x, "message"
+    import os.path as osp
+    from . import sibling
+    with open(p) as fh, open(q):
+        pass
+    while True:
+        break
+    else:
+        continue
+
+
+@decorated(arg)
+class K(Base, metaclass=Meta):
+    attr: int = 3
+    def method(self): return {k: v for k, v in self.items()} | {1, 2}
+"""
+
+
+def test_function_trees_are_gasts_where_it_converts_nothing():
+    """Where FUNCTIONS_WITHOUT_GAST (before Python 3.12), srcgrad.ir.expand.to_gast makes of
+    a parsed module what gast.parse makes (Note [Formulas without gast's converter]): on
+    srcgrad's and the examples' Python files and on the constructs they do not use."""
+    from pathlib import Path
+
+    from srcgrad.ir.expand import FUNCTIONS_WITHOUT_GAST
+    if not FUNCTIONS_WITHOUT_GAST:  # (gast.parse itself is used there)
+        return
+    root = Path(__file__).resolve().parent.parent
+    sources = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
+               for folder in ("srcgrad", "examples")
+               for p in sorted((root / folder).rglob("*.py"))}
+    sources["constructs"] = _CONSTRUCTS
+    assert len(sources) > 100
+    problems = [f"{name}: {d}" for name, text in sources.items()
+                if (d := _same_nodes(gast.parse(text), to_gast(ast.parse(text))))]
+    assert not problems, "\n".join(problems[:20])
+
+
 def _inspect_bind(sig, args, kwargs):
     try:
         bound = sig.bind(*args, **kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import linecache
@@ -14,6 +15,7 @@ import gast
 
 from srcgrad.errors import CompileError, last_line
 from srcgrad.ir.core import FACTORY, EqFields, Loc
+from srcgrad.ir.expand import FUNCTIONS_WITHOUT_GAST, to_gast
 
 
 class FunctionSource(EqFields):
@@ -55,29 +57,38 @@ class FunctionSource(EqFields):
         return self.__class__(**{**{f: getattr(self, f) for f in self.__match_args__}, **changes})
 
 
+def _parse(text: str):
+    """gast.parse(text), without gast's converter where srcgrad.ir.expand.to_gast makes its
+    nodes (Note [Formulas without gast's converter])."""
+    return to_gast(ast.parse(text)) if FUNCTIONS_WITHOUT_GAST else gast.parse(text)
+
+
 def _source_lines(fn, code):
-    """(lines, first line number) of a function's definition.
+    """(lines, first line number, the dedented text's gast module or None) of a function's
+    definition.
 
     The code object knows where the definition starts and (through its positions,
     Python 3.11+) where its last statement ends, so the lines come straight from
     linecache; `inspect.getsourcelines` tokenizes to find the end, which costs
-    milliseconds on a process's first call (DESIGN decision 11).
+    milliseconds on a process's first call (DESIGN decision 11). The parse that checks
+    those lines hold the definition is the function's parse (parse_function takes it):
+    parsing its text twice was 0.2 ms of a cold first gradient (issue 15).
     """
     positions = getattr(code, "co_positions", None)
     lines = linecache.getlines(code.co_filename)
     if positions is None or not lines or code.co_name == "<lambda>":
-        return inspect.getsourcelines(fn)
+        return (*inspect.getsourcelines(fn), None)
     end = last_line(code)
     first = code.co_firstlineno
     chunk = lines[first - 1:end]
     text = textwrap.dedent("".join(chunk))
     try:
-        tree = gast.parse(text)
+        tree = _parse(text)
     except SyntaxError:
-        return inspect.getsourcelines(fn)
+        return (*inspect.getsourcelines(fn), None)
     if not tree.body or not isinstance(tree.body[0], gast.FunctionDef):
-        return inspect.getsourcelines(fn)
-    return chunk, first
+        return (*inspect.getsourcelines(fn), None)
+    return chunk, first, tree
 
 
 def parse_function(fn) -> FunctionSource:
@@ -100,7 +111,7 @@ def parse_function(fn) -> FunctionSource:
     if code.co_name == "<lambda>":
         return _parse_lambda(fn, code)
     try:
-        lines, first = _source_lines(fn, code)
+        lines, first, module = _source_lines(fn, code)
     except (OSError, TypeError) as err:
         raise CompileError(f"cannot read the source of {fn.__qualname__}: {err}",
                            filename=code.co_filename, lineno=code.co_firstlineno,
@@ -108,7 +119,8 @@ def parse_function(fn) -> FunctionSource:
     raw = "".join(lines)
     source = textwrap.dedent(raw)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-    module = gast.parse(source)
+    if module is None:  # (inspect's lines: not parsed yet)
+        module = _parse(source)
     node = module.body[0]
     if not isinstance(node, gast.FunctionDef):
         raise CompileError(f"cannot compile {fn.__qualname__}: only functions defined with "
@@ -137,7 +149,7 @@ def _parse_lambda(fn, code) -> FunctionSource:
         raise CompileError(f"cannot read the source of {fn.__qualname__}", **where,
                            hint="define the lambda in a file (not in an interactive prompt)")
     try:
-        module = gast.parse("".join(lines))
+        module = _parse("".join(lines))
     except SyntaxError as err:
         raise CompileError(f"cannot parse the file of {fn.__qualname__}: {err}", **where) from None
     params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
