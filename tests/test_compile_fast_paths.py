@@ -178,6 +178,55 @@ def test_a_render_tree_is_fresh_and_as_parsed():
                                                     mode="eval").body)
 
 
+def test_an_expander_holding_nothing_expands_every_formula_as_the_general_path():
+    """Expander.in_order skips the walks asking which operands may call where nothing is
+    held (`hold` and `release` the identity): every VJP and JVP formula of the table
+    expands to the same ops, result and error as through the general path, which a
+    subclass with hold and release of its own takes (the walks checked to run there)."""
+    from srcgrad.ir import expand
+    from srcgrad.ir.core import Const, Var
+    from srcgrad.ir.printer import op_text
+
+    class Holding(expand.Expander):  # (identity functions of its own: the general path)
+        def hold(self, value, scope):
+            return value
+
+        def release(self, held, scope):
+            return held
+
+    walks = []
+    general = expand.may_call
+
+    def counted(node):
+        walks.append(node)
+        return general(node)
+
+    def expanded(cls, formula, env):
+        ex = cls(expand.Namer())
+        try:
+            out = ex.expand(formula, dict(env), None)
+        except Exception as err:  # noqa: BLE001 - compared as they are raised
+            return type(err).__name__, str(err)
+        return [op_text(op, with_loc=False) for op in ex.ops], repr(out)
+
+    compared = 0
+    for rule in RULES.values():
+        sig = rule.py_signature
+        env = {name: Const(p.default) if p.default is not p.empty else Var(name)
+               for name, p in sig.parameters.items()}
+        env.update(g=Var("g"), ans=Var("ans"))
+        env.update((f"{name}_t", Var(f"{name}_t")) for name in sig.parameters)
+        for formula in (*rule.vjp.values(), *rule.jvp.values()):
+            fast = expanded(expand.Expander, formula, env)
+            expand.may_call = counted
+            try:
+                assert expanded(Holding, formula, env) == fast, (rule.name, formula)
+            finally:
+                expand.may_call = general
+            compared += 1
+    assert compared > 300 and walks
+
+
 def _described(sig):
     return [(p.name, p.kind, type(p.default), p.default) for p in sig.parameters.values()]
 

@@ -320,6 +320,10 @@ class Expander:
         a later operand that calls a function is held (`hold`: the Tracer keeps it under
         a hidden name, which a write rebinds as it rebinds every name) and read back
         once all are evaluated. `parts`: (evaluate, node) pairs."""
+        if type(self).hold is Expander.hold and type(self).release is Expander.release:
+            # nothing is ever held (the passes expanding formulas): no part's subtree is
+            # walked to ask whether it calls, a tenth of expanding a formula (issue 15)
+            return [evaluate(node, scope) for evaluate, node in parts]
         held = [False] * len(parts)  # whether a later part may call: each subtree walked once
         for i in range(len(parts) - 1, 0, -1):
             held[i - 1] = held[i] or may_call(parts[i][1])
