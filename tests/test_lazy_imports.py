@@ -21,6 +21,7 @@ LAZY = (
     "srcgrad.frontend.inplace", "srcgrad.frontend.layout", "srcgrad.frontend.layout_facts",
     "srcgrad.frontend.layout_models", "srcgrad.frontend.versions",
     "srcgrad.passes.vjp_control", "srcgrad.passes.hooks", "srcgrad.passes.saved",
+    "srcgrad.codegen.spellings",  # (another namespace's renders: Note [Spellings])
 )
 LOOPS = {"srcgrad.frontend.loops", "srcgrad.frontend.unrolling", "srcgrad.frontend.iteration"}
 WRITES = {"srcgrad.frontend.inplace", "srcgrad.frontend.layout", "srcgrad.frontend.aliases"}

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy
 
 from srcgrad import rules
-from srcgrad.codegen import spellings, templating
+from srcgrad.codegen import templating
 from srcgrad.digest import sha256  # (not OpenSSL's: its load is 3 ms of a compile)
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var
@@ -197,6 +197,7 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     spelling, _, label, bools, module = _NAMESPACE.get()
     render, method = rule.render, op.attrs.get("as_method")
     if spelling != "numpy":  # Note [Spellings]
+        from srcgrad.codegen import spellings  # (another namespace's renders only: issue 15)
         spelled = spellings.spelling_of(op.prim, spelling)
         if isinstance(spelled, spellings.Refused):
             raise _refused(op, label, spelled.reason)
@@ -231,6 +232,8 @@ def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
     other operand's dtype (NumPy reads True as 1; the Array API refuses), and an integer
     list or array as a constant index is refused (its gradient needs a scatter-add)."""
+    from srcgrad.codegen import spellings  # (as op_expr's: imported by an Array-API render)
+
     if op.prim in spellings.BOOLEAN_RESULTS:
         bools.update(o.name for o in op.outs)
     if op.prim in spellings.ARITHMETIC and len(operands) == 2:
@@ -388,6 +391,8 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
 
 
 def operand_source(operand, pool: ConstPool) -> str:
+    if isinstance(operand, Var):  # (what ast.unparse writes of its Name, without the unparser)
+        return operand.name
     return ast.unparse(operand_ast(operand, pool))
 
 
