@@ -11,6 +11,7 @@ import itertools
 import re
 
 import gast
+import numpy as np
 
 from srcgrad.codegen import emit
 from srcgrad.codegen.names import numbered_base
@@ -225,6 +226,60 @@ def test_an_expander_holding_nothing_expands_every_formula_as_the_general_path()
                 expand.may_call = general
             compared += 1
     assert compared > 300 and walks
+
+
+def _same_value(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray) or isinstance(a, np.generic):
+        return a.shape == b.shape and a.dtype == b.dtype and (
+            a.dtype.kind not in "fcbiu" or np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a is b or a == b
+
+
+def _outcomes(rule, values) -> tuple:
+    """(run_render's outcome, the render text's eval's): ("value", v) or ("error", (type, message))."""
+    from srcgrad.ir.expand import render_code, run_render
+    from srcgrad.rules import FORMULA_GLOBALS
+
+    def outcome(run, *args):
+        try:
+            return "value", run(*args)
+        except Exception as err:  # noqa: BLE001 - compared as they are raised
+            return "error", (type(err), str(err))
+
+    namespace = {**FORMULA_GLOBALS, **dict(zip(rule.params, values))}
+    return (outcome(run_render, rule, list(values)),
+            outcome(eval, render_code(rule.render), namespace))  # (the table's own text)
+
+
+def test_renders_called_directly_compute_what_their_text_computes():
+    """srcgrad.ir.expand.run_render calls a render's function (Note [Renders called
+    directly]) where its text is a plain call or one operator: on every case of every row
+    of the table (tests/rules/cases.py), and on static values where folding meets them,
+    it gives the value (or raises the error) the text's eval in the formula globals does."""
+    from srcgrad.ir.expand import render_call
+    from tests.rules.cases import iter_cases
+
+    direct = {rule.name for rule in RULES.values() if render_call(rule.render, rule.params)}
+    assert len(direct) > 200 and {"add", "matmul", "tanh", "sum", "getitem", "T"} <= direct
+    compared = 0
+    for rule, case_id, args in iter_cases():
+        if rule.name not in direct or rule.io:
+            continue
+        ours, text = _outcomes(rule, [args[p] for p in rule.params])
+        if rule.name.startswith("empty"):  # (uninitialised: only the shape and dtype agree)
+            ours, text = [(k, (v.shape, v.dtype)) for k, v in (ours, text)]
+        assert ours[0] == text[0] and (_same_value(ours[1], text[1]) if ours[0] == "value"
+                                       else ours[1] == text[1]), (rule.name, case_id, ours, text)
+        compared += 1
+    assert compared > 400
+    for rule_name, values in (("add", [1, "a"]), ("reshape", [np.zeros(4), (3,)]),  # errors
+                              ("divide", [1.0, 0.0]), ("getitem", [(1, 2), 5])):
+        ours, text = _outcomes(RULES[rule_name], values)
+        assert ours == text and ours[0] == "error", (rule_name, ours, text)
 
 
 def _described(sig):

@@ -28,20 +28,14 @@ iteration happened to push.
 
 from __future__ import annotations
 
-import functools
-
 import numpy
 
 from srcgrad import rules
 from srcgrad.errors import ProbeFailed  # defined there: the transforms catch it unimported
 from srcgrad.ir.core import FACTORY, Const, EqFields, Pack, Var, operand_vars
+from srcgrad.ir.expand import run_render
 
 _SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
-
-
-@functools.cache
-def _code(render: str):
-    return compile(render, "<rule>", "eval")
 
 
 def _value(operand, env):
@@ -158,9 +152,7 @@ def _run_op(op, env, found, derived) -> None:
         if rule.control:
             outs = _run_control(op, env, found, derived)
         else:
-            namespace = dict(rules.FORMULA_GLOBALS)
-            namespace.update((p, _value(a, env)) for p, a in zip(rule.params, op.args))
-            result = eval(_code(rule.render), namespace)  # noqa: S307 (a rule's render: trusted)
+            result = run_render(rule, [_value(a, env) for a in op.args])
             if op.prim == "tape_pop":
                 outs = result
             else:
