@@ -227,11 +227,14 @@ def _example_cotangents(graph, args) -> tuple:
 def _prefer_methods(ops, arrays):
     """Write `x.sum(axis=0)` rather than `xp.sum(x, axis=0)` where x is known to be a
     NumPy array: the method skips NumPy's Python-level dispatch (half the cost on
-    small arrays). Only specialised variants know; generic code keeps `xp.` calls."""
+    small arrays). Only specialised variants know; generic code keeps `xp.` calls.
+    Loop and branch bodies too: the probe's facts cover them (Note [Regions])."""
     for op in ops:
         rule = rules.RULES[op.prim]
         if rule.method and op.args and isinstance(op.args[0], Var) and op.args[0] in arrays:
             op.attrs["as_method"] = rule.method
+        for block in op.blocks:
+            _prefer_methods(block.ops, arrays)
 
 
 _VIEWS = ("getitem", "reshape", "transpose", "T", "swapaxes", "moveaxis", "expand_dims",
