@@ -68,16 +68,16 @@ class _Dispatch:
         self.signature = inspect.signature(fn)
         plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in self.signature.parameters.values())
         self.params = list(self.signature.parameters) if plain else None
-        self.globals = {"_miss": self.miss, "_impl": None}
+        self.globals = {"_miss": self.miss}
         # until its first call, the function misses with any arguments: one code object
         # for every transform (no compile per transform), its signature the user's by
         # `__wrapped__`; the first call binds the arguments and gives it the guards' code
         self.function = FunctionType(_unbound.__code__, self.globals, _unbound.__name__)
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
-            self.function = self._function(guards=())
-        self.codes: dict = {}  # guard text -> compiled dispatcher code (shapes alternating)
+            self.function = self._function(guards=(), impl=None)
+        self.codes: dict = {}  # a variant's function -> the dispatcher code calling it
 
-    def _function(self, guards):
+    def _function(self, guards, impl):
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
             def function(*args, **kwargs):
                 return self.miss(*args, **kwargs)
@@ -90,7 +90,7 @@ class _Dispatch:
                 self.globals[f"_default{i}"] = p.default
                 params.append(f"{name}=_default{i}")
         name = self.fn.__name__ if self.fn.__name__.isidentifier() else "_lambda"  # `<lambda>`
-        text = render_dispatcher(name, params, self.params, list(guards))
+        text = render_dispatcher(name, params, self.params, list(guards), impl)
         code = _dispatcher_code(text, f"<srcgrad dispatch {self.fn.__qualname__}>")
         namespace = self.globals
         exec(code, namespace)  # noqa: S102 (our own generated text)
@@ -154,16 +154,24 @@ class _Dispatch:
             return ((value, aux), grads) if c.has_aux else (value, grads)
         return (grads, aux) if c.has_aux else grads
 
+    # Note [Guards another thread may be running]
+    # Retargeting swaps the returned function's code while another thread may be inside
+    # the old code, between its guards and its call. So nothing the old code reads is
+    # ever rebound: each variant's guard values and function are globals of names of
+    # its own (`_g0_1`, `_impl_1`: written once, when the variant first gets guards),
+    # and the swap of `__code__` is one step. Rebinding shared names (`_g0`, `_impl`)
+    # let a thread pass the new shapes' guards and call the old shapes' variant, whose
+    # constants (a mean's 1/n) were another shape's.
     def _retarget(self, key, impl):
-        """Make the guards of the returned function those of `key`'s variant."""
+        """Make the guards of the returned function those of `key`'s variant (`impl`)."""
         if self.params is None:
             return
-        guards = modules.guard_tests(self.params, key, self.compiled.bindings, self.globals)
-        self.globals["_impl"] = impl
-        text = " and ".join(guards)
-        code = self.codes.get(text)
+        code = self.codes.get(impl)
         if code is None:
-            code = self.codes[text] = self._function(guards).__code__
+            tag = f"_{len(self.codes)}"
+            guards = modules.guard_tests(self.params, key, self.compiled.bindings, self.globals, tag)
+            self.globals[f"_impl{tag}"] = impl
+            code = self.codes[impl] = self._function(guards, f"_impl{tag}").__code__
         self.function.__code__ = code
 
 

@@ -95,9 +95,10 @@ def _scan_names(code, loads: set, stores: set) -> None:
             _scan_names(const, loads, stores)
 
 
-def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
+def render_dispatcher(name: str, params: list, args: list, guards: list, impl: str) -> str:
     """The function a transform returns: O(1) guards on argument shapes pick the
-    variant compiled for them (Note [Shape specialisation]); anything else misses.
+    variant compiled for them (Note [Shape specialisation]), the global `impl`;
+    anything else misses.
 
     Written with an f-string, not a template, and kept here rather than in the
     renderer (srcgrad.codegen.emit): it is rendered when a transform is created and
@@ -107,7 +108,7 @@ def render_dispatcher(name: str, params: list, args: list, guards: list) -> str:
     call = ", ".join(args)
     lines = [f"def {name}({', '.join(params)}):"]
     if guards:
-        lines += [f"    if {' and '.join(guards)}:", f"        return _impl({call})"]
+        lines += [f"    if {' and '.join(guards)}:", f"        return {impl}({call})"]
     lines.append(f"    return _miss({call})")
     return "\n".join(lines) + "\n"
 

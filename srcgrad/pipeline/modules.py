@@ -11,6 +11,7 @@ module, written to the disk cache and loaded with its array namespace bound
 from __future__ import annotations
 
 import os
+from _thread import RLock  # threading's own: importing threading costs a cache hit 0.6 ms
 
 import numpy
 
@@ -24,6 +25,18 @@ from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
 _MEMORY: dict = {}  # cache key -> loaded module namespace (this process)
+
+# Note [One compile at a time]
+# A transform may be called from several threads at once, and each first call of new
+# shapes compiles. The compiler keeps state while it runs (a trace's scopes, the
+# variant's example arguments, what a pass is building), so two compiles interleaved
+# by the interpreter's thread switches could mix one variant's facts into another's
+# module: a variant for shape (3,) was once compiled with (4,)'s probe and written to
+# the disk cache, wrong in every later process. Compiling is pure Python and holds the
+# interpreter's lock anyway, so one compile at a time costs no parallelism: `_load`
+# generates under COMPILING (re-entrant: a compile may compile the transforms it
+# calls), and looks the module up again once it has the lock. Hits take no lock.
+COMPILING = RLock()
 TABLES: list = [_MEMORY]  # what clear() empties (srcgrad.pipeline.vjp_jvp adds its own)
 _UNBOUND = object()  # a name no longer bound in its namespace
 
@@ -103,12 +116,11 @@ class Compiled:
         if target is not backend.NUMPY:  # Note [Array namespaces]: the generic code, bound to it
             return self._entries(self.load_for(target))
         key = self.cache_key(self.options(shapes))
-        # a disk hit's out tree: traced as the variant was (container arguments: their leaves)
-        self._example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
-        try:  # (with its shape facts: Note [Shape facts] in srcgrad.frontend.trace)
-            ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", self._example))
-        finally:
-            self._example = None
+        # a disk hit's out tree: traced as the variant was (container arguments: their leaves),
+        # with its shape facts (Note [Shape facts] in srcgrad.frontend.trace)
+        example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
+        ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
+                        example=example)
         return self._entries(ns)
 
     def _entries(self, ns):
@@ -205,8 +217,9 @@ class Compiled:
             self.namespaces[mode, target.key] = self._load(key, generate, target)
         return self.namespaces[mode, target.key]
 
-    def _load(self, key, generate, target=backend.NUMPY) -> dict:
-        """Module globals for `key`: from memory, the disk cache, or `generate()`."""
+    def _load(self, key, generate, target=backend.NUMPY, example=None) -> dict:
+        """Module globals for `key`: from memory, the disk cache, or `generate()`.
+        `example`: the arguments a variant is specialised to (a disk hit's out tree)."""
         if callable(target):  # the older call `_load(fs, key, generate)` (srcgrad.jacobians)
             key, generate, target = generate, target, backend.NUMPY
         hit = _MEMORY.get(key) if key else None
@@ -217,11 +230,16 @@ class Compiled:
         source = cache.get(key) if key else None
         constants: dict = {}
         if source is None:
-            source, constants, out_tree = generate()
+            with COMPILING:  # Note [One compile at a time]
+                hit = _MEMORY.get(key) if key else None  # (another thread's, while this one waited)
+                if hit is not None:
+                    ns, self.module_source, self.out_tree = hit
+                    return ns
+                source, constants, out_tree = generate()
             path = cache.put(key, source) if key and not constants else ""
         else:
             path = cache.file_for(key)
-            out_tree = self._out_tree_from_source(source)
+            out_tree = self._out_tree_from_source(source, example)
         filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
         code = cache.code(key, source, path, loader.compile_module) if path else \
             loader.compile_module(source, filename)  # (stored beside the text: Note [Cache file format])
@@ -234,16 +252,16 @@ class Compiled:
             _MEMORY[key] = (ns, source, out_tree)
         return ns
 
-    def _out_tree_from_source(self, source: str):
+    def _out_tree_from_source(self, source: str, example=None):
         """sg.vjp's and sg.jvp's output structure for a module from the disk cache: the
         line `_module` wrote into it (Note [The out tree in the module] in
-        srcgrad.codegen.loader), else traced."""
+        srcgrad.codegen.loader), else traced (for a variant, on its `example`)."""
         if self.kind not in ("vjp", "jvp"):
             return None
         stored = stored_out_tree(source)
         if stored is not None:
             return stored
-        graph, _ = _programs().trace(self.parsed(), args=getattr(self, "_example", None))
+        graph, _ = _programs().trace(self.parsed(), args=example)
         return graph.out_tree
 
     def _generate(self, fs, key: str, args=None) -> tuple:
@@ -280,25 +298,26 @@ def guard_value(a):
     return a.__class__
 
 
-def guard_tests(params, key: tuple, bindings, namespace: dict) -> list:
+def guard_tests(params, key: tuple, bindings, namespace: dict, tag: str = "") -> list:
     """The tests of a dispatcher's guards (srcgrad.api), to be joined by `and`: each
     argument `params[i]` still has the guard value `key[i]` (guard_value), each binding
     is still bound (Note [Bindings]) and no hook or allow-mutation context is active
     (Note [Modes the guards test] in srcgrad.contexts). The values they compare with
-    go into `namespace`, the dispatcher's globals."""
+    go into `namespace`, the dispatcher's globals, under names ending in `tag`."""
     tests = []
     for i, (name, value) in enumerate(zip(params, key)):
+        g, d, c = f"_g{i}{tag}", f"_d{i}{tag}", f"_c{i}{tag}"
         if isinstance(value, tuple):  # (shape, dtype, class[, C-contiguous]) of a NumPy array
-            namespace[f"_g{i}"], namespace[f"_d{i}"], namespace[f"_c{i}"] = value[:3]
-            tests.append(f"{name}.__class__ is _c{i} and {name}.shape == _g{i} and {name}.dtype is _d{i}"
+            namespace[g], namespace[d], namespace[c] = value[:3]
+            tests.append(f"{name}.__class__ is {c} and {name}.shape == {g} and {name}.dtype is {d}"
                          + ("" if len(value) < 4 else
                             f" and {'' if value[3] else 'not '}{name}.flags.c_contiguous"))
         else:
-            namespace[f"_g{i}"] = value
-            tests.append(f"{name}.__class__ is _g{i}")
+            namespace[g] = value
+            tests.append(f"{name}.__class__ is {g}")
     for j, (bound_in, name, value) in enumerate(bindings):
-        namespace[f"_ns{j}"], namespace[f"_v{j}"] = bound_in, value
-        tests.append(f"_ns{j}.get({name!r}) is _v{j}")
+        namespace[f"_ns{j}{tag}"], namespace[f"_v{j}{tag}"] = bound_in, value
+        tests.append(f"_ns{j}{tag}.get({name!r}) is _v{j}{tag}")
     namespace["_modes"] = contexts.SPECIAL_MODES
     tests.append("not _modes[0]")
     return tests

@@ -209,12 +209,9 @@ class CompiledJvp(Compiled):
         return hit
 
     def _variant(self, args, shapes):
-        self._example = args
-        try:
-            key = self.cache_key(self.options(shapes))
-            return self._load(key, lambda: self._generate(self.parsed(), key or "uncached", args))
-        finally:
-            self._example = None
+        key = self.cache_key(self.options(shapes))
+        return self._load(key, lambda: self._generate(self.parsed(), key or "uncached", args),
+                          example=args)
 
     def entry(self, index: int = 0):
         if self._entry is None:
