@@ -748,6 +748,22 @@ PROGRAM = textwrap.dedent('''
             m[i, 0] = m[i, 0] * 3.0
         return np.sum(m * m)
 
+    def bad_rows_written_on_some_paths(x):
+        for r in x:  # HERE
+            if np.sum(r) < 0.0:
+                x = np.arctan(x)
+            w = x[1:]
+            w[0] = x[0] * 2.0
+        return np.sum(x)
+
+    def good_rows_written_on_some_paths(x):
+        for r in x.copy():
+            if np.sum(r) < 0.0:
+                x = np.arctan(x)
+            w = x[1:]
+            w[0] = x[0] * 2.0
+        return np.sum(x)
+
     def bad_write_on_one_path(a, c):
         x = a * 1.0
         z = a * 2.0
@@ -1305,6 +1321,10 @@ ROWS = [
     Row(("frontend/aliases.py", "a row of the array the loop iterates over"),
         "bad_write_through_row", "a row of the array the loop iterates over",
         "loop over `range(len(x))`", "good_write_through_row"),
+    Row(("frontend/unrolling.py", "cannot compile the next row of this loop"),
+        "bad_rows_written_on_some_paths", "an earlier iteration wrote into the array it iterates "
+        "over", "iterate over a copy (`for ... in x.copy():`)", "good_rows_written_on_some_paths",
+        args=lambda m: (np.array([[0.4, -0.3], [-0.9, 0.2], [0.5, 0.6]]),)),
     Row(("frontend/aliases.py", "changed this value on some paths only"), "bad_write_on_one_path",
         "on some paths only", "copy explicitly where it is bound", "good_write_on_one_path",
         args=lambda m: (X.copy(), np.array([1.0]))),

@@ -1026,3 +1026,113 @@ def test_another_librarys_array_is_refused_where_numpy_answers_at_run_time():
     xp = pytest.importorskip("array_api_strict")
     with pytest.raises(TypeError, match="NumPy and CuPy arrays only"):
         sg.value_and_grad(augmented_argument_with_an_alias)(xp.asarray([[1.0, 2.0], [3.0, 4.0]]))
+
+
+# ---------------------------------------------------------------------------------------
+# A write inside a loop through a name that is the loop's param on some paths only (`if
+# c: x = f(x)`, then a write through `x`): on the paths that kept the param the write
+# reaches what the param shares on the first iteration, the array `for r in x` iterates
+# over or `y = x` before the loop (Note [Writes through merged values inside loops]). The
+# lowered loop did not see it: its rows were read from the array before the loop, and
+# the alias kept its old value (fuzz seed 910485: value and gradient wrong).
+
+def rows_written_on_some_paths(x):
+    for r in x:
+        if np.sum(r) < 0.0:
+            x = np.arctan(x)
+        w = x[1:]
+        w[0] = x[0] * 2.0
+    return np.sum(x)
+
+
+def alias_written_on_some_paths(x, n):
+    y = x * 1.0
+    z = y
+    i = 0
+    while i < n:  # a trip count on data: not unrolled
+        if y[i] > 0.0:
+            y = y * 2.0
+        y[0] = y[1] * 3.0
+        i += 1
+    return np.sum(np.sin(z)) + np.sum(y)
+
+
+def rows_written_on_some_paths_of_a_copy(x):  # the hints' rewrites
+    for r in x.copy():
+        if np.sum(r) < 0.0:
+            x = np.arctan(x)
+        w = x[1:]
+        w[0] = x[0] * 2.0
+    return np.sum(x)
+
+
+def rows_written_on_some_paths_read_live(x):
+    for i in range(len(x)):
+        r = x[i]
+        if np.sum(r) < 0.0:
+            x = np.arctan(x)
+        w = x[1:]
+        w[0] = x[0] * 2.0
+    return np.sum(x)
+
+
+def written_on_some_paths_unshared(a):
+    x = a * 1.0
+    for i in range(3):
+        if x[i] > 0.0:
+            x = x * 2.0
+        x[i] = x[i + 1] * 3.0
+    return np.sum(x * x)
+
+
+ROWS = [np.array([[0.4, -0.3], [-0.9, 0.2], [0.5, 0.6]]),  # the branch on some rows only
+        np.array([[-0.4, -0.3], [0.9, 0.2], [-0.5, -0.6]])]
+
+
+def test_rows_written_on_some_paths_are_refused_naming_the_write():
+    for x in ROWS:
+        with pytest.raises(sg.CompileError, match="next row of this loop.*line [0-9]+ "
+                           r"\(`w\[0\] = x\[0\] \* 2.0`\).*on some paths only") as info:
+            sg.grad(rows_written_on_some_paths)(x.copy())  # the variant unrolls the loop
+        assert info.value.filename.endswith("test_never_wrong_mutation.py")
+        assert "x.copy()" in info.value.hint and "range(len(x))" in info.value.hint
+        with pytest.raises(sg.CompileError, match="into `x` .on the paths where it is still that "
+                           "array., which shares memory with the array a loop iterates over"):
+            sg.jvp(rows_written_on_some_paths, (x.copy(),), (np.ones((3, 2)),))  # a loop
+    with pytest.raises(sg.CompileError, match="on the paths where it is still that array"):
+        emit_standalone(rows_written_on_some_paths)  # the shape-generic code: no trip count
+
+
+def test_an_alias_written_on_some_paths_in_a_loop_is_refused():
+    x = np.array([0.5, -0.2, 0.3, 0.1])
+    for transform in (lambda: sg.grad(alias_written_on_some_paths)(x, 3),
+                      lambda: sg.jvp(alias_written_on_some_paths, (x, 3), (np.ones(4), 0))):
+        with pytest.raises(sg.CompileError, match="into `y` .on the paths where it is still that "
+                           "array., which shares memory with `z`"):
+            transform()
+
+
+@pytest.mark.parametrize("fn", [rows_written_on_some_paths_of_a_copy,
+                                rows_written_on_some_paths_read_live])
+def test_the_rewrites_of_rows_written_on_some_paths_are_right(fn):
+    for x in ROWS:
+        value, grad = sg.value_and_grad(fn)(x.copy())
+        assert_close(value, fn(x.copy()))
+        expected = numeric_grad(lambda a: fn(a.copy()), [x], 0)
+        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
+        tangent = np.linspace(0.5, 1.5, 6).reshape(3, 2)
+        out, t_out = sg.jvp(fn, (x.copy(),), (tangent,))
+        assert_close(out, fn(x.copy()))
+        assert_close(t_out, np.sum(expected * tangent), rtol=1e-5, atol=1e-7)
+
+
+def test_a_write_on_some_paths_into_an_unshared_loop_value_is_right():
+    fn = written_on_some_paths_unshared
+    for a in (np.array([0.5, -0.2, 0.3, 0.1]), np.array([-0.5, 0.2, -0.3, 0.1])):
+        value, grad = sg.value_and_grad(fn)(a)
+        assert_close(value, fn(a.copy()))
+        expected = numeric_grad(fn, [a], 0)
+        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
+        _, t_out = sg.jvp(fn, (a,), (np.ones(4),))
+        assert_close(t_out, np.sum(expected), rtol=1e-5, atol=1e-7)
+

@@ -40,6 +40,22 @@ the same on both paths (constants, or values from before the `if`), so the view 
 well defined after it. An unsure view (an integer index, `reshape`) is recorded only
 where one run-time answer decides it on both paths (the same flag: Note [Views of
 arguments] in srcgrad.frontend.layout); otherwise it stays merged.
+
+Note [Writes through merged values inside loops]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A write inside a loop body reaches every storage the written value may be, not only
+its view chain: after `if c: x = np.arctan(x)` the name `x` is one of (a new array,
+the param), so `x[1:][0] = v` writes into the param's storage on the paths that kept
+it. Where that param shares memory with other names on the first iteration (`shared`:
+the array `for r in x` iterates over, `y = x` before the loop), the write reaches them
+on those paths, which the lowered loop cannot carry (its rows were read from the array
+as it was before the loop: fuzz seed 910485 summed rows the write had changed). So
+`_refuse_shared` walks the branch merges too (`_possible_storages`, as `_storages`)
+and refuses such a write as it refuses a write through the param itself. Where the
+trip count is known the loop is unrolled instead (Note [Unrolling loops the lowering
+refuses]); there the names the write reaches on some paths only are Undecided, and a
+later read of them (the next row) is refused, naming the write: which values NumPy
+reads there depends on the path the data took.
 """
 
 from __future__ import annotations
@@ -260,8 +276,11 @@ class BlockAliases:
 
     def _refuse_shared(self, t, node, what):
         """A write inside a loop through a value that, on the first iteration, shares
-        memory with names the loop does not see it write: refused."""
-        for v in self._chain(t):
+        memory with names the loop does not see it write: refused. The write reaches
+        every storage `t` may be, through branch merges too (Note [Writes through
+        merged values inside loops])."""
+        certain = {id(v) for v in self._chain(t)}
+        for v in self._possible_storages(t):
             self.written_params[id(v)] = self.tracer.loc
             if id(v) in self.held:
                 self.held_written[id(v)] = self.tracer.loc
@@ -269,14 +288,27 @@ class BlockAliases:
                 name, others = self.shared[id(v)]
                 names = ", ".join(f"`{o}`" for o in others if not o.startswith("_sequence")) \
                     or "the array a loop iterates over"  # (`for r in x: y = x; y += 1`)
+                paths = "" if id(v) in certain else " (on the paths where it is still that array)"
                 if name.startswith("_sequence"):  # a row of `for row in x` written
                     self.tracer.fail(node, f"{what} inside a loop into a row of the array the loop "
-                                     f"iterates over ({names})", "loop over `range(len(x))` and "
-                                     "write through `x[i, ...]`")
-                self.tracer.fail(node, f"{what} inside a loop into `{name}`, which shares memory "
-                                 f"with {names} from before the loop",
+                                     f"iterates over ({names}){paths}", "loop over "
+                                     "`range(len(x))` and write through `x[i, ...]`")
+                self.tracer.fail(node, f"{what} inside a loop into `{name}`{paths}, which shares "
+                                 f"memory with {names} from before the loop",
                                  f"copy it before the loop (`{name} = {name}.copy()`) if the write "
                                  f"should not reach {names}; otherwise write into one name only")
+
+    def _possible_storages(self, t) -> list:
+        """The values whose storage `t` may be on some path (`_storages`' ids, as values)."""
+        out, seen, todo = [], set(), [t]
+        while todo:
+            for c in self._chain(todo.pop()):
+                if id(c) in seen:
+                    break
+                seen.add(id(c))
+                out.append(c)
+                todo.extend(s for s in self.merged.get(id(c), ()) if self._mutable(s))
+        return out
 
 
     def _storages(self, t, memo=None) -> set:

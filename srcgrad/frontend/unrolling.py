@@ -66,6 +66,7 @@ from __future__ import annotations
 import gast
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.scope import Undecided
 from srcgrad.ir.core import Const
 
 UNROLL_BUDGET = 6000  # AST nodes traced per unrolled loop: trip count x body size
@@ -197,10 +198,24 @@ class Unrolling:
 
         def value_at(k):
             for name in rows:  # read as the iteration starts: a write may have made it Undecided
-                self.mutation.check_decided(scope.env[name], node.iter)
+                self._check_rows(node, scope.env[name])
             return per_index(Const(k), scope)
         self.unrolled_iterations(node, scope, [lambda k=k: value_at(k) for k in indices],
                                  lowered, flag, breaks)
+
+    def _check_rows(self, node, rows):
+        """The array an unrolled `for r in x` takes its next row from: refused where an
+        earlier iteration's write left it Undecided, on some paths only (Note [Writes
+        through merged values inside loops] in srcgrad.frontend.aliases) or as a view
+        or a copy, naming the write; both rewrites of the hint compile."""
+        if isinstance(rows, Undecided):
+            x = node.iter.id if isinstance(node.iter, gast.Name) else "x"
+            self.error(node.iter, "cannot compile the next row of this loop: an earlier iteration "
+                       f"wrote into the array it iterates over, and {rows.message}",
+                       f"iterate over a copy (`for ... in {x}.copy():`) if the rows should not "
+                       f"see the loop's writes, or over `range(len({x}))` reading `{x}[i]` at "
+                       "the top of the body if they should")
+        self.mutation.check_decided(rows, node.iter)
 
     def unrolled_iterations(self, node, scope, values, lowered, flag, breaks):
         """The lowered body once per element of `values` (thunks: each is read as its
