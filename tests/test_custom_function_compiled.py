@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from srcgrad.autograd import Function
 from srcgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
 from tests.conftest import numeric_grad
 from tests.corpus import functions as F
@@ -301,3 +302,85 @@ def test_needs_input_grad_is_static_from_activity():
     np.testing.assert_allclose(g(X, Y), Y)
     text = sg.source(g)
     assert "gx = " in text and "gy = " not in text
+
+
+# ---------------------------------------------------------------- jvp's tangents (fuzz seed 911909)
+# torch gives a custom Function's jvp a zero tangent for a floating tensor input without
+# one (spec §5, probe 5.jvp_receives_None_for_nontensor_and_nondual). An input computed
+# from no differentiated argument (`np.zeros_like(x)`, a constant array) is a static
+# value to the compiler, which passed None for it as for a number: the user's `xt * z`
+# was `None * z` in the generated code (TypeError). And torch checks the size of the
+# tangent jvp returns: a tangent of another shape was summed into the caller's tangent.
+
+class ScaleBy(Function):
+    @staticmethod
+    def forward(ctx, x, z):
+        ctx.save_for_backward(x, z)
+        ctx.save_for_forward(x, z)
+        return x * z
+
+    @staticmethod
+    def backward(ctx, g):
+        x, z = ctx.saved_tensors
+        return g * z, g * x
+
+    @staticmethod
+    def jvp(ctx, xt, zt):
+        x, z = ctx.saved_tensors
+        return xt * z + zt * x
+
+
+TWOS = np.array([2.0, -1.0, 0.5])
+
+
+def scaled_by_a_computed_array(x):
+    return np.sum(np.sin(ScaleBy.apply(np.zeros_like(x) + TWOS, x)))
+
+
+def scaled_by_a_constant_array(x):
+    return np.sum(np.sin(ScaleBy.apply(TWOS, x)))
+
+
+def scaled_by_a_computed_array_second(x):
+    return np.sum(np.sin(ScaleBy.apply(x, np.ones_like(x) * TWOS)))
+
+
+@pytest.mark.parametrize("fn", [scaled_by_a_computed_array, scaled_by_a_constant_array,
+                                scaled_by_a_computed_array_second])
+def test_jvp_receives_zeros_for_an_array_input_without_a_tangent(fn):
+    x = np.array([0.3, -0.5, 0.8])
+    expected = numeric_grad(fn, (x,), 0)
+    direction = np.array([1.0, 0.5, -2.0])
+    out, tangent = sg.jvp(fn, (x,), (direction,))
+    np.testing.assert_allclose(out, fn(x))
+    np.testing.assert_allclose(tangent, expected @ direction, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jacobian(fn, mode="forward")(x), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+
+
+class ReturnsInputWithOuterTangent(Function):
+    @staticmethod
+    def forward(ctx, x, z):
+        ctx.save_for_forward(x, z)
+        return x
+
+    @staticmethod
+    def jvp(ctx, xt, zt):
+        x, z = ctx.saved_tensors
+        return xt * z  # (3,) * (3, 1): a (3, 3) tangent of a (3,) output
+
+
+def tangent_of_another_shape(x0):
+    x0 = x0 + ReturnsInputWithOuterTangent.apply(np.zeros_like(x0), x0.reshape((3, 1)))
+    return np.min(x0)
+
+
+def test_a_jvp_tangent_of_another_shape_raises_torchs_error():
+    x = np.array([0.3, -0.5, 0.8])
+    message = (r"Trying to set a forward gradient that has a different size than that of the "
+               r"original Tensor, this is not supported. Tensor is of size \[3\] while the given "
+               r"forward gradient is of size \[3, 3\].")
+    with pytest.raises(RuntimeError, match=message):
+        sg.jvp(tangent_of_another_shape, (x,), (np.ones(3),))
+    with pytest.raises(RuntimeError, match=message):
+        sg.jacobian(tangent_of_another_shape, mode="forward")(x)

@@ -25,6 +25,12 @@ Note [Custom Functions]
   `differentiable_once`, which makes a second derivative reaching it a
   CompileError. Gradients are checked at run time by `check_grad` (shape, torch's
   sum-to rule) unless their shape is provably the input's.
+* The user's `jvp` receives each input's tangent; a tensor input without one gets
+  zeros as in torch (None under `set_materialize_grads(False)`), a number None. An
+  input computed from no differentiated argument is a static value, a tensor or a
+  number only at run time, where `zero_tangent` decides. Each tangent it returns is
+  checked for its output's shape (`check_tangent`: torch's size error, never a
+  tangent broadcast into the caller's).
 * With saved-tensor hooks (`sg.vjp` under `saved_tensors_hooks`), each value
   `save_for_backward` saved is packed right after the call (`saved_pack`, in the
   forward) and unpacked at each `ctx.saved_tensors` access (`saved_unpack`, in
@@ -45,6 +51,7 @@ import itertools
 import warnings
 
 import gast
+import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
@@ -449,16 +456,8 @@ def trace_jvp(tracer, op, tangents: dict) -> dict:
     if parsed.jvp is None:
         raise CompileError.at(call.loc, "You must implement the jvp function for custom "
                               "autograd.Function to use it with forward mode AD.")
-    tangent_args = []
-    for a in op.args[1].items:
-        if isinstance(a, Var) and a.kind == "array":
-            t = tangents.get(a)
-            if t is None:
-                t = tracer.apply(rules.RULES["zeros_like"], [a], {}) if call.materialize_grads \
-                    else Const(None)
-            tangent_args.append(t)
-        else:
-            tangent_args.append(Const(None))
+    tangent_args = [_input_tangent(tracer, a, tangents, call.materialize_grads)
+                    for a in op.args[1].items]
     needs = tuple(isinstance(a, Var) and a in tangents for a in op.args[1].items)
     ctx = TraceCtx(parsed.name, "jvp", call.loc, needs_input_grad=needs, saved=call.saved_forward,
                    attributes=call.attributes)
@@ -481,6 +480,26 @@ def trace_jvp(tracer, op, tangents: dict) -> dict:
                                       "differentiable Tensor.You should return None at that "
                                       "position instead.")
             continue
-        if not is_none:
-            out_tangents[out] = r
+        if not is_none:  # torch's check of a forward gradient's size
+            shape = tracer.apply(rules.RULES["shape"], [out], {})
+            out_tangents[out] = tracer.apply(rules.RULES["check_tangent"], [r, shape], {})
     return out_tangents
+
+
+def _input_tangent(tracer, a, tangents, materialize):
+    """The tangent the user's jvp receives for the input `a`, as torch gives it: its own;
+    for a tensor input without one, zeros (None under `set_materialize_grads(False)`);
+    None for a non-tensor input. A static Var (computed from no differentiated
+    argument: `np.zeros_like(x)`, a shape, a count) is a tensor or a number at run time,
+    decided there by `zero_tangent` (fuzz seed 911909: it was given None as a number)."""
+    if isinstance(a, Var) and a.kind == "array":
+        t = tangents.get(a)
+        if t is not None:
+            return t
+    if not materialize or not _is_tensor_input(a):
+        return Const(None)
+    if isinstance(a, Const):
+        if numpy.asarray(a.value).dtype.kind not in "fc":
+            return Const(None)  # an integer array: torch gives None too
+        return tracer.apply(rules.RULES["zeros_like"], [a], {})
+    return tracer.apply(rules.RULES["zeros_like" if a.kind == "array" else "zero_tangent"], [a], {})

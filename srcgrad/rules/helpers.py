@@ -37,7 +37,8 @@ __all__ = [
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
     "ensure_scalar", "as_columns", "from_columns",
-    "check_grad", "differentiable_once", "storage_written", "check_saved",
+    "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
+    "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
 ]
 
@@ -691,6 +692,29 @@ def check_grad(grad, shape, name, index):
                                       if n == 1 and gshape[lead + i] != 1)
     xp = _namespace(grad)
     return xp.reshape(xp.sum(grad, axis=axes), tuple(shape))
+
+
+def check_tangent(tangent, shape):
+    """A custom Function's tangent for an output of `shape`, checked as torch does:
+    exactly that shape (a forward gradient is not summed down as a backward's is)."""
+    tshape = tuple(getattr(tangent, "shape", ()))
+    if tshape != tuple(shape):
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that "
+                           "of the original Tensor, this is not supported. Tensor is of size "
+                           f"{list(shape)} while the given forward gradient is of size "
+                           f"{list(tshape)}.")
+    return tangent
+
+
+def zero_tangent(x):
+    """The tangent a custom Function's jvp receives for an input that has none, as torch
+    gives it: zeros for a floating or complex array, None for anything else (a Python
+    number, an integer array)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:  # a Python number
+        return None
+    xp = _namespace(x)
+    return xp.zeros_like(x) if xp.isdtype(dtype, ("real floating", "complex floating")) else None
 
 
 def differentiable_once(x, name):

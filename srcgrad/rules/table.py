@@ -926,6 +926,14 @@ defrule("check_grad", "grad, shape, name, index", "check_grad(grad, shape, name,
         vjp={"grad": "unbroadcast(g, xp.shape(grad))"},
         jvp={"grad": "check_grad(grad_t, shape, name, index)"})
 
+# A jvp's tangent of an output, checked for the output's shape; and the tangent the jvp
+# receives for an input that has none (zeros, or None for a number or an integer array).
+defrule("check_tangent", "tangent, shape", "check_tangent(tangent, shape)",
+        targets=("srcgrad.rules.helpers.check_tangent",),
+        vjp={"tangent": "g"}, jvp={"tangent": "check_tangent(tangent_t, shape)"})
+defrule("zero_tangent", "x", "zero_tangent(x)", targets=("srcgrad.rules.helpers.zero_tangent",),
+        nondiff=True)
+
 # Differentiating it is a CompileError (srcgrad.passes.vjp / jvp): it only appears in
 # generated backward code, so reaching it means a second derivative.
 defrule("differentiable_once", "x, name", "differentiable_once(x, name)",

@@ -14,7 +14,8 @@ which takes the other branch of conditions on sums). Outcome of a call: pass, wr
 value or derivative disagrees with the references), crash (an exception that is not a
 CompileError, or a CompileError without file:line), refused (a CompileError: its first line
 is the reason; also torch's "modified by an inplace operation" RuntimeError, which the
-README promises for values a custom Function saved), by_design (such a saved-value error,
+README promises for values a custom Function saved, and torch's error for a jvp tangent
+of another shape than its output's), by_design (such a saved-value error,
 compile-time or run-time, where the NumPy run shows that an in-place write did reach what
 `ctx.save_for_backward` saved: torch raises there too, the program is invalid; counted
 apart from refused, SavedRecorder), hang (over the time limit).
@@ -477,6 +478,11 @@ def classify(exc: BaseException) -> tuple:
     if type(exc) is RuntimeError and "modified by an inplace operation" in message:
         # torch's check of a value a custom Function saved (README): an error by design
         return "refused", "RuntimeError: a saved value was modified by an inplace operation"
+    if type(exc) is RuntimeError and message.startswith("Trying to set a forward gradient that "
+                                                         "has a different size"):
+        # torch's check of the tangent a custom Function's jvp returned: the program's jvp
+        # is wrong for these shapes, torch raises too
+        return "refused", "RuntimeError: a custom Function's jvp returned a tangent of another shape"
     if "maximum recursion depth exceeded" in message:
         message = "maximum recursion depth exceeded"
     return "crash", f"{type(exc).__name__} in {_where(exc.__traceback__)}: {normalize(message)}"

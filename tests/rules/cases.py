@@ -556,6 +556,8 @@ case("custom_call", ("one", {"outputs": (N(3),), "inputs": (N(3), 2.0)}),
      ("two", {"outputs": (N(3), N(2)), "inputs": (N(3),)}))
 case("check_grad", ("same", {"grad": N(3), "shape": (3,), "name": "FBackward", "index": 0}),
      ("sum-to", {"grad": N(2, 1, 3), "shape": (1, 3), "name": "FBackward", "index": 1}))
+case("check_tangent", ("same", {"tangent": N(2, 3), "shape": (2, 3)}))
+case("zero_tangent", ("float", {"x": N(3)}), ("int", {"x": I(1, 2)}))
 # Differentiating differentiable_once is a CompileError by design (the case is an integer
 # array so no derivative is taken; tests/test_custom_function_compiled.py checks the error).
 case("differentiable_once", ("int", {"x": I(1, 2), "name": "FBackward"}))
