@@ -1136,3 +1136,72 @@ def test_a_write_on_some_paths_into_an_unshared_loop_value_is_right():
         _, t_out = sg.jvp(fn, (a,), (np.ones(4),))
         assert_close(t_out, np.sum(expected), rtol=1e-5, atol=1e-7)
 
+
+# ---------------------------------------------------------------------------------------
+# A list or tuple item made Undecided by a loop's write (a loop does not carry containers,
+# so what one holds after a write through a name sharing its array is undecided) was
+# checked where the item is read by subscript, not where the container as a whole becomes
+# an operand: `np.stack(L)` compiled with the Undecided object as a constant, a crash in
+# the generated code (fuzz seed 912233: "all input arrays must have the same shape").
+
+def stacked_after_a_loop_write(a):
+    x = a * 1.0
+    L = [x[1:], a[1:] * 2.0]
+    k = 0
+    while k < 2 and np.sum(x) < 10.0:  # a test on data: the loop is lowered, not unrolled
+        x[1] = x[1] * 2.0
+        k += 1
+    return np.sum(np.stack(L))
+
+
+def summed_after_a_loop_write(a):
+    x = a * 1.0
+    L = [x[1:], a[1:] * 2.0]
+    k = 0
+    while k < 2 and np.sum(x) < 10.0:
+        x[1] = x[1] * 2.0
+        k += 1
+    return np.sum(sum(L))
+
+
+def concatenated_tuple_after_a_loop_write(a):
+    x = a * 1.0
+    T = (a * 2.0, x[1:])
+    k = 0
+    while k < 2 and np.sum(x) < 10.0:
+        x[1] = x[1] * 2.0
+        k += 1
+    return np.sum(np.concatenate(T))
+
+
+def stacked_after_a_loop_write_rewritten(a):  # the hint: read it as `x` after the loop
+    x = a * 1.0
+    k = 0
+    while k < 2 and np.sum(x) < 10.0:
+        x[1] = x[1] * 2.0
+        k += 1
+    L = [x[1:], a[1:] * 2.0]
+    return np.sum(np.stack(L))
+
+
+@pytest.mark.parametrize("fn", [stacked_after_a_loop_write, summed_after_a_loop_write,
+                                concatenated_tuple_after_a_loop_write])
+def test_a_container_holding_an_undecided_item_is_refused_as_an_operand(fn):
+    a = np.array([0.5, -0.2, 0.3])
+    for transform in (lambda: sg.grad(fn)(a), lambda: sg.jvp(fn, (a,), (np.ones(3),))):
+        with pytest.raises(sg.CompileError, match="holds was written through `x` inside a loop") \
+                as info:
+            transform()
+        assert info.value.filename.endswith("test_never_wrong_mutation.py")
+        assert info.value.text.strip().startswith("return np.sum(")  # the line that reads it
+
+
+def test_the_rewrite_of_a_container_read_after_a_loop_write_is_right():
+    fn = stacked_after_a_loop_write_rewritten
+    for a in (np.array([0.5, -0.2, 0.3]), np.array([4.0, 3.0, 5.0])):  # the loop runs, or not
+        value, grad = sg.value_and_grad(fn)(a)
+        assert_close(value, fn(a.copy()))
+        expected = numeric_grad(fn, [a], 0)
+        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
+        _, tangent = sg.jvp(fn, (a,), (np.ones(3),))
+        assert_close(tangent, np.sum(expected), rtol=1e-5, atol=1e-7)

@@ -25,7 +25,7 @@ from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
 from srcgrad.frontend.mutation import VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING
-from srcgrad.frontend.scope import TraceObject
+from srcgrad.frontend.scope import TraceObject, Undecided
 from srcgrad.ir.core import Const, Graph, Var
 from srcgrad.ir.expand import Expander, Namer, describe, may_call
 from srcgrad.ir.tree import LEAF, flatten
@@ -529,4 +529,7 @@ class Tracer(Inlining, Expander, ControlFlow):
     def apply(self, rule, args, kwargs, node=None):
         if self.facts is not None and rule.name in _COMPARISONS:  # Note [Shape facts]
             args = [self.shape_fact(a) for a in args]
+        for value in (*args, *kwargs.values()):  # what a list or tuple holds becomes an
+            if isinstance(value, (list, tuple, Undecided)):  # operand here, read unchecked
+                self.mutation.check_decided(value, None)  # by the name (fuzz seed 912233)
         return super().apply(rule, args, kwargs, node)
