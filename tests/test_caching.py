@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import srcgrad as sg
 from srcgrad.pipeline import modules
@@ -92,6 +93,26 @@ def test_cache_clear_empties_memory_and_disk(tmp_path, monkeypatch):
     assert _files(tmp_path / "cache") and modules._MEMORY
     sg.cache_clear()
     assert not _files(tmp_path / "cache") and not modules._MEMORY
+
+
+def test_a_module_that_does_not_compile_leaves_no_cache_entry(tmp_path, monkeypatch):
+    """The generated text is compiled before it is stored (its compile is its syntax
+    check): a text that does not compile raises and writes no file (DESIGN: a failed
+    compile leaves no cache entry), and the next call compiles again."""
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+
+    def f(x):
+        return np.sum(np.cos(x) * x)
+
+    real = modules._module
+    monkeypatch.setattr(modules, "_module", lambda *a: ("def broken(:\n",) + real(*a)[1:])
+    with pytest.raises(SyntaxError):
+        sg.grad(f)(np.ones(3))
+    assert not _files(tmp_path / "cache")
+    monkeypatch.setattr(modules, "_module", real)
+    x = np.linspace(-1.0, 1.0, 3)
+    np.testing.assert_allclose(sg.grad(f)(x), np.cos(x) - x * np.sin(x))
+    assert len(_files(tmp_path / "cache")) == 1
 
 
 def test_traceback_shows_the_generated_line(tmp_path, monkeypatch):

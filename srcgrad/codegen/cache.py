@@ -320,8 +320,11 @@ class ModuleCache:
 def write_atomically(path: Path, key: str, data: bytes) -> None:
     """`data` as the file `path`, whole or not at all: written to a private temporary
     file beside it, then renamed over it (OSError where that fails; nothing is left)."""
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    fd, tmp = _temporary(path.parent, key)
+    try:
+        fd, tmp = _temporary(path.parent, key)
+    except FileNotFoundError:  # a new shard directory (a mkdir first for every write cost
+        path.parent.mkdir(mode=0o700, exist_ok=True)  # a cold compile ~0.1 ms: issue 15)
+        fd, tmp = _temporary(path.parent, key)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -516,11 +516,12 @@ _STANDALONE = {
 
 def render_module(functions: list, *, version: str, origin: str, key: str, helpers=(),
                   constants=(), standalone: bool = False, backend: str = "numpy",
-                  command: str = "") -> str:
+                  command: str = "", check: bool = True) -> str:
     """A module of `functions`. `standalone`: it imports its namespace (`backend`, one
     of "numpy", "cupy", "array-api") and carries the helpers it calls (and only those,
     with what they call), so it runs without srcgrad; `command` is the `srcgrad emit`
-    command line that writes it again."""
+    command line that writes it again. `check`: parse the text (a SyntaxError here is
+    srcgrad's bug); a caller that compiles it at once passes False, its compile checks."""
     helper_sources, imports, needs = [], [], ""
     if standalone:
         needs, imports, namespace_def = _STANDALONE[backend]
@@ -536,7 +537,8 @@ def render_module(functions: list, *, version: str, origin: str, key: str, helpe
         constants=list(constants), standalone=standalone, helper_sources=helper_sources,
         imports=imports, needs=needs, backend=backend,
         command=command or f"srcgrad emit {origin}")
-    ast.parse(text)
+    if check:
+        ast.parse(text)
     return text
 
 

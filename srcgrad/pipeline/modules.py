@@ -236,13 +236,18 @@ class Compiled:
                     ns, self.module_source, self.out_tree = hit
                     return ns
                 source, constants, out_tree = generate()
-            path = cache.put(key, source) if key and not constants else ""
+            # compiled before it is stored (the compile is the text's syntax check, and a
+            # text that does not compile leaves no cache entry), then stored with its code
+            stored = bool(key) and not constants and cache.usable
+            path = cache.file_for(key) if stored else ""
+            filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
+            code = loader.compile_module(source, filename)
+            if stored and cache.put(key, source):
+                cache.put_code(key, source, path, code)  # (Note [Cache file format])
         else:
-            path = cache.file_for(key)
+            path = filename = cache.file_for(key)
             out_tree = self._out_tree_from_source(source, example)
-        filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
-        code = cache.code(key, source, path, loader.compile_module) if path else \
-            loader.compile_module(source, filename)  # (stored beside the text: Note [Cache file format])
+            code = cache.code(key, source, path, loader.compile_module)
         reads = loader.free_globals(code)  # Note [Globals a module reads] in srcgrad.codegen.loader
         namespace = {**backend.module_globals(target, None if reads is None else reads - constants.keys()),
                      **constants}
@@ -352,7 +357,7 @@ def _module(fs, key: str, program) -> tuple:
     """(module text, constants, out tree) of a program's generated functions."""
     from srcgrad.codegen import emit  # the renderer: a miss only (a hit loads the cached text)
 
-    module = emit.render_module(program.sources, version=VERSION,
+    module = emit.render_module(program.sources, version=VERSION, check=False,  # (_load compiles it)
                                 origin=f"{short_path(fs.filename)}:{fs.name}", key=key,
                                 helpers=emit.helpers_used(program.sources),
                                 constants=sorted(program.constants))
