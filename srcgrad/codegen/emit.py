@@ -203,6 +203,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
             raise _refused(op, label, spelled.reason)
         render, method = spelled or render, None  # methods are NumPy's
     template = _template(render)
+    if "arrays" in op.attrs:  # srcgrad.passes.array_spellings: operands known to be arrays
+        template = _NotNone(op.attrs["arrays"]).visit(template)
     if method and _is_namespace_call(template, rule.params[0]):
         # xp.f(x, *rest) -> x.method(*rest): the receiver is known to be an array
         template.func = ast.Attribute(template.args[0], method, ast.Load())
@@ -292,6 +294,23 @@ def _missing_names(expr, module) -> str | None:
 def _refused(op, label: str, reason: str) -> CompileError:
     return CompileError.at(op.loc, f"`{op.prim}` has no equivalent in {label}: {reason}",
                            hint="compute this with NumPy, or write it with Array-API functions")
+
+
+class _NotNone(ast.NodeTransformer):
+    """Decide a render's `p is None` (`is not None`) for parameters `p` bound to known
+    arrays (srcgrad.passes.array_spellings): False (True), so the branch taken stays."""
+
+    def __init__(self, params):
+        self.params = params
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        test = node.test
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id in self.params
+                and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+            return node.body if isinstance(test.ops[0], ast.IsNot) else node.orelse
+        return node
 
 
 class _FoldStatic(ast.NodeTransformer):

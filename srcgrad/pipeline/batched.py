@@ -20,6 +20,7 @@ import numpy
 
 from srcgrad.codegen import emit, names
 from srcgrad.ir.core import Var, operand_vars
+from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.batch import batch, order_commutative
 from srcgrad.passes.batch_fuse import fuse
 from srcgrad.passes.cse import cse
@@ -115,6 +116,7 @@ def emit_batched(name, ops, params, seeds, results, n_first, args, examples, siz
         if v not in inside and v not in needed:
             needed.append(v)
     facts = probe(ops, params + seeds, tuple(args) + tuple(batched_examples))
+    spell_for_arrays(ops, facts.arrays)
     reuse_buffers(primal, params, list(results[:n_first]) + needed, facts)
     reuse_buffers(seeded, needed + seeds, chunk_results, facts)
     buffers = assign_workspace(seeded, chunk_results, facts, namer)

@@ -12,6 +12,7 @@ from srcgrad import rules
 from srcgrad.codegen import emit, names
 from srcgrad.ir.core import Const, Var
 from srcgrad.ir.expand import Expander
+from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
 from srcgrad.passes.inplace import reuse_buffers
@@ -98,7 +99,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     found = probe(ops, graph.inputs, args) if args is not None else Probe()
     if optimized:
         ops, results = optimize(ops, results, found.shapes, found.values)
-    _prefer_methods(ops, found.arrays)
+    spell_for_arrays(ops, found.arrays)
     if args is not None:
         python_scalars(ops, graph.inputs, args)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
@@ -172,7 +173,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
                       tuple(args) + _example_cotangents(graph, args) + stand_ins)
     if optimized:
         ops, results = optimize(ops, results, found.shapes, found.values)
-    _prefer_methods(ops, found.arrays)
+    spell_for_arrays(ops, found.arrays)
     ops = reusable_tapes(ops, namer)  # vjp_fn may be called more than once
     if args is not None and optimized:  # each run of the backward makes its own sums
         accumulate_in_place(ops, results, found)
@@ -222,19 +223,6 @@ def _example_cotangents(graph, args) -> tuple:
             else numpy.result_type(out.value)
         examples.append(numpy.zeros(shape, dtype if dtype.kind in "fc" else numpy.float64))
     return tuple(examples)
-
-
-def _prefer_methods(ops, arrays):
-    """Write `x.sum(axis=0)` rather than `xp.sum(x, axis=0)` where x is known to be a
-    NumPy array: the method skips NumPy's Python-level dispatch (half the cost on
-    small arrays). Only specialised variants know; generic code keeps `xp.` calls.
-    Loop and branch bodies too: the probe's facts cover them (Note [Regions])."""
-    for op in ops:
-        rule = rules.RULES[op.prim]
-        if rule.method and op.args and isinstance(op.args[0], Var) and op.args[0] in arrays:
-            op.attrs["as_method"] = rule.method
-        for block in op.blocks:
-            _prefer_methods(block.ops, arrays)
 
 
 _VIEWS = ("getitem", "reshape", "transpose", "T", "swapaxes", "moveaxis", "expand_dims",
