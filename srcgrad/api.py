@@ -54,10 +54,10 @@ class _Dispatch:
     """The function a transform returns, and the variants behind it.
 
     The returned object is a real Python function with the user function's
-    signature whose code is generated (templates/dispatch.py.j2): it compares each
-    argument's shape (or, for Python scalars, its class) with those of the variant
-    used last and calls it directly; a miss looks the variant for the new shapes up
-    (compiling it once) and regenerates the guards for it. While saved-tensor hooks or
+    signature whose code is generated (srcgrad.codegen.loader.render_dispatcher): it
+    compares each argument's shape (or, for Python scalars, its class) with those of
+    the variant used last and calls it directly; a miss looks the variant for the new
+    shapes up (compiling it once) and gives the function its guards. While saved-tensor hooks or
     `allow_mutation_on_saved_tensors` are active every call misses (Note [Modes the
     guards test] in srcgrad.contexts) and binds no guards.
     """
@@ -223,8 +223,8 @@ def value_and_grad(f=None, wrt=0, *, has_aux=False):
     return _transform(f, "value_and_grad", wrt, has_aux)
 
 
-# function -> its guarded plain sg.vjp call, or None where its arguments are not those
-# of the call that bound it (Note [The plain sg.vjp call] in srcgrad.pipeline.vjp_jvp)
+# function -> its guarded plain sg.vjp call, which answers None for arguments unlike
+# those of the call that bound it (Note [The plain sg.vjp call] in srcgrad.pipeline.vjp_jvp)
 _PLAIN_VJP: dict = {}
 
 

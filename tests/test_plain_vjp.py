@@ -136,3 +136,18 @@ def test_the_guarded_call_is_off_under_hooks_and_allow_mutation():
         _, vjp_fn = sg.vjp(loss, W, 0.5, X)
     with pytest.raises(AssertionError, match="allow_mutation_on_saved_tensors"):
         vjp_fn(1.0)
+
+
+def test_a_partial_binds_no_guarded_call_for_the_function_it_stands_for():
+    """srcgrad.api looks guarded calls up by the callable it was given: a partial's plain
+    stand-in would be an entry nothing reads (one per partial made)."""
+    import functools
+
+    from srcgrad import api
+
+    p = functools.partial(loss, W)
+    before = set(api._PLAIN_VJP)
+    out, vjp_fn = sg.vjp(p, 0.5, X)
+    assert set(api._PLAIN_VJP) == before
+    assert_close(out, loss(W, 0.5, X))
+    assert_close(vjp_fn(1.0)[1], numeric_grad(loss, (W, 0.5, X), 2))

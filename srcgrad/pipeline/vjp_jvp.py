@@ -259,10 +259,13 @@ def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
 def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     """srcgrad.api.vjp's call (its docstring says what it returns); `guards`: its table
     of guarded plain calls (Note [The plain sg.vjp call])."""
+    given = f
     f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
     if hooks is None and recorded_in is None and not has_aux:
-        plain = plain_vjp(f, primals, guards)  # Note [The plain sg.vjp call]
+        # Note [The plain sg.vjp call]; srcgrad.api looks guarded calls up by what it was
+        # given: none for the function a partial stands for
+        plain = plain_vjp(f, primals, guards if f is given else None)
         if plain is not None:
             return plain
     from srcgrad.ir import tree as pytree
