@@ -51,11 +51,14 @@ the array `for r in x` iterates over, `y = x` before the loop), the write reache
 on those paths, which the lowered loop cannot carry (its rows were read from the array
 as it was before the loop: fuzz seed 910485 summed rows the write had changed). So
 `_refuse_shared` walks the branch merges too (`_possible_storages`, as `_storages`)
-and refuses such a write as it refuses a write through the param itself. Where the
-trip count is known the loop is unrolled instead (Note [Unrolling loops the lowering
-refuses]); there the names the write reaches on some paths only are Undecided, and a
-later read of them (the next row) is refused, naming the write: which values NumPy
-reads there depends on the path the data took.
+and refuses such a write as it refuses a write through the param itself. It counts
+the params of the loops being traced only (`open_params`): a write after a loop
+through its output, which may be a closed loop's param, makes the names it reaches
+on some paths Undecided (Mutation.write), as after an `if`. Where the trip count is
+known the loop is unrolled instead (Note [Unrolling loops the lowering refuses]);
+there the names the write reaches on some paths only are Undecided, and a later read
+of them (the next row) is refused, naming the write: which values NumPy reads there
+depends on the path the data took.
 """
 
 from __future__ import annotations
@@ -126,6 +129,7 @@ class BlockAliases:
             isinstance(b, int) for b in bounds) or bounds[2] == 0 or len(range(*bounds)) > 0)
         self._refuse_carried_views(params, results, body_ops, names)
         for init, param, result, out in zip(inits, params, results, outs):
+            self.open_params.pop(id(param), None)
             self._refuse_rebound_alias(param, result)
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
@@ -218,6 +222,7 @@ class BlockAliases:
         (Note [Aliases across blocks])."""
         for name, param in zip(carried, params):
             init = env.get(name)
+            self.open_params[id(param)] = param
             self.saved.note_param(param, init)  # Note [Saved values written in place]
             self.layout.assume(param, init)
             if not self._mutable(init) or not isinstance(param, Var) or param.kind != "array" and \
@@ -281,6 +286,8 @@ class BlockAliases:
         merged values inside loops])."""
         certain = {id(v) for v in self._chain(t)}
         for v in self._possible_storages(t):
+            if id(v) not in certain and id(v) not in self.open_params:
+                continue  # (a closed loop's param: a write after its loop is `write`'s)
             self.written_params[id(v)] = self.tracer.loc
             if id(v) in self.held:
                 self.held_written[id(v)] = self.tracer.loc

@@ -95,6 +95,9 @@ class Mutation:
         self.held: dict = {}  # id(loop param) -> (name, containers holding its first value)
         self.held_written: dict = {}  # id(loop param) -> Loc of a write through it
         self.written_params: dict = {}  # id(value) -> Loc of the last write through it
+        # id(loop param) -> it, while its loop's body is traced: a write reaches it through
+        # branch merges (Note [Writes through merged values inside loops])
+        self.open_params: dict = {}
         self._layout = None  # LayoutTracker: Note [Layout facts]
         self.example = None  # the variant's arguments (None: the shape-generic code)
         self.made: dict = {}  # id(out) -> (rule name, its params, operands, out): `note_made`

@@ -215,7 +215,6 @@ class Unrolling:
                        f"iterate over a copy (`for ... in {x}.copy():`) if the rows should not "
                        f"see the loop's writes, or over `range(len({x}))` reading `{x}[i]` at "
                        "the top of the body if they should")
-        self.mutation.check_decided(rows, node.iter)
 
     def unrolled_iterations(self, node, scope, values, lowered, flag, breaks):
         """The lowered body once per element of `values` (thunks: each is read as its
