@@ -1126,15 +1126,21 @@ def test_the_rewrites_of_rows_written_on_some_paths_are_right(fn):
         assert_close(t_out, np.sum(expected * tangent), rtol=1e-5, atol=1e-7)
 
 
+def _check_value_gradient_and_tangent(fn, a):
+    """fn's value as NumPy computes it, its gradient against central differences, and
+    its tangent along ones (the sum of the gradient)."""
+    value, grad = sg.value_and_grad(fn)(a)
+    assert_close(value, fn(a.copy()))
+    expected = numeric_grad(fn, [a], 0)
+    assert_close(grad, expected, rtol=1e-5, atol=1e-7)
+    _, tangent = sg.jvp(fn, (a,), (np.ones(a.shape),))
+    assert_close(tangent, np.sum(expected), rtol=1e-5, atol=1e-7)
+
+
 def test_a_write_on_some_paths_into_an_unshared_loop_value_is_right():
     fn = written_on_some_paths_unshared
     for a in (np.array([0.5, -0.2, 0.3, 0.1]), np.array([-0.5, 0.2, -0.3, 0.1])):
-        value, grad = sg.value_and_grad(fn)(a)
-        assert_close(value, fn(a.copy()))
-        expected = numeric_grad(fn, [a], 0)
-        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
-        _, t_out = sg.jvp(fn, (a,), (np.ones(4),))
-        assert_close(t_out, np.sum(expected), rtol=1e-5, atol=1e-7)
+        _check_value_gradient_and_tangent(fn, a)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1199,12 +1205,7 @@ def test_a_container_holding_an_undecided_item_is_refused_as_an_operand(fn):
 def test_the_rewrite_of_a_container_read_after_a_loop_write_is_right():
     fn = stacked_after_a_loop_write_rewritten
     for a in (np.array([0.5, -0.2, 0.3]), np.array([4.0, 3.0, 5.0])):  # the loop runs, or not
-        value, grad = sg.value_and_grad(fn)(a)
-        assert_close(value, fn(a.copy()))
-        expected = numeric_grad(fn, [a], 0)
-        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
-        _, tangent = sg.jvp(fn, (a,), (np.ones(3),))
-        assert_close(tangent, np.sum(expected), rtol=1e-5, atol=1e-7)
+        _check_value_gradient_and_tangent(fn, a)
 
 
 # The check above counts the params of the loops being traced only: a write after a loop
@@ -1224,9 +1225,4 @@ def written_after_a_loop_that_rebinds_on_some_paths(a):
 def test_a_write_after_a_loop_through_its_output_compiles():
     fn = written_after_a_loop_that_rebinds_on_some_paths
     for a in (np.array([0.5, -0.2, 0.3]), np.array([0.1, -0.2, 0.3])):  # rebound, or not
-        value, grad = sg.value_and_grad(fn)(a)
-        assert_close(value, fn(a.copy()))
-        expected = numeric_grad(fn, [a], 0)
-        assert_close(grad, expected, rtol=1e-5, atol=1e-7)
-        _, tangent = sg.jvp(fn, (a,), (np.ones(3),))
-        assert_close(tangent, np.sum(expected), rtol=1e-5, atol=1e-7)
+        _check_value_gradient_and_tangent(fn, a)
