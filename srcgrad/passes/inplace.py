@@ -26,13 +26,24 @@ import importlib
 import numpy
 
 from srcgrad import rules
-from srcgrad.ir.core import Var, operand_vars
+from srcgrad.ir.core import Const, Var, operand_vars
 
 MIN_SIZE = 512
 
-# Primitives whose result is a freshly allocated array (for ndarray results).
+# Primitives whose result is a freshly allocated array (for ndarray results); einsum
+# only with two operands (`allocates`).
 _FRESH_NON_UFUNCS = frozenset({"matmul", "dot", "sum", "mean", "prod", "max", "min", "var", "std",
                                "copy", "where", "clip", "tensordot", "einsum", "outer"})
+
+
+def allocates(op) -> bool:
+    """Whether `op`'s result is an array it allocated, never a view of an operand. An
+    einsum of one operand is often a view (`'ij->ji'`, `'ii->i'`): writing into it wrote
+    into its operand, a user's argument once (the gradient overwrote its input)."""
+    if op.prim == "einsum":
+        y = op.args[2] if len(op.args) > 2 else None
+        return not (y is None or isinstance(y, Const) and y.value is None)
+    return ufunc_name(op.prim) is not None or op.prim in _FRESH_NON_UFUNCS
 
 
 @functools.cache
@@ -57,7 +68,7 @@ def reuse_buffers(ops: list, inputs: list, results: list, probe) -> None:
             last_use[v] = i
     keep = set(inputs) | {v for r in results for v in operand_vars(r)}
     for op in ops:  # a value a view may be taken of is never overwritten
-        if ufunc_name(op.prim) is None and op.prim not in _FRESH_NON_UFUNCS:
+        if not allocates(op):
             keep.update(op.operand_vars())
     fresh: set = set()
     for i, op in enumerate(ops):
@@ -66,7 +77,7 @@ def reuse_buffers(ops: list, inputs: list, results: list, probe) -> None:
             target = _dead_operand(op, i, last_use, keep, fresh, probe)
             if target is not None:
                 op.attrs["out"], op.attrs["ufunc"] = target, name
-        if name is not None or op.prim in _FRESH_NON_UFUNCS:
+        if allocates(op):
             fresh.update(o for o in op.outs if o in probe.dtypes)
 
 

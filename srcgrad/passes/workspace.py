@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy
 
 from srcgrad.ir.core import Var, operand_vars
-from srcgrad.passes.inplace import _FRESH_NON_UFUNCS, MIN_SIZE, ufunc_name
+from srcgrad.passes.inplace import MIN_SIZE, allocates, ufunc_name
 
 
 def assign_workspace(ops: list, results: list, probe, namer) -> list:
@@ -32,7 +32,7 @@ def assign_workspace(ops: list, results: list, probe, namer) -> list:
             last_use[v] = i
     pinned = {v for r in results for v in operand_vars(r)}
     for op in ops:  # a value a view may be taken of is never a buffer
-        if ufunc_name(op.prim) is None and op.prim not in _FRESH_NON_UFUNCS:
+        if not allocates(op):
             pinned.update(op.operand_vars())
     free: dict = {}  # (shape, dtype) -> buffers not in use
     busy: dict = {}  # Var holding a buffer -> the buffer
