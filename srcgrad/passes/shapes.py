@@ -81,6 +81,11 @@ class Probe(EqFields):
     def arrays(self):
         return self.dtypes.keys()
 
+    @property
+    def floats(self) -> set:
+        """The arrays of a floating-point dtype (srcgrad.passes.simplify's `x * 1.0`)."""
+        return {v for v, dtype in self.dtypes.items() if dtype.kind in "fc"}
+
 
 def probe(ops: list, inputs: list, args: tuple) -> Probe:
     """Run `ops` on `args`, recording what every variant for these argument shapes,

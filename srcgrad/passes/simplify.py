@@ -77,15 +77,16 @@ class _Facts(EqFields):
 
 
 def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | None = None,
-             values: dict | None = None) -> tuple:
+             values: dict | None = None, floats=()) -> tuple:
     """(simplified ops, {removed var: the operand standing for it}).
 
     `keep` lists Vars whose names are user-facing (outputs, gradients): when one is
     replaced by a temporary, the temporary takes its name. `shapes` (from
     srcgrad.passes.shapes) holds concrete shapes when compiling for known arguments;
-    `alike` maps Vars to values of the same shape (Note [Shape classes]).
+    `alike` maps Vars to values of the same shape (Note [Shape classes]); `floats`,
+    Vars the probe found floating point (a variant's arguments: `1.0 * x` is `x`).
     """
-    out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}), uses=uses(ops))
+    out, alias, facts = [], {}, _Facts(shapes=dict(shapes or {}), uses=uses(ops), floats=set(floats))
     known_values = values or {}
     # `alike`: values known to share a shape with another, defined later (a loop's
     # carried cotangent and the value it is the cotangent of).

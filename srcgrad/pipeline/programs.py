@@ -42,21 +42,23 @@ class Functions:
                 f"constants={self.constants!r}, out_tree={self.out_tree!r})")
 
 
-def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None) -> tuple:
+def optimize(ops: list, results: list, shapes: dict | None = None, values: dict | None = None,
+             floats=()) -> tuple:
     """simplify → cse → dce; returns (ops, results with removed values replaced).
+    `floats`: Vars the probe found floating point.
 
     Nested blocks (Note [Regions]) are optimised on their own, after their op: the
     enclosing level treats a control-flow op as one op reading its blocks' free Vars.
     """
     keep = [r for r in results if isinstance(r, Var)]
-    ops, alias = simplify(ops, keep, shapes, values=values)
+    ops, alias = simplify(ops, keep, shapes, values=values, floats=floats)
     results = [_follow(r, alias) for r in results]
     ops, alias = cse(ops)
     results = [_follow(r, alias) for r in results]
     ops = dce(ops, results)
     for op in ops:
         for block in op.blocks:
-            block.ops, block.results = optimize(block.ops, block.results, shapes, values)
+            block.ops, block.results = optimize(block.ops, block.results, shapes, values, floats)
     prune_tapes(ops)
     ops = dce(ops, results)
     for op in ops:  # what a pruned push read may have been its last reader
@@ -98,7 +100,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     results = grad_list + ([value] if with_value or check_scalar else []) + list(aux)
     found = probe(ops, graph.inputs, args) if args is not None else Probe()
     if optimized:
-        ops, results = optimize(ops, results, found.shapes, found.values)
+        ops, results = optimize(ops, results, found.shapes, found.values, found.floats)
     spell_for_arrays(ops, found.arrays)
     if args is not None:
         python_scalars(ops, graph.inputs, args)
@@ -172,7 +174,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
         found = probe(ops, graph.inputs + cotangent_params + list(hook_vars or ()),
                       tuple(args) + _example_cotangents(graph, args) + stand_ins)
     if optimized:
-        ops, results = optimize(ops, results, found.shapes, found.values)
+        ops, results = optimize(ops, results, found.shapes, found.values, found.floats)
     spell_for_arrays(ops, found.arrays)
     ops = reusable_tapes(ops, namer)  # vjp_fn may be called more than once
     if args is not None and optimized:  # each run of the backward makes its own sums
@@ -419,7 +421,7 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int, budget=No
         results, n_first = firsts + tangent_outs, len(firsts)
     inputs, example_args = graph.inputs + seeds, tuple(args) + tuple(examples)
     found = probe(ops, inputs, example_args)
-    ops, results = optimize(ops, results, found.shapes, found.values)
+    ops, results = optimize(ops, results, found.shapes, found.values, found.floats)
     found = probe(ops, inputs, example_args)  # the optimised program's own values
     ops = dce(fold_static(ops, found.values), results)
     ops, results, chunk = batched_ops(ops, seeds, results, inputs, args, examples, size, namer, budget)

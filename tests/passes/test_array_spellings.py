@@ -35,3 +35,25 @@ def test_batched_programs_spell_for_arrays():
     source = sg.source(H)
     assert "is None" not in source and "xp.sum(" not in source, source
     np.testing.assert_allclose(got, second_differences(mlp_loss, args, 1, 1), rtol=1e-5, atol=1e-6)
+
+
+def traced(x):
+    return np.sum(np.einsum("ii->i", x) * np.sin(x[0]))
+
+
+def _code(source: str) -> str:
+    return "\n".join(line for line in source.splitlines() if not line.strip().startswith("#"))
+
+
+def test_a_constant_none_operand_is_decided_everywhere_and_a_float_times_one_dropped():
+    """einsum's absent second operand is the constant None: its test is decided in the
+    generic module too; and a variant, knowing the arrays are floating point, drops the
+    backward's `1.0 * v` (the seed of a sum times an array) as it drops `v * 1`."""
+    x = np.random.default_rng(1).standard_normal((3, 3))
+    g = sg.grad(traced)
+    generic = _code(sg.source(g))
+    assert "is None" not in generic
+    grad = g(x)
+    variant = _code(sg.source(g))
+    assert "is None" not in variant and "1.0 *" not in variant and "* 1.0" not in variant, variant
+    assert_close(grad, numeric_grad(traced, [x], 0))
