@@ -241,7 +241,7 @@ def _same_value(a, b) -> bool:
 
 def _outcomes(rule, values) -> tuple:
     """(run_render's outcome, the render text's eval's): ("value", v) or ("error", (type, message))."""
-    from srcgrad.ir.expand import render_code, run_render
+    from srcgrad.ir.renders import render_code, run_render
     from srcgrad.rules import FORMULA_GLOBALS
 
     def outcome(run, *args):
@@ -256,11 +256,11 @@ def _outcomes(rule, values) -> tuple:
 
 
 def test_renders_called_directly_compute_what_their_text_computes():
-    """srcgrad.ir.expand.run_render calls a render's function (Note [Renders called
+    """srcgrad.ir.renders.run_render calls a render's function (Note [Renders called
     directly]) where its text is a plain call or one operator: on every case of every row
     of the table (tests/rules/cases.py), and on static values where folding meets them,
     it gives the value (or raises the error) the text's eval in the formula globals does."""
-    from srcgrad.ir.expand import render_call
+    from srcgrad.ir.renders import render_call
     from tests.rules.cases import iter_cases
 
     direct = {rule.name for rule in RULES.values() if render_call(rule.render, rule.params)}

@@ -33,7 +33,7 @@ import numpy
 from srcgrad import rules
 from srcgrad.errors import ProbeFailed  # defined there: the transforms catch it unimported
 from srcgrad.ir.core import FACTORY, Const, EqFields, Pack, Var, operand_vars
-from srcgrad.ir.expand import run_render
+from srcgrad.ir.renders import run_render
 
 _SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
 

@@ -24,7 +24,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.ir.core import FACTORY, Const, EqFields, Op, Var, substitute, uses
-from srcgrad.ir.expand import evaluate_static
+from srcgrad.ir.renders import evaluate_static
 
 # Primitives whose result is floating point whatever their operands' dtypes.
 _FLOAT_RESULTS = frozenset("""
