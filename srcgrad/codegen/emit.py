@@ -203,8 +203,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
             raise _refused(op, label, spelled.reason)
         render, method = spelled or render, None  # methods are NumPy's
     template = _template(render)
-    if " is None" in render:  # einsum's second operand, clip's bounds: decided where known
-        template = _DecidedNone(_none_tests(rule, op)).visit(template)
+    if "arrays" in op.attrs:  # srcgrad.passes.array_spellings: operands known to be arrays
+        template = _NotNone(op.attrs["arrays"]).visit(template)
     if method and _is_namespace_call(template, rule.params[0]):
         # xp.f(x, *rest) -> x.method(*rest): the receiver is known to be an array
         template.func = ast.Attribute(template.args[0], method, ast.Load())
@@ -219,8 +219,9 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     wrap = spelling != "numpy" and (isinstance(template, ast.Call) and op.prim not in spellings.SCALAR_ARGS
                                     or op.prim == "getitem")
     expr = _Substitute(rule, operands, pool, wrap_floats=wrap).visit(template)
-    if spelling != "numpy":
+    if spelling != "numpy" or " is None" in render:  # (einsum's absent operand: `None is None`)
         expr = _FoldStatic().visit(expr)
+    if spelling != "numpy":
         for node in ast.walk(expr):
             if isinstance(node, ast.Name) and node.id in spellings.REFUSED_BRANCHES:
                 raise _refused(op, label, spellings.REFUSED_BRANCHES[node.id])
@@ -296,29 +297,20 @@ def _refused(op, label: str, reason: str) -> CompileError:
                            hint="compute this with NumPy, or write it with Array-API functions")
 
 
-def _none_tests(rule, op) -> dict:
-    """Parameter -> whether it is None, for the parameters that are known: a constant,
-    or an operand known to be an array (srcgrad.passes.array_spellings)."""
-    known = dict.fromkeys(op.attrs.get("arrays", ()), False)
-    known.update((p, a.value is None) for p, a in zip(rule.params, op.args) if isinstance(a, Const))
-    return known
+class _NotNone(ast.NodeTransformer):
+    """Decide a render's `p is None` (`is not None`) for parameters `p` bound to known
+    arrays (srcgrad.passes.array_spellings): False (True), so the branch taken stays."""
 
-
-class _DecidedNone(ast.NodeTransformer):
-    """Decide a render's `p is None` (`is not None`) for parameters whose answer is
-    known, keeping only the branch taken."""
-
-    def __init__(self, known: dict):
-        self.known = known
+    def __init__(self, params):
+        self.params = params
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
         test = node.test
-        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id in self.known
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id in self.params
                 and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
                 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-            is_none = self.known[test.left.id]
-            return node.body if is_none == isinstance(test.ops[0], ast.Is) else node.orelse
+            return node.body if isinstance(test.ops[0], ast.IsNot) else node.orelse
         return node
 
 

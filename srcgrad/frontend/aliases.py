@@ -306,7 +306,8 @@ class BlockAliases:
                                  f"should not reach {names}; otherwise write into one name only")
 
     def _possible_storages(self, t) -> list:
-        """The values whose storage `t` may be on some path (`_storages`' ids, as values)."""
+        """The values whose storage `t` may be on some path: each value up its view chain
+        and, through branch and loop merges (transitively), each source's."""
         out, seen, todo = [], set(), [t]
         while todo:
             for c in self._chain(todo.pop()):
@@ -317,21 +318,12 @@ class BlockAliases:
                 todo.extend(s for s in self.merged.get(id(c), ()) if self._mutable(s))
         return out
 
-
     def _storages(self, t, memo=None) -> set:
-        """The ids of every storage `t` may be on some path: each value up its view chain
-        and, through branch and loop merges (transitively), each source's. Two values
-        whose storages meet may share memory at run time (Note [Aliases across blocks])."""
+        """The ids of `_possible_storages(t)`. Two values whose storages meet may share
+        memory at run time (Note [Aliases across blocks])."""
         if memo is not None and id(t) in memo:
             return memo[id(t)]
-        out: set = set()
-        todo = [t]
-        while todo:
-            for c in self._chain(todo.pop()):
-                if id(c) in out:
-                    break
-                out.add(id(c))
-                todo.extend(s for s in self.merged.get(id(c), ()) if self._mutable(s))
+        out = {id(v) for v in self._possible_storages(t)}
         if memo is not None:
             memo[id(t)] = out
         return out

@@ -222,18 +222,16 @@ class Compiled:
         `example`: the arguments a variant is specialised to (a disk hit's out tree)."""
         if callable(target):  # the older call `_load(fs, key, generate)` (srcgrad.jacobians)
             key, generate, target = generate, target, backend.NUMPY
-        hit = _MEMORY.get(key) if key else None
-        if hit is not None:
-            ns, self.module_source, self.out_tree = hit
+        ns = self._from_memory(key)
+        if ns is not None:
             return ns
         cache = default_cache()
         source = cache.get(key) if key else None
         constants: dict = {}
         if source is None:
             with COMPILING:  # Note [One compile at a time]
-                hit = _MEMORY.get(key) if key else None  # (another thread's, while this one waited)
-                if hit is not None:
-                    ns, self.module_source, self.out_tree = hit
+                ns = self._from_memory(key)  # (another thread's, while this one waited)
+                if ns is not None:
                     return ns
                 source, constants, out_tree = generate()
             # compiled before it is stored (the compile is the text's syntax check, and a
@@ -255,6 +253,14 @@ class Compiled:
         self.module_source, self.out_tree = source, out_tree
         if key:
             _MEMORY[key] = (ns, source, out_tree)
+        return ns
+
+    def _from_memory(self, key):
+        """`key`'s module globals if this process has loaded it, else None."""
+        hit = _MEMORY.get(key) if key else None
+        if hit is None:
+            return None
+        ns, self.module_source, self.out_tree = hit
         return ns
 
     def _out_tree_from_source(self, source: str, example=None):
