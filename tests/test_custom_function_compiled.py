@@ -13,6 +13,7 @@ from srcgrad.autograd import Function
 from srcgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
 from tests.conftest import numeric_grad
 from tests.corpus import functions as F
+from tests.corpus.functions import Mul
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal(4)
@@ -314,37 +315,19 @@ def test_needs_input_grad_is_static_from_activity():
 # was `None * z` in the generated code (TypeError). And torch checks the size of the
 # tangent jvp returns: a tangent of another shape was summed into the caller's tangent.
 
-class ScaleBy(Function):
-    @staticmethod
-    def forward(ctx, x, z):
-        ctx.save_for_backward(x, z)
-        ctx.save_for_forward(x, z)
-        return x * z
-
-    @staticmethod
-    def backward(ctx, g):
-        x, z = ctx.saved_tensors
-        return g * z, g * x
-
-    @staticmethod
-    def jvp(ctx, xt, zt):
-        x, z = ctx.saved_tensors
-        return xt * z + zt * x
-
-
 TWOS = np.array([2.0, -1.0, 0.5])
 
 
 def scaled_by_a_computed_array(x):
-    return np.sum(np.sin(ScaleBy.apply(np.zeros_like(x) + TWOS, x)))
+    return np.sum(np.sin(Mul.apply(np.zeros_like(x) + TWOS, x)))
 
 
 def scaled_by_a_constant_array(x):
-    return np.sum(np.sin(ScaleBy.apply(TWOS, x)))
+    return np.sum(np.sin(Mul.apply(TWOS, x)))
 
 
 def scaled_by_a_computed_array_second(x):
-    return np.sum(np.sin(ScaleBy.apply(x, np.ones_like(x) * TWOS)))
+    return np.sum(np.sin(Mul.apply(x, np.ones_like(x) * TWOS)))
 
 
 @pytest.mark.parametrize("fn", [scaled_by_a_computed_array, scaled_by_a_constant_array,

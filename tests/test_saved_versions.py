@@ -14,6 +14,7 @@ import srcgrad as sg
 from srcgrad.autograd.graph import allow_mutation_on_saved_tensors, saved_tensors_hooks
 from tests.conftest import numeric_grad
 from tests.corpus import saved_writes as S
+from tests.corpus.functions import Mul as MulJvp
 
 X = np.array([0.5, -1.0, 1.5, 2.0])
 W = np.array([1.5, 0.25, -2.0, 0.75])
@@ -65,21 +66,9 @@ def test_a_saved_output_written_by_the_caller():
 
 def test_forward_mode_never_checks():
     """torch runs `jvp` inside `apply`, before the later write: nothing to check."""
-    class MulJvp(S.Mul):
-        @staticmethod
-        def forward(ctx, a, b):
-            ctx.save_for_backward(a, b)
-            ctx.save_for_forward(a, b)
-            return a * b
-
-        @staticmethod
-        def jvp(ctx, a_t, b_t):
-            a, b = ctx.saved_tensors
-            return a_t * b + a * b_t
-
     def f(x, w):
         y = (x * 2.0).copy()
-        z = MulJvp.apply(y, w)
+        z = MulJvp.apply(y, w)  # (saves both for backward and for forward)
         y[0] = 5.0
         return np.sum(z * y)
 

@@ -319,25 +319,7 @@ def test_mask_or_slice_write_of_a_view_of_itself_is_refused():
 # an `if`/loop has a version count the blocks carry (Note [Saved values written in
 # place] in srcgrad.frontend.versions); the backward raises torch's error where a write
 # really reached it, and gives the derivative where none did.
-from srcgrad.autograd import Function  # noqa: E402
-
-
-class Mul(Function):
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        ctx.save_for_forward(a, b)
-        return a * b
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return grad * b, grad * a
-
-    @staticmethod
-    def jvp(ctx, a_t, b_t):
-        a, b = ctx.saved_tensors
-        return a_t * b + a * b_t
+from tests.corpus.functions import Mul  # noqa: E402
 
 TORCH_PREFIX = ("one of the variables needed for gradient computation has been modified by an "
                 "inplace operation: ")

@@ -74,6 +74,7 @@ FIRST = [
     (F.f_simple, (X,)),
     (F.f_materialize_off, (X,)),
     (F.f_mulxyz, (S0, S1)),
+    (F.f_mul, (X, Y)),
     (F.f_sq, (X,)),
     (F.f_sq_once, (X,)),
     (F.f_pow, (X,)),

@@ -446,3 +446,27 @@ def f_two_calls(x, y):
 
 def f_two_calls_sum(x, y):
     return np.sum(f_two_calls(x, y))
+
+
+class Mul(Function):
+    """a * b, saving both for backward and for forward."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.save_for_forward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b, grad * a
+
+    @staticmethod
+    def jvp(ctx, a_t, b_t):
+        a, b = ctx.saved_tensors
+        return a_t * b + a * b_t
+
+
+def f_mul(a, b):
+    return np.sum(np.sin(Mul.apply(a, b)))
