@@ -73,6 +73,10 @@ class _Dispatch:
         # for every transform (no compile per transform), its signature the user's by
         # `__wrapped__`; the first call binds the arguments and gives it the guards' code
         self.function = FunctionType(_unbound.__code__, self.globals, _unbound.__name__)
+        # the guards' code, swapped in later, declares the user's parameters; their defaults
+        # live on the function, not the code, so they are set here, once, for every code
+        self.function.__defaults__ = tuple(p.default for p in self.signature.parameters.values()
+                                           if p.default is not p.empty) or None
         if self.params is None:  # *args / keyword-only: the tracer rejects these; say so on call
             self.function = self._function(guards=(), impl=None)
         self.codes: dict = {}  # a variant's function -> the dispatcher code calling it

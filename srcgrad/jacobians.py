@@ -129,7 +129,7 @@ class _Batched:
 
     def __init__(self, fn, kind, indices, single, args, chunk_size):
         self.kind, self.indices = kind, indices
-        fs = vjp_jvp.source_function(fn)
+        fs = vjp_jvp.source_function(fn, len(args))  # (defaults: constants)
         compiled = modules.Compiled(fs, kind, indices, single)
         parsed = compiled.parsed()
         if kind == "jacrev":
@@ -242,7 +242,7 @@ def jacobian_blocks(f, args, indices, mode):
 
 
 def _forward_blocks(f, args, indices):
-    fn = vjp_jvp.source_function(f)
+    fn = vjp_jvp.source_function(f, len(args))
     blocks, outs, tree = None, None, None
     for j, i in enumerate(indices):
         compiled = vjp_jvp.compiled_jvp(fn, (i,))
@@ -279,7 +279,7 @@ def _hooks():
 
 def _reverse_blocks(f, args, indices):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
-    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f), hooks=hooks is not None)
+    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args)), hooks=hooks is not None)
     fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])

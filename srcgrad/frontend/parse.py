@@ -255,11 +255,38 @@ def partial_function(p):
     for i, (key, value) in enumerate(p.keywords.items()):
         ns[f"_kw{i}"] = value
         bound.append(f"{key}=_kw{i}")
-    name = f"{fn.__name__}_partial"
     call = ", ".join(bound[:len(p.args)] + [f"{q}={q}" for q in open_params] + bound[len(p.args):])
+    made = _PARTIALS[p] = _stand_in(fn, "partial", signature, call, ns, f"{id(p):x}")
+    return made
+
+
+def leading_function(fn, n: int):
+    """A plain function of `fn`'s first `n` parameters that calls `fn` with them, its
+    other parameters taking their defaults: a transform called with `n` arguments
+    differentiates this, so the defaults are constants of the program (as
+    partial_function's bound values are), not inputs with gradients or tangents. `fn`
+    itself where a later parameter has no default or a parameter is not a plain
+    positional one (the transform's call then fails as a call of `fn` would)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    if not isinstance(fn, type(leading_function)) or len(params) <= n or any(
+            q.kind is not q.POSITIONAL_OR_KEYWORD for q in params) or any(
+            q.default is q.empty for q in params[n:]):
+        return fn
+    names = [q.name for q in params[:n]]
+    ns = {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
+    return _stand_in(fn, "defaults", names, ", ".join(names), ns, f"{id(fn):x} {n}")
+
+
+def _stand_in(fn, kind: str, signature: list, call: str, ns: dict, tag: str):
+    """`def <fn>_<kind>(<signature>): return _fn(<call>)`, executed in `ns`, its text
+    in linecache where the compiler reads it."""
+    base = fn.__name__ if fn.__name__.isidentifier() else "_lambda"  # (`<lambda>`)
+    name = f"{base}_{kind}"
     text = f"def {name}({', '.join(signature)}):\n    return _fn({call})\n"
-    filename = f"<srcgrad partial {fn.__qualname__} {id(p):x}>"
+    filename = f"<srcgrad {kind} {fn.__qualname__} {tag}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
-    made = _PARTIALS[p] = ns[name]
-    return made
+    return ns[name]

@@ -413,6 +413,10 @@ class Tracer(Inlining, Expander, ControlFlow):
             # A transformed function called from compiled code: trace the code it runs,
             # the generated source (this is how grad(grad(f)) and jvp(grad(f)) work).
             return self.inline_generated(self._generated_entry(inner, node), args, kwargs, node)
+        if getattr(callee, "__srcgrad_gradient__", None) is not None:
+            # a gradient's generated function itself (a stand-in for a call giving fewer
+            # arguments calls it: srcgrad.pipeline.vjp_jvp.given_arguments)
+            return self.inline_generated(callee, args, kwargs, node)
         if isinstance(callee, types.FunctionType):
             if _from_srcgrad(callee):  # never srcgrad's own Python
                 from srcgrad.frontend import transforms  # (not on a plain compile: issue 15)

@@ -64,7 +64,7 @@ def plain_vjp(f, primals, guards: dict | None = None):
     for p in primals:
         if p.__class__ not in _PLAIN_PRIMALS:
             return None
-    fn = source_function(f)
+    fn = source_function(f, len(primals))
     compiled = compiled_vjp(fn)
     leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
     fwd, bwd, specialized = compiled.vjp_variant(leaves)
@@ -135,12 +135,19 @@ class _PlainVjpFn:
         return self.bwd(self.saved, *cts)
 
 
-def source_function(f):
+def source_function(f, given: int | None = None):
     """The Python function whose source is differentiated when `f` is transformed.
 
     For a function returned by a transform (`sg.grad(g)`) that is the generated
     function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
+    `given`: how many positional arguments the transform's call passes, where fewer
+    than the function's parameters make the rest take their defaults (given_arguments).
     """
+    fn = _source_function(f)
+    return fn if given is None else given_arguments(fn, given)
+
+
+def _source_function(f):
     inner = getattr(f, "__srcgrad__", None)
     if inner is not None:
         return inner.entry()
@@ -150,6 +157,28 @@ def source_function(f):
 
     cls = applied_class(f)
     return _apply_function(cls) if cls is not None else f
+
+
+_GIVEN: dict = {}  # (function, number of arguments given) -> the function of those (given_arguments)
+
+
+def given_arguments(fn, n: int):
+    """`fn`, or where a transform is called with only `fn`'s first `n` positional
+    arguments and the rest have defaults, a function of those `n` calling `fn`
+    (srcgrad.frontend.parse.leading_function), kept per (fn, n) so one Compiled serves
+    every call. The defaults are then constants of the program: sg.vjp's vjp_fn returns
+    one gradient per primal and sg.jvp takes one tangent per primal, as torch.func's
+    do, and a default that is no array (`b=None`) is never differentiated."""
+    code = getattr(fn, "__code__", None)
+    if code is None or code.co_argcount <= n:
+        return fn
+    made = _GIVEN.get((fn, n))
+    # its text lives in linecache only: made again if something emptied linecache since
+    if made is None or made.__code__.co_filename not in linecache.cache:
+        from srcgrad.frontend.parse import leading_function  # (gast: only for such a call)
+
+        made = _GIVEN[fn, n] = leading_function(fn, n)
+    return made
 
 
 _APPLY: dict = {}  # Function class -> a plain function calling its `apply`
@@ -273,7 +302,7 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     leaves, trees = pytree.flatten_args(primals)
     leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
-    compiled = compiled_vjp(source_function(f), hooks=hooks is not None,
+    compiled = compiled_vjp(source_function(f, len(primals)), hooks=hooks is not None,
                            trees=trees if nested else None)
     # a variant for these leaves' shapes, under hooks and for container arguments too: it
     # decides what layout and shape facts decide (a loop over a row count, unrolled)
@@ -322,7 +351,7 @@ def jvp(f, primals, tangents, has_aux: bool):
     # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
     p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
                           for ls in (p_leaves, t_leaves))
-    fn = arguments.plain_function(source_function(f))
+    fn = given_arguments(arguments.plain_function(source_function(f)), len(primals))
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
@@ -339,4 +368,4 @@ def jvp(f, primals, tangents, has_aux: bool):
     return out, tout
 
 
-modules.TABLES.extend((_VJP, _VJP_HOOKS, _JVP))  # what srcgrad.api.cache_clear empties
+modules.TABLES.extend((_VJP, _VJP_HOOKS, _JVP, _GIVEN))  # what srcgrad.api.cache_clear empties

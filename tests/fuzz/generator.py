@@ -99,6 +99,8 @@ class Generator:
         self.idioms = random.Random(seed ^ 0x1D1011)
         # sg.grad of a helper and functools.partial inside f (issue 11, H2): a third stream
         self.inside = random.Random(seed ^ 0x2E57ED)
+        # f's own defaulted parameter, which the oracle never passes: a fourth stream
+        self.signature = random.Random(seed ^ 0x5167DE)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -933,6 +935,23 @@ class Generator:
                 self.features.add("container_arg")
         return names
 
+    def defaulted_parameter(self, names: list, prologue: list, body: list) -> None:
+        """Sometimes f takes one more parameter with a default (`scale=1.0`, or `b=None`
+        set in the body), which the oracle never passes: every transform's later calls
+        then omit it as the first did (the guarded call once lost the defaults). The
+        result is multiplied by it, a 1.0: the program computes what it did without it."""
+        if self.signature.random() >= 0.25 or self.output == "tuple":
+            return
+        self.features.add("default_param")
+        if self.signature.random() < 0.5:
+            names.append("scale=1.0")
+            factor = "scale"
+        else:
+            names.append("b=None")
+            prologue += ["    if b is None:", "        b = 1.0"]
+            factor = "b"
+        body[-1] = f"    return ({body[-1][len('    return '):]}) * {factor}"
+
     def program(self) -> Program:
         args = self.arguments()
         names = self.bind_arguments(args)
@@ -949,6 +968,7 @@ class Generator:
             self.out_shape = self.target_shape() or (2,)
         body = self.block(1, self.rng.randint(1, self.max_stmts))
         body.append(f"    return {self.result()}")
+        self.defaulted_parameter(names, prologue, body)
         header = ["import math", "", "import numpy as np", "",
                   *(["import functools"] if "partial" in self.features else []),
                   *(["import srcgrad as sg"] if "nested_grad" in self.features else []),
