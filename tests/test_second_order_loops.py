@@ -680,3 +680,57 @@ def test_loop_gradients_with_tuple_wrt_and_dict_aux_differentiated_again(fn):
         t = np.linspace(0.3, 1.1, 3)
         _, tangent = sg.jvp(fn, (x, y), (t, np.zeros(3)) if i == 0 else (np.zeros(3), t))
         assert_close(tangent, np.sum(expected * t), rtol=1e-6, atol=1e-8)
+
+
+def scaled_loop(x, scale=None, shift=0.0):
+    """A loop whose parameters default to None (tested in the code) and to a number."""
+    if scale is None:
+        scale = 0.9
+    for _t in range(3):
+        x = np.sin(x) * scale + shift
+    return np.sum(x * x)
+
+
+grad_scaled_loop = sg.grad(scaled_loop)
+
+
+def _calls_with_defaults(x):
+    return np.sum(grad_scaled_loop(x) ** 2)  # scale and shift: their defaults (fuzz seed 950348)
+
+
+def _calls_with_constants(x):
+    return np.sum(grad_scaled_loop(x, None, 0.25) * x) + grad_scaled_loop(0.5, 1.5)
+
+
+@pytest.mark.parametrize("fn", [_calls_with_defaults, _calls_with_constants])
+def test_a_loop_gradient_called_with_default_and_constant_arguments(fn):
+    """Each argument of a loop's gradient called in compiled code binds its parameter in the
+    gradient's IR, whatever value it is (the graph tests `scale is None` as the generated
+    code does): before, a default None sent the call to a trace of the generated source,
+    which stopped at the tape (a refusal naming a generated line, or a crash)."""
+    x = np.array([0.3, -0.8, 1.2])
+    expected = _differences(lambda x: np.array([fn(x)]), (x,), 0)[0]
+    np.testing.assert_allclose(sg.grad(fn)(x), expected, rtol=1e-6, atol=1e-8)
+
+
+def _calls_with_a_tuple(x):
+    return np.sum(grad_rows_of((x, 2 * x)))
+
+
+def rows_of(pair):
+    a, b = pair
+    for _t in range(2):
+        a = np.sin(a) * b
+    return np.sum(a)
+
+
+grad_rows_of = sg.grad(rows_of)
+
+
+def test_a_loop_gradient_called_with_a_tuple_is_refused_at_the_users_call():
+    x = np.array([0.3, -0.8])
+    with pytest.raises(sg.CompileError) as info:
+        sg.grad(_calls_with_a_tuple)(x)
+    message = str(info.value)
+    assert "grad_rows_of((x, 2 * x))" in message and "argument `pair`" in message
+    assert "_tape" not in message

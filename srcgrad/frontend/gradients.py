@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import sys
 
+from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir import tree as pytree
 from srcgrad.ir.core import Const, Var, substitute
 
@@ -44,9 +45,15 @@ def refuse_loop_vjp(tracer, compiled, node) -> None:
                     "loops), or `sg.jvp`, or call sg.vjp outside the compiled function")
 
 
-def inline(tracer, fn, args, kwargs):
-    """The traced value of generated gradient `fn` called on `args`, or NOT_LOWERED
-    (not a loop's gradient, or arguments the generated source's trace handles)."""
+def inline(tracer, fn, args, kwargs, node):
+    """The traced value of generated gradient `fn` called on `args` at `node`, or
+    NOT_LOWERED (not a loop's gradient: the generated source is traced).
+
+    The loop's gradient is traced with every parameter a value, so any argument that is
+    one value binds it: an array, a number, a constant such as a default `None` (which
+    the graph tests as the generated code does, `s is None`). A tuple, list or dict
+    argument has leaves the graph has no parameters for: refused at the user's call (the
+    generated source's trace would stop at the tape, naming a generated line)."""
     graphs = _pipeline()
     if graphs is None or getattr(fn, "__srcgrad_gradient__", None) is None:
         return NOT_LOWERED
@@ -56,11 +63,16 @@ def inline(tracer, fn, args, kwargs):
         return NOT_LOWERED  # the source's trace reports the bad call
     bound.apply_defaults()
     values = list(bound.arguments.values())
-    if not all(isinstance(v, (Var, Const, int, float)) for v in values):
-        return NOT_LOWERED
     built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer)
     if built is None:
         return NOT_LOWERED
+    containers = [name for name, v in bound.arguments.items()
+                  if isinstance(v, (tuple, list, dict, TraceObject))]
+    if containers:
+        tracer.fail(node, f"the gradient of a function with a loop, called in a compiled function "
+                    f"with a tuple, list, dict or object as its argument `{containers[0]}`",
+                    "pass the arrays as separate arguments, or call the gradient outside the "
+                    "compiled function")
     graph, _ = built
     mapping = {p: v if isinstance(v, (Var, Const)) else Const(v) for p, v in zip(graph.inputs, values)}
     substitute(graph.ops, mapping)

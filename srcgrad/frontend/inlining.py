@@ -36,7 +36,7 @@ class Inlining:
         from srcgrad.frontend import gradients  # (transforms in compiled code only: issue 15)
         from srcgrad.frontend.parse import parse_function
 
-        lowered = gradients.inline(self, fn, args, kwargs)  # a loop's gradient, as IR
+        lowered = gradients.inline(self, fn, args, kwargs, node)  # a loop's gradient, as IR
         if lowered is not gradients.NOT_LOWERED:
             return lowered
         try:
