@@ -8,7 +8,7 @@ a branch flips within a step) or autograd disagrees with the differences, the pr
 *discarded*, never counted as a pass.
 
 Each transform (`sg.value_and_grad`, `sg.grad`, `sg.vjp`, `sg.vjp` inside saved-tensor
-hooks, `sg.jvp`, `sg.jacobian`) is built once and called on data set A, then on data set
+hooks, `sg.jvp`, `sg.jacobian`, `sg.hessian`) is built once and called on data set A, then on data set
 B of the same shapes (variant reuse; B is often -A,
 which takes the other branch of conditions on sums). Outcome of a call: pass, wrong (a
 value or derivative disagrees with the references), crash (an exception that is not a
@@ -45,8 +45,9 @@ import srcgrad as sg
 
 OUTCOMES = ("pass", "by_design", "wrong", "crash", "refused", "hang", "discarded")
 SEVERITY = {"pass": 0, "by_design": 0.5, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
-TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian")
+TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian", "hessian")
 EPS = (1e-6, 1e-4)  # the two central-difference steps
+HESSIAN_EPS = (1e-3, 1e-4)  # the two steps of the second differences (rounding / e**2)
 RTOL, ATOL = 1e-4, 1e-6
 
 
@@ -216,6 +217,9 @@ class Reference:
     derivs: list  # d/de phi(x + e u_k) per direction
     cotangent: object  # scalar output: 1.0
     jvp_out: list  # output leaves' derivative along directions[0]
+    # a scalar function of arrays and floats: directions[1] . H directions[0] by second
+    # differences, or None where their two step sizes disagree (the Hessian is not judged)
+    hvp: float | None = None
     saved_written: bool = False  # the NumPy run wrote into what a Function saved (by_design)
 
 
@@ -393,7 +397,24 @@ def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, a
             raise
         except Exception:  # noqa: BLE001 - autograd cannot run this program: the differences judge
             pass
-    return Reference(args, value, directions, derivs, cotangent, jvps[0])
+    hvp = None
+    if output == "scalar" and all(a[0] in ("array", "float") for a in spec):
+        hvp = _second_difference(phi, leaves, lspecs, spec, directions, scale)
+    return Reference(args, value, directions, derivs, cotangent, jvps[0], hvp=hvp)
+
+
+def _second_difference(phi, leaves, lspecs, spec, directions, scale) -> float | None:
+    """v . H u (u, v: the two directions) by central second differences at two step sizes;
+    None where they disagree (a kink or a branch within a step)."""
+    u, v = directions
+    estimates = []
+    for e in HESSIAN_EPS:
+        def at(a, b):
+            return float(phi(*unflatten(axpy(axpy(leaves, u, a, lspecs), v, b, lspecs), spec)))
+        estimates.append((at(e, e) - at(e, -e) - at(-e, e) + at(-e, -e)) / (4 * e * e))
+    if not all(np.isfinite(estimates)) or not _close(estimates[0], estimates[1], scale * 10):
+        return None
+    return estimates[0]
 
 
 def _check_autograd(afn, spec, output, args, cotangent, directions, derivs, scale):
@@ -619,17 +640,43 @@ def run_jacobian(state, fn, program, ref):
     _check_grads(grads, ref, _scale(ref))
 
 
+def run_hessian(state, fn, program, ref):
+    """sg.hessian w.r.t. every argument, its blocks contracted with the two directions:
+    v . H u against second differences."""
+    if state.get("h") is None:
+        state["h"] = sg.hessian(fn, wrt=tuple(range(len(program.args))))
+    hess = state["h"](*copy.deepcopy(ref.args))
+    u, v = ref.directions
+    shapes = [a[1] if a[0] == "array" else () for a in program.args]
+    total = 0.0
+    for i, si in enumerate(shapes):
+        for j, sj in enumerate(shapes):
+            try:
+                block = np.asarray(hess[i][j], dtype=float)
+            except (TypeError, IndexError, KeyError):
+                raise Wrong(f"structure: no Hessian block [{i}][{j}] in a {type(hess).__name__}") from None
+            if block.shape != tuple(si) + tuple(sj):
+                raise Wrong(f"structure: Hessian block [{i}][{j}] shape {block.shape}, expected "
+                            f"{tuple(si) + tuple(sj)}")
+            left = np.tensordot(np.asarray(v[i], dtype=float), block, axes=len(si))
+            total += float(np.tensordot(left, np.asarray(u[j], dtype=float), axes=len(sj)))
+    if not _close(total, ref.hvp, max(_scale(ref), abs(ref.hvp)) * 10):
+        raise Wrong(f"hessian: along two random directions: expected {ref.hvp:.6g}, got {total:.6g}")
+
+
 RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp,
-           "vjp_hooks": run_vjp_hooks, "jacobian": run_jacobian}
+           "vjp_hooks": run_vjp_hooks, "jacobian": run_jacobian, "hessian": run_hessian}
 
 
 def applicable(program) -> list:
     names = list(TRANSFORMS)
     if program.output != "scalar":
-        names = [n for n in names if n not in ("value_and_grad", "grad")]
+        names = [n for n in names if n not in ("value_and_grad", "grad", "hessian")]
     if any(a[0] not in ("array", "float") for a in program.args):
         names.remove("jvp")  # sg.jvp takes arrays and numbers (API.md), not containers
         names.remove("jacobian")
+        if "hessian" in names:
+            names.remove("hessian")
     if program.output == "tuple":
         names.remove("jacobian")
     return names
@@ -693,6 +740,8 @@ def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeou
                 return Result("discarded", reason="NumPy run over the time limit")
         failures = []
         for name in transforms or applicable(program):
+            if name == "hessian" and any(refs[key].hvp is None for key in order):
+                continue  # the second differences cannot judge it here
             failure = _run_transform(name, fn, program, refs, order, timeout)
             if failure is not None:
                 failures.append(failure)
@@ -796,9 +845,10 @@ def repro(program, failure: Failure, directory: Path) -> str:
             runs = ["from srcgrad.autograd.graph import saved_tensors_hooks",
                     "with saved_tensors_hooks(lambda a: ('packed', np.array(a, copy=True)), lambda b: b[1]):"
                     ] + ["    " + r for r in runs]
-    elif failure.transform == "jacobian":
+    elif failure.transform in ("jacobian", "hessian"):
         mode = ("auto", "reverse", "forward")[program.seed % 3]
-        runs = [f"J = sg.jacobian(f, wrt={wrt}, mode={mode!r})"]
+        runs = [f"J = sg.jacobian(f, wrt={wrt}, mode={mode!r})" if failure.transform == "jacobian"
+                else f"J = sg.hessian(f, wrt={wrt})"]
         if key == "B":
             runs.append("print('first call:', J(*args_A))")
         runs.append(f"print('{failure.call}:', J(*args_{key}))")

@@ -2,9 +2,9 @@
 
 Each program of SLICE is generated from its seed (tests/fuzz/generator.py) and checked by
 tests/fuzz/oracle.py: `sg.value_and_grad`, `sg.grad`, `sg.vjp` (its `vjp_fn` called twice;
-also inside saved-tensor hooks), `sg.jvp` and `sg.jacobian`, each called on two data sets
-of the same shapes, against central
-differences at two step sizes and HIPS autograd. Every program of the slice passes today;
+also inside saved-tensor hooks), `sg.jvp`, `sg.jacobian` and `sg.hessian`, each called on
+two data sets of the same shapes, against central differences at two step sizes (second
+differences for the Hessian) and HIPS autograd. Every program of the slice passes today;
 a failure here is a regression (the message holds the oracle's detail and a repro hint).
 A part of the slice is then replayed in a fresh process against the disk cache this
 process filled, with the data sets in the other order.
@@ -172,6 +172,37 @@ def test_oracle_reports_a_planted_wrong_gradient_and_shrinks_it(program_dir):
     small = shrink.shrink(program, by_transform["grad"], program_dir, budget=60)
     assert "BadSquare.apply" in small.source
     assert "np.cos" not in small.source and len(small.source) < len(PLANTED)
+
+
+HESSIAN_PROGRAM = """
+import numpy as np
+ARGS = [('array', (3,)), ('float',)]
+OUTPUT = 'scalar'
+
+
+def f(x0, x1):
+    return np.sum(np.sin(x0) * x1 + x0 ** 3) * x1
+"""
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_oracle_judges_the_hessian_by_second_differences(program_dir, monkeypatch, planted):
+    """sg.hessian's blocks contracted with two directions against second differences: a
+    right Hessian passes, one with a block off by 1e-3 of its size is wrong."""
+    program = oracle.spec_from_source(HESSIAN_PROGRAM, seed=11)
+    if planted:
+        hessian = oracle.sg.hessian
+
+        def off(f, wrt):
+            h = hessian(f, wrt=wrt)
+            return lambda *args: ((h(*args)[0][0] * (1 + 1e-3), h(*args)[0][1]), h(*args)[1])
+        monkeypatch.setattr(oracle.sg, "hessian", off)
+    result = oracle.check(program, program_dir, transforms=["hessian"])
+    if planted:
+        assert result.outcome == "wrong" and "hessian: along two random directions" in \
+            result.failures[0].detail, _explain(11, result)
+    else:
+        assert result.outcome == "pass", _explain(11, result)
 
 
 def test_references_discard_a_point_next_to_a_kink():
