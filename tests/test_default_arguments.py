@@ -118,3 +118,32 @@ def test_a_partial_of_a_lambda_is_compiled():
     f = functools.partial(lambda x, k: np.sum(np.sin(x) * k), k=2.0)  # noqa: E731
     assert_close(sg.grad(f)(X), 2.0 * np.cos(X))
     assert_close(sg.vjp(f, X)[1](1.0)[0], 2.0 * np.cos(X))
+
+
+def _calls_vjp(x):
+    out, vjp_fn = sg.vjp(array_out, x)
+    (g,) = vjp_fn(np.ones_like(x))
+    return np.sum(g * x) + np.sum(out)
+
+
+def _calls_jvp(x):
+    out, t = sg.jvp(array_out, (x,), (np.ones_like(x),))
+    return np.sum(t * x) + np.sum(out)
+
+
+def _loop_out(x, scale=0.8):
+    for _ in range(2):
+        x = np.sin(x) * scale
+    return x
+
+
+def _calls_jvp_of_a_loop(x):
+    out, t = sg.jvp(_loop_out, (x,), (np.ones_like(x),))
+    return np.sum(t * x)
+
+
+@pytest.mark.parametrize("fn", [_calls_vjp, _calls_jvp, _calls_jvp_of_a_loop])
+def test_vjp_and_jvp_in_compiled_code_of_the_arguments_given(fn):
+    """Before: 'unpacking 3 values into 1 names' (vjp_fn's gradients for b and power),
+    'bad call to `array_out_jvp`: missing a required argument'."""
+    assert_close(sg.grad(fn)(X), numeric_grad(fn, [X], 0))

@@ -188,7 +188,7 @@ def _jvp(tracer, args, kwargs, node):
                      "give one tangent per primal")
     _leaves_only(tracer, "jvp", primals + tangents, node)
     pipeline = _programs()
-    compiled = pipeline.compiled_jvp(pipeline.source_function(fn))
+    compiled = pipeline.compiled_jvp(pipeline.source_function(fn, len(primals)))
     outs, touts = _trace_generated(tracer, compiled.entry(), primals + tangents, node)
     out_tree = compiled.out_tree
     tree, n_out = _split_aux(tracer, out_tree, has_aux, "jvp", node)
@@ -222,7 +222,7 @@ def _vjp(tracer, args, kwargs, node):
     primals = list(args[1:])
     _leaves_only(tracer, "vjp", primals, node)
     pipeline = _programs()
-    compiled = pipeline.compiled_vjp(pipeline.source_function(fn))
+    compiled = pipeline.compiled_vjp(pipeline.source_function(fn, len(primals)))
     from srcgrad.frontend import gradients  # (IR: not on a disk-cache hit)
 
     gradients.refuse_loop_vjp(tracer, compiled, node)  # (L2: a loop's tape, refused here)

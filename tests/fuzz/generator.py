@@ -101,6 +101,8 @@ class Generator:
         self.inside = random.Random(seed ^ 0x2E57ED)
         # f's own defaulted parameter, which the oracle never passes: a fourth stream
         self.signature = random.Random(seed ^ 0x5167DE)
+        # sg.jvp / sg.vjp of a helper inside f, its defaults left out: a fifth stream
+        self.transforms_inside = random.Random(seed ^ 0x7E57ED)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -476,6 +478,13 @@ class Generator:
             self.helper_nargs[name] = (nargs, kind)
         nargs, kind = self.helper_nargs[name]
         args = [self.expr(s, depth) for _ in range(nargs)]
+        if self.transforms_inside.random() < 0.05:  # forward or reverse mode of the helper in compiled
+            # code, on its arrays only (a defaulted `scale` or `b` takes its default)
+            self.features.add("nested_grad")
+            ones = ", ".join(f"np.ones_like({a})" for a in args)
+            if self.transforms_inside.random() < 0.5:
+                return f"sg.jvp({name}, ({', '.join(args)},), ({ones},))[1]"
+            return f"sg.vjp({name}, {', '.join(args)})[1](np.ones_like({args[0]}))[0]"
         if kind == "default" and self.chance(0.5):
             args.append(f"scale={self.const()}")
         elif kind == "none" and self.chance(0.5):
