@@ -248,6 +248,40 @@ def test_a_callees_branch_writing_the_callers_array(f):
         assert_close(t_out, numeric_grad(f, [x.copy()], 0) @ t, rtol=1e-5, atol=1e-7)
 
 
+def _subtract_until_large(x0, x1):
+    for _ in range(len(x1)):
+        if np.sum(x0) > 0.99:  # a return inside the loop: its body branches
+            return np.sum(x0)
+        np.subtract.at(x1, 0, np.sum(x1))
+    return np.sum(x0 * x0)
+
+
+def callee_loop_with_a_return_writes_callers_argument(x0, x1):
+    return _subtract_until_large(x0, x1) + np.sum(x1 * x1)
+
+
+@pytest.mark.parametrize("x0", [np.array([0.3, -0.2]), np.array([0.9, 0.5])], ids=["writes", "returns"])
+def test_a_callees_loop_with_a_return_writing_the_callers_argument(x0):
+    """The branch writing `x1` merges the caller's names, but the loop around it carries
+    only the callee's: a write there into the caller's names is refused by the lowering
+    and the loop unrolled for the arguments' shapes (fuzz seed 971186: the caller read a
+    value of the lowered loop's body, a NameError in the generated jvp)."""
+    f = callee_loop_with_a_return_writes_callers_argument
+
+    def on_copies(a, b):  # (f writes into x1: each evaluation on fresh arrays)
+        return f(a.copy(), b.copy())
+    x1 = np.array([[0.5, -1.0], [2.0, 0.3], [0.1, 0.7]])
+    t0, t1 = np.array([0.5, 1.5]), np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    g0, g1 = numeric_grad(on_copies, [x0, x1], 0), numeric_grad(on_copies, [x0, x1], 1)
+    out, t_out = sg.jvp(f, (x0.copy(), x1.copy()), (t0, t1))
+    assert_close(out, on_copies(x0, x1))
+    assert_close(t_out, g0 @ t0 + np.sum(g1 * t1), rtol=1e-5, atol=1e-7)
+    value, grads = sg.value_and_grad(f, wrt=(0, 1))(x0.copy(), x1.copy())
+    assert_close(value, on_copies(x0, x1))
+    assert_close(grads[0], g0, rtol=1e-5, atol=1e-7)
+    assert_close(grads[1], g1, rtol=1e-5, atol=1e-7)
+
+
 def _bump_while_positive(v):
     while np.sum(v) > 0:  # no trip count known while tracing
         v[0] = v[0] - 1.0

@@ -123,13 +123,19 @@ class Inlining:
                 s.env = env
 
     def block_outside(self, scope) -> bool:
-        """Whether `scope`'s names are outside the innermost block traced now and not
-        copied for it (Note [Writes by callees inside blocks]); False outside every block."""
-        if not self.blocks:
-            return False
-        own, start, copied = self.blocks[-1]
-        return scope is not own and not any(s is scope for s in self.scopes[start:]) and \
-            not any(s is scope for s in copied)
+        """Whether `scope`'s names are outside a block traced now that did not copy them
+        (Note [Writes by callees inside blocks]); False outside every block. Every block
+        from the innermost out to the one `scope` lives in counts: a branch that copied
+        the caller's names merges them, but a loop around that branch carries only its
+        own (fuzz seed 971186: `return` inside a loop of a called function, whose other
+        branch wrote into the caller's array, left the caller reading a value of the
+        loop body)."""
+        for own, start, copied in reversed(self.blocks):
+            if scope is own or any(s is scope for s in self.scopes[start:]):
+                return False  # the scope lives inside this block: blocks further out never see it
+            if not any(s is scope for s in copied):
+                return True
+        return False
 
     def _check_depth(self, name, node):
         if self.depth >= MAX_INLINE_DEPTH:
