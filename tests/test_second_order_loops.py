@@ -13,6 +13,7 @@ import pytest
 
 import srcgrad as sg
 from tests.conftest import assert_close, numeric_grad
+from tests.corpus.functions import MulXYZ
 
 
 def rnn(x, W):
@@ -734,3 +735,29 @@ def test_a_loop_gradient_called_with_a_tuple_is_refused_at_the_users_call():
     message = str(info.value)
     assert "grad_rows_of((x, 2 * x))" in message and "argument `pair`" in message
     assert "_tape" not in message
+
+
+def loop_over_a_custom_function(x):
+    """A custom Function whose jvp reads what save_for_forward saved, before a loop."""
+    x = x * MulXYZ.apply(x, x, 1.5)
+    for _t in range(2):
+        x = np.sin(x)
+    return np.sum(x * x)
+
+
+grad_loop_over_a_custom_function = sg.grad(loop_over_a_custom_function)
+
+
+def _calls_the_gradient_of_a_custom_function_loop(x):
+    return grad_loop_over_a_custom_function(x)
+
+
+def test_forward_mode_of_a_loop_gradient_over_a_custom_function_called_in_compiled_code():
+    """The loop's gradient is inlined as IR, its inputs renamed to the caller's values; the
+    Function's call record (what it saved for forward) was not renamed with them, so its
+    jvp read an undefined name (fuzz seed 971920: NameError `x0_1`)."""
+    x = np.array([0.3, -0.6])
+    jac = sg.jacobian(_calls_the_gradient_of_a_custom_function_loop, mode="forward")(x)
+    expected = _differences(grad_loop_over_a_custom_function, (x,), 0)
+    np.testing.assert_allclose(jac, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sg.hessian(loop_over_a_custom_function)(x), expected, rtol=1e-6, atol=1e-7)

@@ -94,6 +94,20 @@ class FunctionCall:
     def __repr__(self) -> str:  # cse compares attrs by repr: one record per call
         return f"<{self.parsed.name}.apply #{id(self):x}>"
 
+    def map_vars(self, fn):
+        """This record with each Var it holds replaced by `fn(var)` (a new record; itself
+        where nothing changes): srcgrad.ir.core.substitute calls it, since the user's
+        backward and jvp read what `save_for_backward` / `save_for_forward` saved and the
+        inputs from here, not from the op's operands (fuzz seed 971920: the inputs of a
+        loop's gradient inlined in compiled code were renamed in the operands only, and
+        the Function's jvp read an undefined name)."""
+        fields = {name: _map_tvalue(getattr(self, name), fn)
+                  for name in ("inputs", "out_leaves", "saved", "saved_forward", "attributes")}
+        if all(fields[name] is getattr(self, name) for name in fields):
+            return self
+        kept = {name: getattr(self, name) for name in self.__slots__ if name not in fields}
+        return FunctionCall(**kept, **fields)
+
     # The passes reach a custom Function only through these three methods, so they
     # import nothing of the frontend: the call record the tracer left on the op traces
     # the user's backward / jvp into the pass's ops when the pass knows which inputs
@@ -113,6 +127,20 @@ class FunctionCall:
         tracer = self.tracer_class(expander.namer, expander.ops)
         tracer.loc = op.loc
         return trace_jvp(tracer, op, tangents)
+
+
+def _map_tvalue(v, fn):
+    """`v` (a Var, a constant, or tuples, lists and dicts of them) with `fn` applied to
+    each Var; `v` itself where nothing changes."""
+    if isinstance(v, Var):
+        return fn(v)
+    if isinstance(v, (tuple, list)):
+        items = [_map_tvalue(x, fn) for x in v]
+        return v if all(a is b for a, b in zip(items, v)) else type(v)(items)
+    if isinstance(v, dict):
+        items = {k: _map_tvalue(x, fn) for k, x in v.items()}
+        return v if all(items[k] is v[k] for k in v) else items
+    return v
 
 
 _METHODS = ("save_for_backward", "save_for_forward", "mark_dirty", "mark_non_differentiable",

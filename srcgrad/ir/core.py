@@ -301,6 +301,11 @@ def substitute(ops: list, mapping: dict) -> list:
 
     for op in ops:
         op.args = tuple(map_operand(a, fn) for a in op.args)
+        if op.prim == "custom_call":  # its call record holds Vars the backward/jvp read too
+            call = op.attrs["function"]
+            mapped = call.map_vars(fn)
+            if mapped is not call:
+                op.attrs = {**op.attrs, "function": mapped}
         for block in op.blocks:
             substitute(block.ops, mapping)
             block.results = [map_operand(r, fn) for r in block.results]
