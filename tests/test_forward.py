@@ -66,6 +66,71 @@ def test_partial_tangent_of_an_elementwise_op_is_broadcast():
     assert t.shape == (3, 4) and np.all(t == 1.0)
 
 
+def loop_built_constant_plus_scalar(x0):  # fuzz seed 974404
+    y1 = np.zeros((2,))
+    for i2 in range(2):
+        y1[i2] = 1.5
+    v6 = y1 + np.sum(x0.reshape((2,)))
+    return np.sum(np.tile(v6, 2)[np.tile(v6, 2) > 0.75])
+
+
+def scalar_plus_mask(x):
+    return np.sum(x) + (x > 0)  # the mask (no derivative) gives the shape
+
+
+def scalar_minus_mask_2d(x):
+    m = (x > 0) * 1.0
+    return np.sum(np.reshape(np.sum(x) - m, (2, 1)) ** 2)
+
+
+def loop_built_rows_in_2d(x):
+    y = np.zeros((2, 3))
+    for i in range(2):
+        y[i] = 1.5 * i
+    v = y + np.sum(x)
+    return np.sum(np.tile(v, (2, 1))[np.tile(v * 2.0, (2, 1)) > 0.5] ** 2)
+
+
+@pytest.mark.parametrize("f", [loop_built_constant_plus_scalar, scalar_plus_mask,
+                               scalar_minus_mask_2d, loop_built_rows_in_2d])
+def test_partial_tangent_is_broadcast_by_an_operand_without_derivative(f):
+    # `y + s` with only the scalar s active has y's shape, also when y carries no derivative
+    # (a Var of kind "static": a mask, a constant built in a loop): s_t was not broadcast,
+    # so tile/reshape/a mask read a tangent of the wrong shape (a crash) or it escaped
+    # (a wrong sum, a () tangent of a (2,) output).
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal(2), rng.standard_normal(2)
+    jac = numerical_jacobian(f, (x,), 0)
+    out, t_out = sg.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(out, f(x))
+    assert np.shape(t_out) == np.shape(out)
+    np.testing.assert_allclose(t_out, jac @ t, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jacobian(f, mode="forward")(x), jac, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.jacobian(f, mode="reverse")(x), jac, rtol=1e-6, atol=1e-8)
+    if np.ndim(out) == 0:
+        np.testing.assert_allclose(sg.grad(f)(x), jac, rtol=1e-6, atol=1e-8)
+        hess = numerical_jacobian(lambda z: numerical_jacobian(f, (z,), 0, eps=1e-4), (x,), 0,
+                                  eps=1e-4)
+        np.testing.assert_allclose(sg.hessian(f)(x), hess, rtol=1e-5, atol=1e-6)
+
+
+def scaled_by_loop_index(x):
+    s = x
+    for i in range(3):
+        s = s * i + i + x.shape[0]
+    return s
+
+
+def test_known_scalar_operands_do_not_broadcast_a_partial_tangent():
+    # a loop index and `x.shape[0]` (static, but Python ints) cannot widen `s * i + i`
+    source = pipeline.jvp_program(parse_function(scaled_by_loop_index)).sources[0]
+    assert "broadcast_to" not in source
+    x, t = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, -1.0])
+    _, t_out = sg.jvp(scaled_by_loop_index, (x,), (t,))
+    np.testing.assert_allclose(t_out, numerical_jacobian(scaled_by_loop_index, (x,), 0) @ t,
+                               rtol=1e-6, atol=1e-8)
+
+
 def test_jvp_matches_finite_differences_with_tuple_output():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(5), rng.standard_normal(5)

@@ -15,7 +15,8 @@ smaller than z. Summing contributions would broadcast correctly, yet an output
 tangent of the wrong shape must not escape. So an elementwise op's contribution
 is wrapped in `xp.broadcast_to(t, xp.shape(ans))` unless it is provably in ans's
 shape class (Note [Shape classes] in srcgrad.passes.simplify); simplify removes
-the broadcasts it can prove redundant.
+the broadcasts it can prove redundant. An operand without a tangent counts whatever
+its kind: a "static" Var (a mask, a loop's constant array) may give ans its shape.
 """
 
 from __future__ import annotations
@@ -29,36 +30,45 @@ from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
 from srcgrad.passes.jvp_control import TAPE_OPS, forward_region, forward_tape
-from srcgrad.passes.simplify import _classify
+from srcgrad.passes.simplify import _SCALAR_STATICS, _classify, _is_scalar
 
 
 def tangent_name(value_name: str) -> str:
     return value_name + "_t"
 
 
-def forward(ops: list, tangents: dict, namer) -> tuple:
+def forward(ops: list, tangents: dict, namer, scalars: set | None = None) -> tuple:
     """(ops with tangent ops interleaved, {var: tangent operand}).
 
     `tangents` maps input Vars to their tangent Vars (parameters of the generated
     function). Every emitted tangent op has `attrs["backward"] = True`: it is
-    derivative code that simplify may rewrite algebraically.
+    derivative code that simplify may rewrite algebraically. `scalars`: static Vars
+    known to be Python/0-d scalars (an enclosing loop's index), shared with the blocks.
     """
     tangents = dict(tangents)
     out: list = []
     shape_class: dict = {}
     producer: dict = {}
+    scalars = set() if scalars is None else scalars
 
     def record(op):
-        _classify(op, rules.RULES.get(op.prim), shape_class, producer)
+        rule = rules.RULES.get(op.prim)
+        _note_scalars(op, rule, scalars, producer)
+        _classify(op, rule, shape_class, producer, scalars)
         for o in op.outs:
             producer[o] = op
         out.append(op)
+
+    def forward_block(block_ops, block_tangents, block_namer):  # (jvp_control's blocks)
+        return forward(block_ops, block_tangents, block_namer, scalars)
 
     custom_body = {id(b) for op in ops if op.prim == "custom_call" for b in op.attrs["function"].body}
     for op in ops:
         rule = rules.RULES[op.prim]
         if rule.control:  # tangents beside the values in its blocks (passes/jvp_control.py)
-            for pre in forward_region(op, tangents, namer, forward):
+            if op.prim == "for_range" and op.blocks and op.blocks[0].params:
+                scalars.add(op.blocks[0].params[0])  # the index: a Python int
+            for pre in forward_region(op, tangents, namer, forward_block):
                 record(pre)
             record(op)
             continue
@@ -100,8 +110,9 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
         total = None
         for p, _ in active:
             part = tracer.expand(rule.jvp[p], env, op.loc)
-            if rule.elementwise and not multi and len(active) < _array_operands(op):
-                part = _broadcast_to_ans(tracer, part, ans, shape_class, producer, tracer.ops)
+            if rule.elementwise and not multi and len(active) < _array_operands(op, scalars):
+                part = _broadcast_to_ans(tracer, part, ans, shape_class, producer, tracer.ops,
+                                         scalars)
             total = part if total is None else _add(tracer, total, part, multi)
         for new in tracer.ops:
             new.attrs["backward"] = True
@@ -117,10 +128,32 @@ def forward(ops: list, tangents: dict, namer) -> tuple:
     return out, tangents
 
 
-def _array_operands(op) -> int:
-    """Operands that may have the output's shape (array Vars and non-scalar constants)."""
-    return sum(1 for a in op.args if (isinstance(a, Var) and a.kind == "array")
+def _array_operands(op, scalars) -> int:
+    """Operands that may have the output's shape: every Var not known to be a scalar,
+    and every non-scalar constant.
+
+    A Var of kind "static" carries no derivative but may still be an array that gives
+    the output its shape (a mask `x > 0`, an array a loop fills with constants): in
+    `s + mask` with only a scalar s active, `s_t` must be broadcast like any partial
+    tangent (fuzz seed 974404: its tile, reshape or masked read crashed, or a tangent
+    of shape () escaped as a (2,)-output's)."""
+    return sum(1 for a in op.args if (isinstance(a, Var) and a not in scalars)
                or (isinstance(a, Const) and numpy.ndim(a.value) > 0))
+
+
+def _note_scalars(op, rule, scalars, producer) -> None:
+    """Add op's output to `scalars` when it is a static Python/0-d scalar for every
+    input: a size, `x.shape[k]`, arithmetic on such values (`i + 1`, `n * 2`)."""
+    if len(op.outs) != 1 or rule is None or op.outs[0].kind != "static":
+        return
+    args = op.args
+    if op.prim in _SCALAR_STATICS:
+        scalars.add(op.outs[0])
+    elif op.prim == "getitem" and isinstance(args[0], Var) and isinstance(args[1], Const) \
+            and isinstance(args[1].value, int) and getattr(producer.get(args[0]), "prim", None) == "shape":
+        scalars.add(op.outs[0])
+    elif rule.elementwise and args and all(_is_scalar(a, scalars) for a in args):
+        scalars.add(op.outs[0])
 
 
 def _operand_tangent(tracer, arg, tangents):
@@ -147,12 +180,12 @@ def _add(tracer, a, b, multi):
     return tracer.apply(rules.RULES["add"], [a, b], {})
 
 
-def _broadcast_to_ans(tracer, part, ans, shape_class, producer, new_ops):
+def _broadcast_to_ans(tracer, part, ans, shape_class, producer, new_ops, scalars):
     """`part` broadcast to ans's shape, unless provably already of that shape."""
     # Classify the contribution's own ops first (they are not recorded yet).
     classes, prods = dict(shape_class), dict(producer)
     for new in new_ops:
-        _classify(new, rules.RULES.get(new.prim), classes, prods)
+        _classify(new, rules.RULES.get(new.prim), classes, prods, scalars)
         for o in new.outs:
             prods[o] = new
     if isinstance(part, Var) and classes.get(part, part) is classes.get(ans, ans):
