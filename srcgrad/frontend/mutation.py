@@ -9,13 +9,14 @@ the ufunc, and every *name* that shared storage with the written array is reboun
 what it reads after the write, so the gradient is that of what NumPy computed:
 
 * the same tvalue under another name (`y = x; y += 1` changes what `x` reads);
-* views: `v = b[1:]; v *= 2` rebinds `v` to the new value and `b` to
-  `setitem(b, slice(1, None), v_new)`; other views of `b` are re-derived from the
-  new `b`. Views are recorded as they are made (`getitem` with a basic index, `.T`,
-  `transpose`, `swapaxes`, `moveaxis`, `expand_dims`, `squeeze`, `reshape`, `ravel`)
-  with the step that made them, and a write walks the steps back up to the base
-  (`setitem` for an index, the inverse permutation for a transpose, `reshape` to the
-  base's shape for the others) and down again to every other live view.
+* views: `v = b[1:]; v *= 2` rebinds `b` to `setitem(b, slice(1, None), v * 2)`
+  and `v` to `b_new[1:]`, re-derived from the new `b` as every other view of `b` is
+  (Note [Views of the written array]). Views are recorded as they are made (`getitem`
+  with a basic index, `.T`, `transpose`, `swapaxes`, `moveaxis`, `expand_dims`,
+  `squeeze`, `reshape`, `ravel`) with the step that made them, and a write walks the
+  steps back up to the base (`setitem` for an index, the inverse permutation for a
+  transpose, `reshape` to the base's shape for the others) and down again to every
+  live view.
 
 Names are found in every scope being traced (callers of an inlined function too:
 `def step(p): p[0] = 0` changes the caller's array) and inside native containers.
@@ -218,6 +219,7 @@ class Mutation:
         updates = {id(old): new}
         self.history[id(new)] = old
         cur, cur_new, unsure = old, new, None
+        walked = []  # (view, its value written back, rule, operands, run-time flag), upwards
         while id(cur) in self.views:
             _, parent, rule, rest, kind = self.views[id(cur)]
             if kind == INT and (how != "name" or flagged):
@@ -240,7 +242,9 @@ class Mutation:
                 self.note_flagged_view(cur_new, parent_new, rule, rest, kind, step)
             updates[id(parent)] = parent_new
             self.history[id(parent_new)] = parent
+            walked.append((cur, cur_new, rule, rest, step))
             cur, cur_new = parent, parent_new
+        new = self._views_of_new(walked, cur_new, updates, new)
         self.write_log.append((frozenset(updates), tr.loc))
         self.arrays[id(new)] = new
         unsure_root = self._chain(unsure[0])[-1] if unsure else None
@@ -285,6 +289,44 @@ class Mutation:
             return remap
         self._remap(remap)
         return new
+
+    def _views_of_new(self, walked, top_new, updates, new):
+        """The names of the views a write went through read views of the new top array,
+        as in NumPy, not the values the write-back made the top from (Note [Views of the
+        written array]); returns what the written name reads."""
+        value = top_new
+        for view, view_new, rule, rest, step in reversed(walked):
+            if step is not None:  # a view at run time or not: its own values below
+                break
+            parent = value
+            value = self.tracer.apply(rules.RULES[rule], [parent, *rest], {})
+            if not isinstance(value, Var) or value is view_new:
+                break
+            self.views[id(value)] = (value, parent, rule, rest, CERTAIN)
+            self.view_flags.pop(id(value), None)
+            self.arrays[id(value)] = value
+            self.history[id(value)] = view
+            updates[id(view)] = value
+            if view_new is new:
+                new = value
+        return new
+
+    # Note [Views of the written array]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A write through a chain of views (`v = np.swapaxes(x.reshape(2, 3), 0, 1); w = v[1:];
+    # w += d`) is functionalized upwards: `w_new`, `v_new = setitem(v, slice(1, None),
+    # w_new)`, `x_new = swapaxes(v_new).reshape(3, 2)`. Those values hold the right numbers
+    # but not NumPy's memory: `v_new` is a fresh C-ordered array where NumPy's `v` is a
+    # strided view of x, and `x_new` a copy of it. A reduction sums in memory order, so
+    # `np.sum(v)` and `np.sum(x)`, which NumPy computes over the very same memory in the same
+    # order (equal to the last bit), differed in rounding, and `np.sum(v) > np.sum(x)`
+    # (False in NumPy) came out True (fuzz seed 975529: np.where took the other branch,
+    # a wrong value and gradient). So after the write-back, each view on the way (certain
+    # steps, from the top down) is made again from the new top array, as the views the
+    # write did not go through already are (`_rederive`), and its names read that view:
+    # every name sharing the storage reads one array, as in NumPy. A step decided at run
+    # time (Note [Views of arguments]) selects between two arrays: below it the write-back's
+    # values stay.
 
     def _write_back(self, parent, rule, rest, child):
         tr = self.tracer
