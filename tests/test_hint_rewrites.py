@@ -912,6 +912,27 @@ PROGRAM = textwrap.dedent('''
     def good_vjp_of_loop_inside(x):
         return np.sum(GRAD_SIN_LOOP(x) ** 2)
 
+    def pair_loop(pair):
+        a, b = pair
+        for i in range(2):
+            a = np.sin(a) * b
+        return np.sum(a)
+
+    GRAD_PAIR_LOOP = sg.grad(pair_loop)
+
+    def bad_loop_gradient_of_a_tuple_inside(x):
+        return np.sum(GRAD_PAIR_LOOP((x, 2.0 * x))[0])  # HERE
+
+    def two_loop(a, b):
+        for i in range(2):
+            a = np.sin(a) * b
+        return np.sum(a)
+
+    GRAD_TWO_LOOP = sg.grad(two_loop)
+
+    def good_loop_gradient_of_a_tuple_inside(x):
+        return np.sum(GRAD_TWO_LOOP(x, 2.0 * x))
+
     def inner(x):
         return np.sin(x) * x[0]
 
@@ -1235,6 +1256,9 @@ ROWS = [
         "`sg.vjp` of a function with a loop", "call `sg.grad` or `sg.value_and_grad`",
         "good_vjp_of_loop_inside"),  # (second derivatives of loops through sg.grad,
     # sg.value_and_grad and has_aux compile: issue 15)
+    Row(("frontend/gradients.py", "the gradient of a function with a loop, called in a compiled function"),
+        "bad_loop_gradient_of_a_tuple_inside", "with a tuple, list, dict or object as its argument `pair`",
+        "pass the arrays as separate arguments", "good_loop_gradient_of_a_tuple_inside"),
     # containers
     Row(("frontend/containers.py", "the {} method `.{}()`"), "bad_list_method",
         "the list method `.remove()`", "compiled code supports", "good_list_method"),
