@@ -202,11 +202,7 @@ def make_dual(tensor, tangent, *, level=None) -> Tensor:
     if isinstance(tangent, Tensor) and tangent_of(tangent, current) is not None:
         raise RuntimeError("Setting a forward grad that itself has a forward gradient at the "
                            f"same level{current.index} is not supported.")
-    if tuple(tangent.shape) != tuple(tensor.shape):
-        raise RuntimeError(
-            "Trying to set a forward gradient that has a different size than that of the "
-            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
-            f"while the given forward gradient is of size {list(tangent.shape)}.")
+    _check_size(tensor.shape, tangent.shape)
     if not isinstance(tangent, Tensor) and not isinstance(tangent, Batched):
         tangent = Tensor._make(numpy.asarray(tangent))
     dual = _alias(tensor, "ViewBackward0")
@@ -430,6 +426,16 @@ def refuse_without_formula(func, args, kwargs) -> None:
             "(srcgrad/rules/table.py): add one, or apply it to unpack_dual(t).primal.")
 
 
+def _check_size(shape, tangent_shape) -> None:
+    """torch's error for a forward gradient (make_dual's, a custom Function jvp's) whose
+    size is not its tensor's."""
+    if tuple(tangent_shape) != tuple(shape):
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(shape)} "
+            f"while the given forward gradient is of size {list(tangent_shape)}.")
+
+
 # ---------------------------------------------------------------- custom Functions
 def _function_hook(node, inputs: tuple, outs: list) -> list:
     """`custom.FORWARD_AD.hook`: after a custom Function's forward ran on Tensors inside a
@@ -468,6 +474,8 @@ def _function_hook(node, inputs: tuple, outs: list) -> list:
                                "corresponding forward output is not a differentiable Tensor."
                                "You should return None at that position instead.")
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
+            if not isinstance(t, Batched):  # torch checks the user's tangent, never broadcasts it
+                _check_size(o.shape, numpy.shape(t._data if isinstance(t, Tensor) else t))
             t = _full_tangent(o, t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t)), ())
             set_tangent(o, t, level)
     return outs

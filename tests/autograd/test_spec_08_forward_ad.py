@@ -445,3 +445,37 @@ def test_seed_save_for_forward_example():
         d.backward()
     check(a.grad, 8.0)
     check(b.grad, 4.0)
+
+
+class _WideTangent(sg.autograd.Function):
+    """A jvp returning a tangent of another size than its output's."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * np.ones(3)  # (1,) broadcast to (3,)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+def _wide(x):
+    return _WideTangent.apply(x)
+
+
+def test_a_custom_jvp_of_another_size_raises_torchs_error():
+    """torch checks the tangent a Function's jvp returns against its output's size; the
+    eager runtime broadcast a (1,)-sized or smaller tangent and raised nothing (the
+    compiled path's check_tangent already raised)."""
+    text = exact("Trying to set a forward gradient that has a different size than that of the "
+                 "original Tensor, this is not supported. Tensor is of size [1] while the given "
+                 "forward gradient is of size [3].")
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match=text):
+            _WideTangent.apply(fwAD.make_dual(sg.tensor([1.5]), sg.tensor([1.0])))
+    with pytest.raises(RuntimeError, match=text):
+        sg.jvp(_wide, (np.array([1.5]),), (np.array([1.0]),))
