@@ -10,6 +10,7 @@ from examples import elementwise, logistic, mlp, softmax
 from srcgrad import pipeline
 from srcgrad.autograd.gradcheck import check_cli
 from srcgrad.frontend.parse import parse_function
+from tests.conftest import numeric_grad
 
 
 def numerical_jacobian(f, args, i, eps=1e-6):
@@ -238,3 +239,26 @@ def test_cli_check_reports_both_modes():
     assert report.rstrip().endswith("OK")
     with pytest.raises(ValueError, match="gives 2 shapes"):
         check_cli(logistic.loss, "4,scalar")
+
+
+def _constant_array_method(x):
+    g = np.ones((2, 2)) * 2.0  # a constant: its methods run on a Const
+    return np.sum(g.transpose() * x) + np.sum(g.sum(axis=0) * x[0])
+
+
+def _constant_array_method_of_an_argument(x):
+    g = np.broadcast_to(1.0, (2, 2))
+    return np.sum(g.transpose(None) * x * x) + np.sum(g.dot(x))
+
+
+@pytest.mark.parametrize("f", [_constant_array_method, _constant_array_method_of_an_argument])
+def test_a_constant_arrays_methods_in_forward_mode(f):
+    """`c.transpose()` of a constant array was looked up as NumPy's bound method, which has
+    no rule: 'cannot differentiate the call to ndarray.transpose' (the hessian of a variant
+    whose backward spells `g.transpose(None)` of a constant seed, fuzz seed 1100033). The
+    method's rule takes the constant as its operand, as for an array Var."""
+    x = np.array([[0.3, -0.7], [1.1, 0.4]])
+    t = np.array([[1.0, 0.5], [-2.0, 0.25]])
+    expected = np.sum(numeric_grad(f, [x], 0) * t)
+    np.testing.assert_allclose(sg.jvp(f, (x,), (t,))[1], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.grad(f)(x), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)

@@ -485,7 +485,10 @@ class Expander:
             else:
                 kwargs[kw.arg] = value
         if isinstance(func, gast.Attribute):
-            if not isinstance(base, Const):
+            if not isinstance(base, Const) or (isinstance(base.value, numpy_namespace().ndarray)
+                                               and rules.lookup_method(func.attr) is not None):
+                # (a constant array's method too: its rule folds it, or applies it to the
+                # other operands; NumPy's bound method has no rule of its own)
                 return self.call_method(base, func.attr, args, kwargs, node)
             try:
                 callee = getattr(base.value, func.attr)
@@ -512,7 +515,7 @@ class Expander:
 
     def call_method(self, base, name, args, kwargs, node):
         """`base.name(...)` for a dynamic `base`."""
-        if not isinstance(base, Var):
+        if not isinstance(base, (Var, Const)):
             self.fail(node, f"the method `.{name}()` of a tuple, list or dict")
         rule = rules.lookup_method(name)
         if rule is None:
