@@ -242,7 +242,7 @@ def jacobian_blocks(f, args, indices, mode):
 
 
 def _forward_blocks(f, args, indices):
-    fn = vjp_jvp.source_function(f, len(args))
+    fn = vjp_jvp.source_function(f, len(args), args)  # (a gradient's: its variant for args)
     blocks, outs, tree = None, None, None
     for j, i in enumerate(indices):
         compiled = vjp_jvp.compiled_jvp(fn, (i,))

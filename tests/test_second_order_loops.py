@@ -761,3 +761,24 @@ def test_forward_mode_of_a_loop_gradient_over_a_custom_function_called_in_compil
     expected = _differences(grad_loop_over_a_custom_function, (x,), 0)
     np.testing.assert_allclose(jac, expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(sg.hessian(loop_over_a_custom_function)(x), expected, rtol=1e-6, atol=1e-7)
+
+
+def doubles_in_place(x, c):
+    for _ in (x, (2,), (2, 2)):  # a loop over a tuple: unrolled
+        w = c
+        w += w  # in place where c is an array, a rebinding where it is a float
+    k = 0
+    while k < 2:  # (a while loop: the Hessian runs one pass per seed)
+        k += 1
+        x = np.sin(x)
+    return np.sum(x * x * c)
+
+
+def test_hessian_differentiates_the_gradient_variant_of_its_arguments():
+    """sg.hessian's per-seed columns differentiate the gradient compiled for the call's
+    arguments (Compiled.entry_at): the generic gradient refuses `w += w` (an ndarray's
+    write or a float's rebinding, which it cannot tell apart), the variant knows c is an
+    array (fuzz seed 1100007: sg.grad compiled, sg.hessian was refused)."""
+    x, c = np.array([0.3, -0.7]), np.array([0.5, 1.5])
+    expected = _differences(lambda v: sg.grad(doubles_in_place)(v, c.copy()), (x,), 0)
+    np.testing.assert_allclose(sg.hessian(doubles_in_place)(x, c.copy()), expected, rtol=1e-6, atol=1e-7)

@@ -24,7 +24,7 @@ def trace(fs: FunctionSource, allow_mutation: bool = False, args=None):
     """(graph, namer) of `fs`. `allow_mutation`: traced under
     `allow_mutation_on_saved_tensors` (Note [Saved values written in place] in
     srcgrad.frontend.versions)."""
-    gradient = gradient_graph(fs.fn, allow_mutation)
+    gradient = gradient_graph(fs.fn, allow_mutation, args=args)
     if gradient is not None:
         return gradient
     return trace_source(fs, allow_mutation, args=args)
@@ -42,12 +42,14 @@ def trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None
     return graph, namer
 
 
-def gradient_graph(fn, allow_mutation: bool, namer=None):
+def gradient_graph(fn, allow_mutation: bool, namer=None, args=None):
     """(graph, namer): the IR of a gradient transform's result when `fn` is its generated
     function (`sg.grad(g)`, `sg.value_and_grad(g)`, either with has_aux) and `g` has a
     loop; None otherwise (the generated source is traced like any function). `namer`: the
     one of a trace that inlines the graph (such a gradient called in compiled code:
-    srcgrad.frontend.gradients).
+    srcgrad.frontend.gradients). `args`: a variant's example arguments (those of the
+    gradient, which are `g`'s), so `g` is traced with their shape and layout facts, as
+    its own gradient's variant was (Note [Layout facts]).
 
     Note [Transforms of loop gradients]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -71,8 +73,8 @@ def gradient_graph(fn, allow_mutation: bool, namer=None):
     if compiled is None:
         return None
     inner = compiled.parsed()
-    built = gradient_graph(inner.fn, allow_mutation, namer)  # `g` may be a loop's gradient too
-    graph, namer = built or trace_source(inner, allow_mutation, namer)
+    built = gradient_graph(inner.fn, allow_mutation, namer, args)  # `g` may be a loop's gradient too
+    graph, namer = built or trace_source(inner, allow_mutation, namer, args)
     if not _has_loop(graph.ops):
         return None
     value, aux, aux_tree = scalar_output(graph, compiled.has_aux)

@@ -291,6 +291,22 @@ class Compiled:
             fn.__srcgrad_gradient__ = self
         return fn
 
+    def entry_at(self, args: tuple):
+        """A gradient's function for arguments like `args`: the variant compiled for them
+        (Note [Shape specialisation]), marked as `entry` marks the generic one, so that
+        a transform of it at `args` (sg.hessian's per-seed columns) traces with their
+        shape and layout facts; the generic one where no variant applies."""
+        args = bound_args(self.fn, tuple(args))
+        if (self.kind not in ("grad", "value_and_grad") or self.arg_trees
+                or backend.target_of(*args) is not backend.NUMPY):
+            return self.entry()
+        try:
+            fn = self.specialized(args, tuple([guard_value(a) for a in args]))
+        except ProbeFailed:
+            return self.entry()
+        fn.__srcgrad_gradient__ = self
+        return fn
+
 
 def guard_value(a):
     """What a variant is specialised on: a NumPy array's shape, dtype and class, or

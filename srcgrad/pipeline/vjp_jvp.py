@@ -135,22 +135,23 @@ class _PlainVjpFn:
         return self.bwd(self.saved, *cts)
 
 
-def source_function(f, given: int | None = None):
+def source_function(f, given: int | None = None, args: tuple | None = None):
     """The Python function whose source is differentiated when `f` is transformed.
 
     For a function returned by a transform (`sg.grad(g)`) that is the generated
-    function, not `g` (which `inspect.unwrap` would find through `__wrapped__`).
+    function, not `g` (which `inspect.unwrap` would find through `__wrapped__`); with
+    the call's `args`, a gradient's variant for them (Compiled.entry_at).
     `given`: how many positional arguments the transform's call passes, where fewer
     than the function's parameters make the rest take their defaults (given_arguments).
     """
-    fn = _source_function(f)
+    fn = _source_function(f, args)
     return fn if given is None else given_arguments(fn, given)
 
 
-def _source_function(f):
+def _source_function(f, args=None):
     inner = getattr(f, "__srcgrad__", None)
     if inner is not None:
-        return inner.entry()
+        return inner.entry() if args is None or not hasattr(inner, "entry_at") else inner.entry_at(args)
     if getattr(f, "__name__", None) != "apply" or getattr(f, "__self__", None) is None:
         return f  # not a bound `apply`: no need to import the frontend (a disk-cache hit)
     from srcgrad.frontend.classes import applied_class
