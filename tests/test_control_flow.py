@@ -136,3 +136,31 @@ def test_the_shape_generic_module_runs_a_reversed_range():
         x = np.linspace(-0.6, 0.8, n)
         (g,) = grad(x)
         assert_close(g, numeric_grad(_reversed_run_time_range, [x], 0))
+
+
+def _zip_of_a_longer_and_a_shorter_array(x):
+    s = 0.0
+    for a, b in zip(x, x[:2] * 2.0):  # zip stops at the shorter: two iterations
+        s = s + a * b
+    return s
+
+
+def _zip_of_three_arrays_the_last_shortest(x):
+    s = 0.0
+    for a, b, c in zip(x, x * x, x[1:2]):
+        s = s + a * b * c
+    return s
+
+
+@pytest.mark.parametrize("f", [_zip_of_a_longer_and_a_shorter_array, _zip_of_three_arrays_the_last_shortest])
+def test_zip_of_arrays_stops_at_the_shortest(f):
+    """A loop over zip of arrays ran the first array's length: the shorter one's row past
+    its end raised IndexError (fuzz seed 1004433), generic code and variants alike."""
+    x = np.array([0.3, -0.5, 0.9])
+    value, grad = sg.value_and_grad(f)(x)
+    assert_close(value, f(x))
+    assert_close(grad, numeric_grad(f, [x], 0))
+    t = np.array([1.0, -0.5, 2.0])
+    out, t_out = sg.jvp(f, (x,), (t,))  # (the shape-generic code)
+    assert_close(out, f(x))
+    assert_close(t_out, numeric_grad(f, [x], 0) @ t)

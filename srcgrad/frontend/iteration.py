@@ -44,7 +44,7 @@ class Iteration:
             # [Operands evaluated in order] in srcgrad.ir.expand)
             if all(isinstance(s, Var) for s in seqs) and seqs:
                 names = self._sequences(scope, seqs)
-                return (Const(0), self._length(seqs[0]), Const(1),
+                return (Const(0), self._shortest(seqs), Const(1),
                         lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
             return self._static(node, self.builtin(zip, seqs, {}, it))
         value = self.expr(it, scope)
@@ -125,6 +125,21 @@ class Iteration:
 
         shape = self.apply(rules.RULES["shape"], [array], {})
         return self.apply(rules.RULES["getitem"], [shape, Const(0)], {})
+
+    def _shortest(self, arrays):
+        """The number of rows `zip` takes: the fewest of its arrays' (fuzz seed 1004433:
+        the first one's, and a shorter array's row past its end raised IndexError)."""
+        from srcgrad import rules
+
+        lengths = [self._length(array) for array in arrays]
+        if len(lengths) > 1 and hasattr(self, "shape_fact"):  # a variant's lengths are known
+            lengths = [self.shape_fact(n) for n in lengths]
+        if all(isinstance(n, Const) for n in lengths):
+            return Const(min(n.value for n in lengths))
+        stop = lengths[0]
+        for n in lengths[1:]:  # a Python int, as `len` is (a shape fact where shapes are known)
+            stop = self.apply(rules.RULES["py_int"], [self.apply(rules.RULES["minimum"], [stop, n], {})], {})
+        return stop
 
     def _row(self, array, index):
         from srcgrad import rules
