@@ -309,3 +309,26 @@ def reshape_of_a_function_output(x):
 def test_a_custom_function_output_has_its_forward_result_layout():
     for k in (0, 1):
         _compiles_right(reshape_of_a_function_output, _data((2, 3), k))
+
+
+def test_the_caller_array_is_found_through_a_deep_chain_of_merged_values():
+    """An unrolled loop merges a value per iteration (a branch in each): `_caller_array`
+    walks the merges' sources with its own stack, so hundreds of them are no
+    RecursionError (fuzz seed 1303819, Fortran-ordered arguments: 4 x 36 unrolled
+    iterations overflowed Python's recursion limit), and its answer is unchanged: the
+    argument where every path leads to it, None where one leads elsewhere."""
+    from srcgrad.frontend.mutation import Mutation
+    from srcgrad.ir.core import Var
+
+    mutation = Mutation(tracer=None)
+    x, other = Var("x"), Var("other")
+    mutation.inputs = [x, other]
+    value = x
+    for k in range(3000):
+        merged = Var(f"m{k}")
+        mutation.merged[id(merged)] = (value, value if k % 2 else merged)  # (itself: a loop param)
+        value = merged
+    assert mutation._caller_array(value) is x
+    leaked = Var("leaked")
+    mutation.merged[id(leaked)] = (value, other)
+    assert mutation._caller_array(leaked) is None

@@ -74,11 +74,32 @@ class ArgumentViews:
         facts decide the other values: Note [Layout facts])."""
         return self._user_object(parent) or self._caller_array(parent) not in (None, _CYCLE)
 
-    def _caller_array(self, t, seen=None):
+    def _caller_array(self, t):
         """The argument (or view of one made before any write) that `t` is the very
         object of in the user's program: `t` is it after writes in place (`history`),
-        or a branch or loop value that is it on every path. None where unknown."""
-        seen = set() if seen is None else seen
+        or a branch or loop value that is it on every path. None where unknown.
+
+        A depth-first walk of the merged values' sources, with its own stack: an unrolled
+        loop merges a value per iteration, hundreds deep (fuzz seed 1303819: a recursive
+        walk exceeded Python's recursion limit)."""
+        seen: set = set()
+        frames: list = []  # per value being resolved: [its sources, the next one, arrays found]
+        result = self._caller_step(t, seen, frames)
+        while frames:
+            frame = frames[-1]
+            if result is not _PENDING and result is not _CYCLE:  # a source's answer
+                frame[2][id(result)] = result  # (a loop param's _CYCLE: other sources decide)
+            if frame[1] < len(frame[0]):
+                frame[1] += 1
+                result = self._caller_step(frame[0][frame[1] - 1], seen, frames)
+                continue
+            frames.pop()
+            found = frame[2]
+            result = None if len(found) != 1 or None in found.values() else next(iter(found.values()))
+        return result
+
+    def _caller_step(self, t, seen, frames):
+        """_caller_array's answer for `t`, or _PENDING with a frame pushed for its sources."""
         while id(t) in self.history:
             t = self.history[id(t)]
         if id(t) in seen:
@@ -89,11 +110,8 @@ class ArgumentViews:
         sources = self.merged.get(id(t))
         if not sources:
             return None
-        found = {id(b): b for b in (self._caller_array(s, seen) for s in sources)
-                 if b is not _CYCLE}
-        if len(found) != 1 or None in found.values():
-            return None
-        return next(iter(found.values()))
+        frames.append([list(sources), 0, {}])
+        return _PENDING
 
     def array_flag(self, t):
         """A run-time flag: `t` is an ndarray (not a NumPy scalar), where the caller's
@@ -171,6 +189,7 @@ class ArgumentViews:
 
 
 _CYCLE = object()  # _caller_array met a value it is already looking at
+_PENDING = object()  # _caller_array's step pushed a frame: the answer comes from its sources
 
 
 def _nonempty_shape(shape) -> bool:
