@@ -611,6 +611,15 @@ def rebound_to_alias_then_written(a):
     return np.sum(v * v)
 
 
+def rebound_to_alias_on_some_paths(a):
+    x = a * 1.0
+    v = a * 2.0
+    for _ in range(3 if np.sum(a) < 1e3 else 4):  # a trip count on data: not unrolled
+        x[0] = x[0] + 1.0
+        x = v if np.sum(a) < 0.0 else x  # v's array on some paths (fuzz seed 1402329)
+    return np.sum(v * v)
+
+
 def fuzz_4718(x0):
     v1 = x0
     if x0.max() > 0.25:
@@ -624,6 +633,7 @@ def fuzz_4718(x0):
 
 @pytest.mark.parametrize("fn,message", [(alias_in_nested_loop, "shares memory with `v`"),
                                         (rebound_to_alias_then_written, "leaves bound to the array of `v`"),
+                                        (rebound_to_alias_on_some_paths, "leaves bound to the array of `v`"),
                                         (fuzz_4718, "shares memory with `v1`")])
 def test_loop_writes_reaching_another_name_on_a_later_iteration_are_refused(fn, message):
     with pytest.raises(sg.CompileError, match=message) as info:

@@ -128,9 +128,9 @@ class BlockAliases:
         runs = prim == "for_range" and (bounds is None or not all(
             isinstance(b, int) for b in bounds) or bounds[2] == 0 or len(range(*bounds)) > 0)
         self._refuse_carried_views(params, results, body_ops, names)
-        for init, param, result, out in zip(inits, params, results, outs):
+        for k, (init, param, result, out) in enumerate(zip(inits, params, results, outs)):
             self.open_params.pop(id(param), None)
-            self._refuse_rebound_alias(param, result)
+            self._refuse_rebound_alias(param, result, names[k] if k < len(names) else None)
             self.note_merge(param, (init, result))
             self.note_merge(out, (result,) if runs else (init, result))
             if id(param) in self.held_written:  # a tuple/list/dict holds what the body wrote
@@ -165,22 +165,17 @@ class BlockAliases:
                                  f"copy where the loop binds `{y}` (add `.copy()` to the value "
                                  f"bound to `{y}`), or write into one name only")
 
-    def _refuse_rebound_alias(self, param, result):
+    def _refuse_rebound_alias(self, param, result, own_name=None):
         """A body that writes through a param and ends its iteration with the name bound to
         another name's array (`x = v` in the body): the next iteration writes into that
-        array, which the body does not see (fuzz seed 4718)."""
+        array, which the body does not see (fuzz seed 4718). Also where it is that array
+        on some paths only (`x = v if c else x`: a merge, fuzz seed 1402329, whose next
+        iteration's write reached `v`'s array and was lost)."""
         if id(param) not in self.written_params or not self._mutable(result):
             return
         root = self._chain(result)[-1]
-        if root is param or self._chain(root)[-1] is param:
-            return
-        names = sorted({n for scope in self._scopes() for n, v in scope.env.items()
-                        if isinstance(v, (Var, Const)) and self._mutable(v)
-                        and self._chain(v)[-1] is root})
-        names += sorted({f"{n}[...]" for scope in self._scopes() for n, v in scope.env.items()
-                         if isinstance(v, (tuple, list, dict)) and any(
-                             self._mutable(leaf) and self._chain(leaf)[-1] is root
-                             for leaf in _leaves(v))})  # an item of a container (fuzz seed 200979)
+        names = [] if root is param or self._chain(root)[-1] is param else self._names_of_root(root)
+        names = names or self._sharing_names(param, result, own_name)
         if names:
             loc = self.written_params[id(param)]
             listed = ", ".join(f"`{n}`" for n in names)
@@ -188,6 +183,28 @@ class BlockAliases:
                              f" through a name that an iteration leaves bound to the array of {listed}, "
                              "so the next iteration would write into it", "copy where the loop binds "
                              "it (`y = x.copy()`), or write into one name only")
+
+    def _names_of_root(self, root) -> list:
+        """The names (and container items) bound to `root`'s array or a view of it."""
+        names = sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                        if isinstance(v, (Var, Const)) and self._mutable(v)
+                        and self._chain(v)[-1] is root})
+        names += sorted({f"{n}[...]" for scope in self._scopes() for n, v in scope.env.items()
+                         if isinstance(v, (tuple, list, dict)) and any(
+                             self._mutable(leaf) and self._chain(leaf)[-1] is root
+                             for leaf in _leaves(v))})  # an item of a container (fuzz seed 200979)
+        return names
+
+    def _sharing_names(self, param, result, own_name) -> list:
+        """The names other than the loop's own whose arrays `result` may be on some path
+        (through branch merges) besides the param's own."""
+        memo: dict = {}
+        reach = self._storages(result, memo) - self._storages(param, memo)
+        if not reach:
+            return []
+        return sorted({n for scope in self._scopes() for n, v in scope.env.items()
+                       if n != own_name and isinstance(v, (Var, Const)) and self._mutable(v)
+                       and self._storages(v, memo) & reach})
 
     def _poison_held(self, param, init):
         """The containers holding a loop param's first value, written through the param
