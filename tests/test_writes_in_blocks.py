@@ -463,3 +463,50 @@ def test_a_loop_counts_every_write():
 def test_a_count_lost_in_an_early_return_is_refused():
     with pytest.raises(sg.CompileError, match="the compiler cannot check it at run time"):
         sg.grad(saved_view_written_after_early_return, wrt=(0, 1))(C_ORDER.copy(), W_POS)
+
+
+def _write_first_in_a_loop(a):
+    k = 0
+    while True:
+        k += 1
+        if k > 2:
+            break
+        if a.ravel()[0] > 0.28:  # the callee's `if` copies the caller's names, its loop does not
+            w = a
+            w[0, 0] = 3.0
+        else:
+            a = a * 2.0  # (the loop carries `a`: lowered, not unrolled)
+    return a
+
+
+class _SavesItsOutput(sg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 1.0
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y / y
+
+
+def saved_value_written_by_a_callees_loop(x, w):
+    y = _write_first_in_a_loop(_SavesItsOutput.apply(x))
+    return np.sum(y * w[0])
+
+
+@pytest.mark.parametrize("transform", ["grad", "vjp"])
+def test_a_count_that_would_not_leave_a_callees_loop_is_refused(transform):
+    """The version count of a value saved at the function's level, written inside a
+    called function's `if` within its loop: the `if` merges the caller's names but the
+    loop carries only the callee's, so the count never left the loop (fuzz seed 1401800:
+    NameError '_saved_version_0' in sg.vjp's backward, and sg.grad never checked the
+    write). The write is refused as one the compiler cannot check, at the user's line."""
+    with pytest.raises(sg.CompileError, match="the compiler cannot check it at run time") as info:
+        if transform == "grad":
+            sg.grad(saved_value_written_by_a_callees_loop, wrt=(0, 1))(C_ORDER.copy(), W_POS)
+        else:
+            sg.vjp(saved_value_written_by_a_callees_loop, C_ORDER.copy(), W_POS)[1](1.0)
+    assert info.value.filename.endswith("test_writes_in_blocks.py")

@@ -185,10 +185,11 @@ class SavedWrites:
         tracer = self.mutation.tracer
         if record.hidden is None or not tracer.blocks or not tracer.scopes:
             return False
-        own, _, copied = tracer.blocks[-1]  # a callee's `if` copies its callers' envs
-        top = tracer.scopes[0]  # (Note [Writes by callees inside blocks] in inlining.py)
-        env = top.env
-        if (own is not top and not any(s is top for s in copied)) or record.hidden not in env:
+        top = tracer.scopes[0]  # a callee's `if` copies its callers' envs, its loop does
+        env = top.env  # not: every block around the write counts (Note [Writes by callees
+        # inside blocks] in inlining.py; fuzz seed 1401800: a count in a callee's `if` in its
+        # `while` never left the loop, a NameError in the backward)
+        if tracer.block_outside(top) or record.hidden not in env:
             return False
         count = tracer.apply(rules.RULES["add"], [env[record.hidden], self._flag(record, target)], {})
         if isinstance(count, Var):
