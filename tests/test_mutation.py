@@ -365,3 +365,39 @@ def test_names_sharing_written_memory_read_one_array():
         assert g(x1.copy(), x2.copy()) == 0.0
         value, _ = sg.value_and_grad(g, wrt=(0, 1))(x1.copy(), x2.copy())
         assert value == 0.0
+
+
+def _writes_first_then_returns_second(a, b):
+    a[[0]] = 0.25
+    return b
+
+
+def aug_assign_of_a_view_whose_base_the_right_side_writes(x):
+    w = x.reshape(-1)  # a view of the argument (or a copy: decided at run time)
+    w += _writes_first_then_returns_second(x, w)
+    return np.sum(w * w)
+
+
+def aug_assign_of_a_slice_whose_base_the_right_side_writes(x):
+    y = x * 1.0
+    w = y[1:]
+    w *= _writes_first_then_returns_second(y[1:], w)
+    return np.sum(w * y[1:]) + np.sum(y * y)
+
+
+@pytest.mark.parametrize("f", [aug_assign_of_a_view_whose_base_the_right_side_writes,
+                               aug_assign_of_a_slice_whose_base_the_right_side_writes])
+def test_augmented_assignment_reads_its_target_after_the_right_side_wrote_it(f):
+    """`w op= g(...)` where g writes into the array w views: NumPy's in-place op reads w
+    after g ran. A view re-derived from the written array is the same object as before
+    (its history), so the target is read again; it read the value before the write
+    (fuzz seed 1500190: 2.15 for NumPy's 2.3)."""
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    on_copy = lambda v: f(v.copy())  # noqa: E731 (f writes into its argument)
+    value, grad = sg.value_and_grad(f)(x.copy())
+    assert_close(value, on_copy(x), rtol=1e-12)
+    assert_close(grad, numeric_grad(on_copy, [x], 0), rtol=1e-6, atol=1e-8)
+    t = np.array([1.0, -0.5, 0.25, 2.0])
+    out, t_out = sg.jvp(f, (x.copy(),), (t,))
+    assert_close(out, on_copy(x), rtol=1e-12)
+    assert_close(t_out, numeric_grad(on_copy, [x], 0) @ t, rtol=1e-6, atol=1e-8)

@@ -364,6 +364,10 @@ class Mutation:
                                  "may return a copy", "copy explicitly (`.copy()`) or index the "
                                  "written array again after the write", loc)
             value = self.tracer.apply(rules.RULES[rule], [value, *rest], {})
+        if below and isinstance(value, Var) and value is not below[0]:
+            # the same object as the view in the user's program, after the write: `x op= f(x)`
+            # reads it again once f wrote (Mutation._reread, fuzz seed 1500190)
+            self.history.setdefault(id(value), below[0])
         return value
 
     def certainly_a_view(self, t) -> bool:
