@@ -86,15 +86,10 @@ class _Dispatch:
             def function(*args, **kwargs):
                 return self.miss(*args, **kwargs)
             return function
-        params = []
-        for i, (name, p) in enumerate(self.signature.parameters.items()):
-            if p.default is p.empty:
-                params.append(name)
-            else:
-                self.globals[f"_default{i}"] = p.default
-                params.append(f"{name}=_default{i}")
+        # (the parameters without their defaults: only the code is kept, and the returned
+        # function holds the defaults, set in __init__)
         name = self.fn.__name__ if self.fn.__name__.isidentifier() else "_lambda"  # `<lambda>`
-        text = render_dispatcher(name, params, self.params, list(guards), impl)
+        text = render_dispatcher(name, self.params, self.params, list(guards), impl)
         code = _dispatcher_code(text, f"<srcgrad dispatch {self.fn.__qualname__}>")
         namespace = self.globals
         exec(code, namespace)  # noqa: S102 (our own generated text)
