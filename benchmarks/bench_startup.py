@@ -33,12 +33,24 @@ has its .pyc files; without them every process compiles srcgrad's sources (~60 m
 `--breakdown` takes a disk-cache hit's first gradient apart instead (imports, sg.grad, and
 in the first call the key, the cache file, the code object, the module, the guards).
 `--src DIR` runs another copy of srcgrad's sources (e.g. `git archive` of an older
-commit) for before/after comparisons.
+commit) for before/after comparisons. `--busy N` keeps N other processes busy meanwhile:
+the numbers of a loaded machine, on purpose.
+
+The settle: the processes time the first gradient once they are idle. After the setup's
+hand gradient, OpenBLAS's worker thread spins on a core for ~60 ms waiting for more work
+(the process's CPU time runs at twice the wall clock meanwhile). On an idle 2-core
+machine that costs srcgrad nothing; with one other busy process, srcgrad's thread shares
+the remaining core with that spinner: the cold first gradient read 11-22 ms instead of
+12-13 (measured 2026-11-28 with one busy process, settled against not). That is the
+setup's residue, not srcgrad's cost, and it was what made earlier "slow hours" read
+20-24 ms; srcgrad's own probe does not set the spinner going (CPU time = wall clock once
+settled).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -76,6 +88,18 @@ print(json.dumps({"first": first, "cpu": cpu, "steady": statistics.median(steady
                   "table": "srcgrad.rules.table" in sys.modules}))
 """
 
+# BLAS's worker threads spin on a core for a while after a call (OpenBLAS: ~60 ms after
+# the MLP's matmuls); the timing starts once the process is idle, so the setup's call does
+# not take a core from srcgrad (Note: the settle in the module's docstring)
+_SETTLE = r"""
+end = time.perf_counter() + 1.0
+while time.perf_counter() < end:
+    c = time.process_time()
+    time.sleep(0.01)
+    if time.process_time() - c < 0.001:
+        break
+"""
+
 _FIRST = r"""
 import json, statistics, sys, time
 sys.path.append(sys.argv[1])  # benchmarks, examples; srcgrad from PYTHONPATH first
@@ -85,7 +109,7 @@ wl = workloads.BY_NAME[sys.argv[2]]
 args = tuple(wl.make_inputs().values())
 loss, wrt = wl.loss, wl.wrt
 wl.hand(*args)
-""" + _TIME_FIRST
+""" + _SETTLE + _TIME_FIRST
 
 # the same first gradient from a process that has imported only NumPy and the loss's module
 _FIRST_BARE = r"""
@@ -99,7 +123,7 @@ X, y = rng.standard_normal((32, 32)), rng.standard_normal((32, 10))
 args = (W1, b1, W2, b2, X, y)
 loss, wrt = mlp.loss, ("W1", "b1", "W2", "b2")
 mlp.loss(*args)
-""" + _TIME_FIRST
+""" + _SETTLE + _TIME_FIRST
 
 # a disk-cache hit's first gradient taken apart (the numpy-only setup, then the hit): the
 # imports, sg.grad, and within the first call the quick key (the compiler fingerprint and
@@ -220,7 +244,26 @@ def _summary(out: dict, name: str, rows: list) -> None:
     out[f"first_{name}_less_steady_s"] = min(r["first"] - r["steady"] for r in rows)
 
 
-def measure(runs: int, src: str, memory: bool = True) -> dict:
+@contextlib.contextmanager
+def _busy(n: int):
+    """`n` processes that each keep a core busy meanwhile (a loaded machine, on purpose)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def measure(runs: int, src: str, memory: bool = True, busy: int = 0) -> dict:
+    with _busy(busy):
+        out = _measure(runs, src, memory)
+    out["busy"] = busy
+    return out
+
+
+def _measure(runs: int, src: str, memory: bool) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
         pycache = os.path.join(tmp, "pycache")
@@ -283,7 +326,8 @@ def report_breakdown(parts: dict) -> None:
 
 def report(r: dict) -> None:
     ms = 1e3
-    print(f"min (median) over the runs; load average {r['load_average']}")
+    print(f"min (median) over the runs; load average {r['load_average']}"
+          + (f"; {r['busy']} busy process(es) running meanwhile" if r["busy"] else ""))
     print(f"import srcgrad                        {r['import_s'] * ms:7.2f} ms "
           f"({r['import_median_s'] * ms:.2f})")
     for name, what in (("cold", "cold (empty cache)"), ("warm", "warm (disk-cache hit)"),
@@ -315,13 +359,15 @@ def main(argv=None) -> int:
     parser.add_argument("--src", default=str(ROOT), help="srcgrad sources to run (default: this checkout)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="keep this many other processes busy meanwhile (a loaded machine)")
     parser.add_argument("--breakdown", action="store_true",
                         help="only a disk-cache hit's first gradient taken apart (checkout, installed)")
     args = parser.parse_args(argv)
     if args.breakdown:
         report_breakdown(breakdown(args.runs, str(Path(args.src).resolve())))
         return 0
-    result = measure(args.runs, str(Path(args.src).resolve()), memory=not args.no_memory)
+    result = measure(args.runs, str(Path(args.src).resolve()), memory=not args.no_memory, busy=args.busy)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
