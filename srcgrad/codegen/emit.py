@@ -156,6 +156,15 @@ class _Substitute(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node):
+        wrap = self.wrap_floats
+        if _is_xp_call(node, "asarray"):  # its operand is made an array here: not twice
+            self.wrap_floats = False
+        try:
+            return self._substitute_call(node)
+        finally:
+            self.wrap_floats = wrap
+
+    def _substitute_call(self, node):
         node.func = self.visit(node.func)
         args = []
         for a in node.args:
@@ -175,6 +184,12 @@ class _Substitute(ast.NodeTransformer):
             keywords.append(self.visit(kw))
         node.keywords = keywords
         return node
+
+
+def _is_xp_call(node: ast.Call, name: str) -> bool:
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name)
+            and func.value.id == "xp")
 
 
 def _with_ellipsis(index: ast.expr) -> ast.expr:
@@ -202,6 +217,11 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
         if isinstance(spelled, spellings.Refused):
             raise _refused(op, label, spelled.reason)
         render, method = spelled or render, None  # methods are NumPy's
+    if label != "numpy":  # (CuPy too, which is spelled as NumPy)
+        from srcgrad.codegen import spellings
+
+        if op.prim in spellings.OTHER_NAMESPACES:
+            render, method = spellings.OTHER_NAMESPACES[op.prim], None
     template = _template(render)
     if "arrays" in op.attrs:  # srcgrad.passes.array_spellings: operands known to be arrays
         template = _NotNone(op.attrs["arrays"]).visit(template)

@@ -144,6 +144,25 @@ COUNTS = frozenset({"sum"})  # NumPy counts a mask with sum; the Array API sums 
 SCALAR_ARGS = frozenset({"full", "full_like", "clip", "shift"})
 
 
+# Rows where NumPy's function is more lenient than every other namespace's, whatever
+# its spelling (CuPy is spelled as NumPy): their render for every namespace but NumPy.
+# - an array operand that may be a Python number (a gradient's seed `1.0`, a value the
+#   scalar pass made a float, `1.0 / size` of shape-generic code): NumPy takes any
+#   array_like, CuPy's `broadcast_to` and `zeros_like` raise TypeError for a float, as
+#   the Array API's do (xp.asarray returns an array as it is);
+# - column_stack of 0-d or 3-d arrays, which CuPy refuses: NumPy's definition (a column
+#   of each array under 2-d, joined along axis 1); a namespace without
+#   `xp.concatenate` (the Array API's) still refuses the row by name;
+# - solve of a matrix right-hand side whose batch axes differ from a's, which NumPy
+#   broadcasts and CuPy refuses (srcgrad.rules.helpers.broadcast_solve).
+OTHER_NAMESPACES = {
+    "broadcast_to": "xp.broadcast_to(xp.asarray(x), shape)",
+    **{f"{kind}_like": f"xp.{kind}_like(xp.asarray(x), dtype=dtype)" for kind in ("zeros", "ones", "empty")},
+    "column_stack": "xp.concatenate([xp.reshape(a, (-1, 1)) if a.ndim < 2 else a for a in arrays], axis=1)",
+    "solve": "broadcast_solve(a, b)",
+}
+
+
 def spelling_of(rule_name: str, spelling: str):
     """The render of row `rule_name` for `spelling` ("numpy": None, the rule's own),
     or a `Refused`."""

@@ -36,7 +36,7 @@ __all__ = [
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
     "take_bar", "take_along_bar", "diff_bar",
-    "ensure_scalar", "as_columns", "from_columns",
+    "ensure_scalar", "as_columns", "from_columns", "broadcast_solve",
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
@@ -341,11 +341,15 @@ def tensordot_bar(c, other, axes, shape, which):
     b_axes = tuple(ax % ndims[1] for ax in pair[1])
     a_free = [i for i in range(ndims[0]) if i not in a_axes]
     b_free = [j for j in range(ndims[1]) if j not in b_axes]
+    # a 0-d cotangent contracts nothing: a product (array_api_compat's tensordot, which
+    # CuPy's namespace is, refuses a 0-d operand where NumPy's takes it)
     if which == 0:
-        r = xp.tensordot(c, other, axes=(list(range(len(a_free), numpy.ndim(c))), b_free))
+        r = c * other if numpy.ndim(c) == 0 else \
+            xp.tensordot(c, other, axes=(list(range(len(a_free), numpy.ndim(c))), b_free))
         labels = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
     else:
-        r = xp.tensordot(other, c, axes=(a_free, list(range(len(a_free)))))
+        r = other * c if numpy.ndim(c) == 0 else \
+            xp.tensordot(other, c, axes=(a_free, list(range(len(a_free)))))
         labels = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
     perm = tuple(labels.index(k) for k in range(len(labels)))
     if perm == tuple(range(len(perm))):
@@ -656,6 +660,16 @@ def no_alias(x, base, *others):
                                  f"with another argument (the {i + 1}th other array argument); "
                                  "pass a copy (`x.copy()`) so each argument is its own array")
     return x
+
+
+def broadcast_solve(a, b):
+    """`numpy.linalg.solve(a, b)` where the namespace's solve wants a's and a matrix b's
+    batch axes alike (CuPy's): both are broadcast to their common batch shape first."""
+    xp = _namespace(a)
+    if len(b.shape) == 1 or a.shape[:-2] == b.shape[:-2]:
+        return xp.linalg.solve(a, b)
+    batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
 
 
 def as_columns(x, b_ndim):

@@ -641,7 +641,8 @@ defrule("inv", "x", "xp.linalg.inv(x)", targets=("numpy.linalg.inv",),
 # NumPy 2 reads a 1-D `b` as one vector for every matrix in a batched `a`; the
 # derivatives work on columns (..., M, 1) in that case and on matrices otherwise.
 _COLS = "xp.ndim(b)"
-defrule("solve", "a, b", "xp.linalg.solve(a, b)", targets=("numpy.linalg.solve",),
+defrule("solve", "a, b", "xp.linalg.solve(a, b)",
+        targets=("numpy.linalg.solve", "srcgrad.rules.helpers.broadcast_solve"),
         vjp={"a": f"-matmul_bar(xp.linalg.solve(xp.swapaxes(a, -1, -2), as_columns(g, {_COLS})),"
                   f" as_columns(ans, {_COLS}), xp.shape(a), 0)",
              "b": f"unbroadcast(from_columns(xp.linalg.solve(xp.swapaxes(a, -1, -2),"

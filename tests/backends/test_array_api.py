@@ -90,3 +90,50 @@ def test_rule_gradient_on_array_api_strict(tmp_path, case):
             got, expected = _sym(got), _sym(expected)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"argument {i}")
 
+
+
+# Programs whose gradients broadcast a Python number (NumPy's functions take one as any
+# array_like; the Array API's and CuPy's take only arrays): a sum's seed `1.0`, a mean's
+# `1 / size`, a value the scalar pass makes a float. Each was a TypeError before.
+_SCALAR_SOURCE = '''
+import math
+
+import numpy as np
+
+
+def mean_loss(w, X, y):
+    z = X @ w
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def seeded(x):
+    return np.sum(np.sin(x))
+
+
+def shifted(x):
+    s = np.max(x, axis=1, keepdims=True)
+    return np.mean(-np.sum(x - s - np.log(np.sum(np.exp(x - s), axis=1, keepdims=True)), axis=1))
+
+
+def through_float(x, c):
+    return np.sum(np.tanh(x)) * math.sin(c) + np.mean(x * c)
+'''
+
+
+@pytest.fixture(scope="module")
+def scalar_user(tmp_path_factory):
+    from tests.conftest import import_source
+
+    yield from import_source(tmp_path_factory, "array_api_scalars", _SCALAR_SOURCE)
+
+
+@pytest.mark.parametrize("name, shapes", [("mean_loss", [(3,), (5, 3), (5,)]), ("seeded", [(2, 3)]),
+                                          ("shifted", [(4, 3)]), ("through_float", [(3,), ()])])
+def test_gradient_broadcasting_a_python_number_on_array_api_strict(scalar_user, name, shapes):
+    f = getattr(scalar_user, name)
+    rng = np.random.default_rng(3)
+    values = [rng.standard_normal(s) if s else 0.7 for s in shapes]
+    got = sg.grad(f, wrt=0)(*[xs.asarray(v) if isinstance(v, np.ndarray) else v for v in values])
+    assert type(got) is type(xs.asarray(0.0)) or np.ndim(got) == 0
+    np.testing.assert_allclose(np.asarray(got), numeric_grad(f, values, 0), rtol=1e-6, atol=1e-8)
+

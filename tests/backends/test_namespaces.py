@@ -167,3 +167,25 @@ def test_container_arguments_of_other_libraries_say_not_yet(tmp_path):
     spec.loader.exec_module(mod)
     with pytest.raises(NotImplementedError, match="array_api_strict arrays as arguments: not yet"):
         sg.grad(mod.f)((xs.asarray([1.0, 2.0]), xs.asarray([3.0, 4.0])))
+
+
+def test_tensordot_bar_of_a_0d_cotangent_in_a_namespace_that_refuses_0d_operands(monkeypatch):
+    """CuPy's namespace (array_api_compat.cupy) refuses tensordot of a 0-d operand with
+    empty axes, which NumPy's takes (seen on a GPU: `np.dot(x, y)` of two vectors raised
+    ValueError in its gradient); the helper writes that contraction as a product."""
+    import types
+
+    from srcgrad.rules import helpers
+
+    def tensordot(a, b, axes=2):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            raise ValueError("An input is zero-dim while axes has dimensions")
+        return np.tensordot(a, b, axes=axes)
+
+    strict = types.SimpleNamespace(tensordot=tensordot, permute_dims=np.transpose)
+    monkeypatch.setattr(helpers, "_namespace", lambda x: strict)
+    c, y = np.asarray(0.5), np.arange(3.0)
+    np.testing.assert_array_equal(helpers.tensordot_bar(c, y, "dot", (3,), 0), 0.5 * y)
+    np.testing.assert_array_equal(helpers.tensordot_bar(c, y, "inner", (3,), 1), 0.5 * y)
+    A = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(helpers.tensordot_bar(c, A, 2, (2, 3), 0), 0.5 * A)
