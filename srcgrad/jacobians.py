@@ -18,6 +18,7 @@ import threading
 
 import numpy
 
+from srcgrad import backend
 from srcgrad.arguments import check_float_arguments
 from srcgrad.errors import CompileError
 from srcgrad.ir import tree as pytree
@@ -56,7 +57,9 @@ class Jacobian:
     def __call__(self, *args):
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
-            check_float_arguments(self.__name__.split("_", 1)[0], self.f, args, self.indices)
+            transform = "jacobian" if self.of is None else "hessian"
+            check_float_arguments(transform, self.f, args, self.indices)
+            _check_numpy_arguments(transform, args)
         hooked = _hooks() is not None
         # under hooks "auto" takes reverse mode, which saves values and packs them as sg.vjp
         mode = (self.hooked_mode or {"auto": "reverse"}.get(self.mode, self.mode)) if hooked else \
@@ -114,6 +117,17 @@ class Jacobian:
 # runs in one pass of 640 seeds, a GEMM each step, where 20 chunks of 32 took 2x longer.
 CHUNK_BYTES = 5 << 20
 MIN_CHUNK = 16
+
+
+def _check_numpy_arguments(transform: str, args) -> None:
+    """A TypeError for arrays of another library: the matrices are assembled with NumPy
+    (README: jacobian/hessian on non-NumPy arrays, not yet), which would fail deep inside
+    (CuPy refuses the implicit copy to the host) or convert silently."""
+    target = backend.target_of(*args)
+    if target is not backend.NUMPY:
+        raise TypeError(f"{transform}: {target.describe()} arrays are not supported yet (NumPy "
+                        "arrays only); build the matrix from sg.vjp or sg.jvp, which take them, "
+                        "or pass NumPy copies")
 
 
 def default_chunk(args, seed_shapes, total) -> int:

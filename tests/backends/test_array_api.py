@@ -137,3 +137,12 @@ def test_gradient_broadcasting_a_python_number_on_array_api_strict(scalar_user, 
     assert type(got) is type(xs.asarray(0.0)) or np.ndim(got) == 0
     np.testing.assert_allclose(np.asarray(got), numeric_grad(f, values, 0), rtol=1e-6, atol=1e-8)
 
+
+def test_jacobian_and_hessian_of_array_api_arrays_say_not_yet(scalar_user):
+    """The matrices are assembled with NumPy: arrays of another library are refused with a
+    TypeError that says so (it was a ValueError about dtypes from deep inside)."""
+    x = xs.asarray(np.ones(3))
+    for transform in (sg.jacobian, sg.hessian):
+        with pytest.raises(TypeError, match=rf"{transform.__name__}: array_api_strict arrays are not "
+                                            "supported yet"):
+            transform(scalar_user.seeded)(x)
