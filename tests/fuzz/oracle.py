@@ -24,6 +24,7 @@ A program's outcome is its worst call's (by_design is worse than pass only).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.util
@@ -272,7 +273,7 @@ def references(fn, spec, output, args, rng, autograd_fn=None) -> Reference:
                    for x, a in zip(leaves, lspecs)] for _ in range(2)]
     try:
         ref = _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args,
-                           output, autograd_fn)
+                           output, autograd_fn, getattr(fn, "__globals__", None))
     except (ArithmeticError, FloatingPointError) as e:  # Python floats overflow near the point
         raise Discard(f"NumPy raised {type(e).__name__} next to the point") from None
     ref.saved_written = recorder.written()
@@ -361,8 +362,59 @@ _NUMPY_MATH = {name: name for name in ("sqrt", "exp", "log", "log1p", "expm1", "
 _NUMPY_MATH.update(atan="arctan", asin="arcsin", acos="arccos", atan2="arctan2", pow="power")
 
 
+_PERIODIC = ("sin", "cos", "tan")
+
+
+def _periodic_step(phi, module, leaves, u, lspecs, spec) -> float:
+    """How far the smallest step along u moves the arguments of sin, cos and tan (NumPy's
+    and math's, called from phi's module): the largest change, 0.0 where none ran or the
+    two runs called them differently. Seed 1601287: `np.sin(x1)` with x1 ~ 1e21, damped by
+    a division by ~1e14 on its way to the output, so the output moved by 1e-13 while the
+    sine's argument moved by ~1e15 radians: both steps agreed on ~0, the derivative
+    (cos x1) dx1 / 1e14 is ~-3e6 (the damped case of the check above). `module`: the
+    globals of phi's function, whose `np` and `math` are watched."""
+    runs = []
+    for e in (0.0, EPS[0]):
+        with _recording_periodic(module) as seen:
+            phi(*unflatten(axpy(leaves, u, e, lspecs), spec))
+        runs.append(seen)
+    if len(runs[0]) != len(runs[1]):
+        return 0.0
+    moved = [np.max(np.abs(np.subtract(b, a)), initial=0.0) for a, b in zip(*runs)
+             if np.shape(a) == np.shape(b)]
+    return float(max(moved, default=0.0))
+
+
+@contextlib.contextmanager
+def _recording_periodic(module):
+    """The arguments of every sin, cos and tan that code of `module` calls meanwhile."""
+    seen: list = []
+    saved = {name: module[name] for name in ("np", "math") if name in module}
+
+    def recorder(real):
+        def call(x, *a, **k):
+            seen.append(np.array(x, dtype=float, copy=True))
+            return real(x, *a, **k)
+        return call
+
+    class Namespace:
+        def __init__(self, real):
+            self._real = real
+
+        def __getattr__(self, name):
+            value = getattr(self._real, name)
+            return recorder(value) if name in _PERIODIC else value
+
+    for name, real in saved.items():
+        module[name] = Namespace(real)
+    try:
+        yield seen
+    finally:
+        module.update(saved)
+
+
 def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, args, output,
-                 autograd_fn) -> Reference:
+                 autograd_fn, module=None) -> Reference:
     scale = max(1.0, float(max(np.max(np.abs(o), initial=0.0) for o in out_leaves(value))))
     derivs = []
     at_point = float(phi(*unflatten(axpy(leaves, directions[0], 0.0, lspecs), spec)))
@@ -381,6 +433,9 @@ def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, a
             # cosine turns 3e8 times within the smallest step: both steps average it away)
             raise Discard("the smallest step moves the output by more than 1: finite "
                           "differences cannot resolve a periodic function of such values")
+        if module is not None and _periodic_step(phi, module, leaves, u, lspecs, spec) > 0.1:
+            raise Discard("the smallest step moves a sine's or cosine's argument by more than "
+                          "0.1: finite differences cannot resolve a periodic function of such values")
         derivs.append(d[0])
     u = directions[0]
     jvps = []

@@ -277,6 +277,29 @@ def test_references_discard_a_periodic_function_of_huge_values():
                           np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("periodic", ["np.sin", "math.cos"])
+def test_references_discard_a_damped_periodic_function_of_huge_values(periodic):
+    """Seed 1601287: a sine of values ~1e21, divided by ~1e14 on its way to the output:
+    the output moves by ~1e-14 within a step, so both steps agree on the derivative of
+    the rest (1.0 here), where it is ~1e7 cos(s) (the sine's argument moved by 1e15
+    radians). The check above sees only a step that moves the output by more than 1."""
+    source = f"import math\nimport numpy as np\n\n\ndef f(x0):\n    s = np.sum(x0) * 1e21\n" \
+             f"    return {periodic}(float(s)) / 1e14 + np.sum(x0)\n"
+    namespace: dict = {}
+    exec(compile(source, "<damped>", "exec"), namespace)
+    with pytest.raises(oracle.Discard, match="sine's or cosine's argument"):
+        oracle.references(namespace["f"], [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
+                          np.random.default_rng(0))
+
+
+def test_references_keep_a_periodic_function_of_moderate_values():
+    def f(x0):
+        return np.sum(np.sin(30.0 * x0)) + np.cos(np.sum(x0))
+
+    ref = oracle.references(f, [("array", (2,))], "scalar", [np.array([0.3, 0.1])], np.random.default_rng(0))
+    assert np.isfinite(ref.derivs[0])
+
+
 def test_references_discard_a_value_the_point_alone_has():
     """Seed 782716: two sums equal but for rounding chose np.where's branch, one way at the
     point and the other way at every point of the differences, so both steps agreed on
