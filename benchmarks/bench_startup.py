@@ -36,15 +36,16 @@ in the first call the key, the cache file, the code object, the module, the guar
 commit) for before/after comparisons. `--busy N` keeps N other processes busy meanwhile:
 the numbers of a loaded machine, on purpose.
 
-The settle: the processes time the first gradient once they are idle. After the setup's
-hand gradient, OpenBLAS's worker thread spins on a core for ~60 ms waiting for more work
-(the process's CPU time runs at twice the wall clock meanwhile). On an idle 2-core
-machine that costs srcgrad nothing; with one other busy process, srcgrad's thread shares
-the remaining core with that spinner: the cold first gradient read 11-22 ms instead of
-12-13 (measured 2026-11-28 with one busy process, settled against not). That is the
-setup's residue, not srcgrad's cost, and it was what made earlier "slow hours" read
-20-24 ms; srcgrad's own probe does not set the spinner going (CPU time = wall clock once
-settled).
+BLAS runs on one thread in the child processes (OPENBLAS_NUM_THREADS=1 and its kin, as
+benchmarks/run.py pins them): after the setup's hand gradient, a multi-threaded OpenBLAS
+leaves a worker spinning on a core for ~60 ms waiting for more work (the process's CPU
+time ran at twice the wall clock through the cold first gradient). On an idle 2-core
+machine that cost srcgrad nothing; with one other busy process, srcgrad's thread shared
+the remaining core with that spinner and the cold first gradient read 11-22 ms where
+one BLAS thread gave 11-12 (measured 2026-11-28): the setup's residue, not srcgrad's
+cost, and what made earlier "slow hours" read 20-24 ms. (Sleeping until the spinner
+stopped instead cost a disk-cache hit 0.3-1 ms: the caches a fresh process has warm
+went cold.)
 """
 
 from __future__ import annotations
@@ -88,18 +89,6 @@ print(json.dumps({"first": first, "cpu": cpu, "steady": statistics.median(steady
                   "table": "srcgrad.rules.table" in sys.modules}))
 """
 
-# BLAS's worker threads spin on a core for a while after a call (OpenBLAS: ~60 ms after
-# the MLP's matmuls); the timing starts once the process is idle, so the setup's call does
-# not take a core from srcgrad (Note: the settle in the module's docstring)
-_SETTLE = r"""
-end = time.perf_counter() + 1.0
-while time.perf_counter() < end:
-    c = time.process_time()
-    time.sleep(0.01)
-    if time.process_time() - c < 0.001:
-        break
-"""
-
 _FIRST = r"""
 import json, statistics, sys, time
 sys.path.append(sys.argv[1])  # benchmarks, examples; srcgrad from PYTHONPATH first
@@ -109,7 +98,7 @@ wl = workloads.BY_NAME[sys.argv[2]]
 args = tuple(wl.make_inputs().values())
 loss, wrt = wl.loss, wl.wrt
 wl.hand(*args)
-""" + _SETTLE + _TIME_FIRST
+""" + _TIME_FIRST
 
 # the same first gradient from a process that has imported only NumPy and the loss's module
 _FIRST_BARE = r"""
@@ -123,7 +112,7 @@ X, y = rng.standard_normal((32, 32)), rng.standard_normal((32, 10))
 args = (W1, b1, W2, b2, X, y)
 loss, wrt = mlp.loss, ("W1", "b1", "W2", "b2")
 mlp.loss(*args)
-""" + _SETTLE + _TIME_FIRST
+""" + _TIME_FIRST
 
 # a disk-cache hit's first gradient taken apart (the numpy-only setup, then the hit): the
 # imports, sg.grad, and within the first call the quick key (the compiler fingerprint and
@@ -199,8 +188,12 @@ print(json.dumps({"hand": hand, "first": first, "steady": steady}))
 """
 
 
+_ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
 def _env(src: str, cache_dir: str, pycache: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(dict.fromkeys(_ONE_THREAD, "1"))  # no BLAS worker spinning beside (docstring)
     env["SRCGRAD_CACHE_DIR"] = cache_dir
     env["PYTHONPYCACHEPREFIX"] = pycache
     if src != str(ROOT):
