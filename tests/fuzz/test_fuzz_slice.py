@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import linecache
 import math
+import tempfile
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -290,6 +292,22 @@ def test_references_discard_a_damped_periodic_function_of_huge_values(periodic):
     with pytest.raises(oracle.Discard, match="sine's or cosine's argument"):
         oracle.references(namespace["f"], [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
                           np.random.default_rng(0))
+
+
+def test_references_of_a_program_calling_a_transform_of_a_periodic_helper():
+    """Seed 1600356: `sg.grad(helper)` inside f, helper calling np.sin: the step check's
+    watching wrappers must not be what srcgrad compiles the helper against (it raised a
+    CompileError in the NumPy reference)."""
+    source = ("import numpy as np\nimport srcgrad as sg\n\n\ndef helper(a):\n"
+              "    return np.sum(np.sin(a) * a)\n\n\ndef f(x0):\n"
+              "    return np.sum(sg.grad(helper)(x0) * x0)\n")
+    namespace: dict = {"__name__": "periodic_helper"}
+    path = Path(tempfile.mkdtemp()) / "periodic_helper.py"
+    path.write_text(source)
+    exec(compile(source, str(path), "exec"), namespace)
+    ref = oracle.references(namespace["f"], [("array", (3,))], "scalar", [np.array([0.3, 0.1, -0.2])],
+                            np.random.default_rng(0))
+    assert np.isfinite(ref.derivs[0])
 
 
 def test_references_keep_a_periodic_function_of_moderate_values():
