@@ -4,7 +4,8 @@
         [--timeout 30] [--shrink-budget 90] [--findings FILE] [--replay 50]
 
 Generates programs from consecutive seeds (tests/fuzz/generator.py), checks each one with
-tests/fuzz/oracle.py, and prints counts of pass / wrong / crash / refused / hang /
+tests/fuzz/oracle.py (its default transforms and, unless --extra says otherwise, the opt-in
+ones: sg.grad on array_api_strict arrays), and prints counts of pass / wrong / crash / refused / hang /
 discarded, the refused share and its top reasons, and, for each distinct failure class
 (oracle.Failure.signature), a shrunk repro. Ctrl-C (or the --minutes budget) stops the run
 and reports what was done. With --findings, each new failure class is appended to that
@@ -30,23 +31,23 @@ from tests.fuzz.generator import generate  # noqa: E402
 
 
 def _check_one(job):
-    seed, directory, timeout = job
+    seed, directory, timeout, extra = job
     try:
-        return seed, oracle.check(generate(seed), Path(directory), timeout=timeout)
+        return seed, oracle.check(generate(seed), Path(directory), timeout=timeout, extra=extra)
     except Exception as e:  # noqa: BLE001 - a bug of the references (srcgrad's own errors are
         # judged inside oracle.check): the long run goes on, and counts it
         return seed, oracle.Result("discarded", reason=f"oracle error: {type(e).__name__}")
 
 
-def _results(seeds, directory, timeout, jobs):
+def _results(seeds, directory, timeout, jobs, extra):
     if jobs <= 1:
         for seed in seeds:
-            yield _check_one((seed, directory, timeout))
+            yield _check_one((seed, directory, timeout, extra))
         return
     import multiprocessing
 
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        yield from pool.imap_unordered(_check_one, [(s, directory, timeout) for s in seeds])
+        yield from pool.imap_unordered(_check_one, [(s, directory, timeout, extra) for s in seeds])
 
 
 def _section(sig, seeds, program, failure, shrunk, directory) -> str:
@@ -72,6 +73,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", type=Path, default=None, help="where program modules are written")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--log", type=Path, default=None, help="one JSON line per program")
+    ap.add_argument("--extra", default=",".join(oracle.OPT_IN),
+                    help="opt-in transforms to run too, comma-separated ('' for none; default: "
+                         "all of oracle.OPT_IN, which the CI slice does not run)")
     args = ap.parse_args(argv)
 
     os.environ.setdefault("SRCGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="sgcache-fuzz-"))
@@ -85,7 +89,8 @@ def main(argv=None) -> int:
     start = time.monotonic()
     print(f"programs in {directory}, cache {os.environ['SRCGRAD_CACHE_DIR']}", flush=True)
     try:
-        for seed, result in _results(seeds, directory, args.timeout, args.jobs):
+        extra = tuple(name for name in args.extra.split(",") if name)
+        for seed, result in _results(seeds, directory, args.timeout, args.jobs, extra):
             tally.add(seed, result)
             tally.seconds = time.monotonic() - start
             if args.log:

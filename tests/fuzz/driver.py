@@ -34,6 +34,10 @@ class Tally:
         self.counts[result.outcome] += 1
         if result.outcome == "discarded":
             self.discarded[result.reason] += 1
+        failed = {f.transform for f in result.failures}
+        for name in result.transforms:  # each transform's outcome, passes too
+            if name not in failed:
+                self.per_transform[(name, "pass")] += 1
         for f in result.failures:
             self.per_transform[(f.transform, f.outcome)] += 1
             if f.outcome in ("refused", "by_design"):  # not failure classes (oracle)
@@ -66,7 +70,7 @@ class Tally:
             lines.append("discarded because:")
             lines += [f"  {c:5d}  {r}" for r, c in self.discarded.most_common(top)]
         if self.per_transform:
-            lines.append("failures per transform: " + ", ".join(
+            lines.append("outcomes per transform (programs): " + ", ".join(
                 f"{t}/{o} {c}" for (t, o), c in sorted(self.per_transform.items())))
         if self.classes:
             lines.append(f"{len(self.classes)} failure classes (signature: count, first seeds):")

@@ -8,14 +8,16 @@ a branch flips within a step) or autograd disagrees with the differences, the pr
 *discarded*, never counted as a pass.
 
 Each transform (`sg.value_and_grad`, `sg.grad`, `sg.vjp`, `sg.vjp` inside saved-tensor
-hooks, `sg.jvp`, `sg.jacobian`, `sg.hessian`) is built once and called on data set A, then on data set
+hooks, `sg.jvp`, `sg.jacobian`, `sg.hessian`; opt-in, OPT_IN: `sg.grad` of array_api_strict
+arrays) is built once and called on data set A, then on data set
 B of the same shapes (variant reuse; B is often -A,
 which takes the other branch of conditions on sums). Outcome of a call: pass, wrong (a
 value or derivative disagrees with the references), crash (an exception that is not a
 CompileError, or a CompileError without file:line), refused (a CompileError: its first line
-is the reason; also torch's "modified by an inplace operation" RuntimeError, which the
-README promises for values a custom Function saved, and torch's error for a jvp tangent
-of another shape than its output's), by_design (such a saved-value error,
+is the reason; on array_api_strict also srcgrad's NotImplementedError for what only a call
+can see, such as a scatter-add the Array API lacks; also torch's "modified by an inplace
+operation" RuntimeError, which the README promises for values a custom Function saved,
+and torch's error for a jvp tangent of another shape than its output's), by_design (such a saved-value error,
 compile-time or run-time, where the NumPy run shows that an in-place write did reach what
 `ctx.save_for_backward` saved: torch raises there too, the program is invalid; counted
 apart from refused, SavedRecorder), hang (over the time limit).
@@ -47,6 +49,10 @@ import srcgrad as sg
 OUTCOMES = ("pass", "by_design", "wrong", "crash", "refused", "hang", "discarded")
 SEVERITY = {"pass": 0, "by_design": 0.5, "refused": 1, "wrong": 2, "crash": 3, "hang": 4}
 TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian", "hessian")
+# Run only when asked (check(extra=...)): benchmarks/fuzz.py asks for them, the CI slice
+# does not (its programs must all pass, and the Array API legitimately refuses some of
+# them: a gather's scatter-add, einsum, pad). "array_api": run_array_api.
+OPT_IN = ("array_api",)
 EPS = (1e-6, 1e-4)  # the two central-difference steps
 HESSIAN_EPS = (1e-3, 1e-4)  # the two steps of the second differences (rounding / e**2)
 RTOL, ATOL = 1e-4, 1e-6
@@ -85,6 +91,7 @@ class Result:
     failures: list = field(default_factory=list)
     reason: str = ""  # discarded: why
     seconds: float = 0.0
+    transforms: list = field(default_factory=list)  # those that ran (failed or passed)
 
     def worst(self) -> Failure | None:
         real = [f for f in self.failures if f.outcome not in ("refused", "by_design")] or self.failures
@@ -530,14 +537,24 @@ def time_limit(seconds: float):
 def _where(tb) -> str:
     """The innermost frame in srcgrad (or in generated code) of a traceback."""
     frames = traceback.extract_tb(tb)
-    inner = [f for f in frames if "/srcgrad/" in f.filename]
+    inner = [f for f in frames if "/srcgrad/" in f.filename or _generated(f.filename)]
     if not inner:
-        inner = [f for f in frames if "srcgrad" in f.filename or "sgcache" in f.filename]
+        inner = [f for f in frames if "srcgrad" in f.filename]
     if not inner:
         return "?"
     f = inner[-1]
-    where = f.filename.split("/srcgrad/", 1)[-1] if "/srcgrad/" in f.filename else "generated code"
+    where = "generated code" if _generated(f.filename) else f.filename.split("/srcgrad/", 1)[-1]
     return f"{where}:{f.name}"
+
+
+def _generated(filename: str) -> bool:
+    """A module srcgrad generated, loaded from its disk cache (benchmarks/fuzz.py's default
+    directory, or $SRCGRAD_CACHE_DIR) or from memory: a TypeError the namespace raised there is the
+    generated code's, not the dispatcher's that called it."""
+    cache = os.environ.get("SRCGRAD_CACHE_DIR")
+    if "sgcache" in filename or filename.startswith("<srcgrad:"):  # (a module never cached)
+        return True
+    return bool(cache) and filename.startswith(cache)
 
 
 def normalize(message: str) -> str:
@@ -547,8 +564,16 @@ def normalize(message: str) -> str:
     return text[:160]
 
 
+class Refusal(Exception):
+    """A documented limitation srcgrad raised at run time, not as a CompileError (the
+    Array API's missing scatter-add for an index array that is an argument: only the
+    call sees it). Raised by the runners that expect it (run_array_api)."""
+
+
 def classify(exc: BaseException) -> tuple:
     """(outcome, detail) of an exception a transform raised."""
+    if isinstance(exc, Refusal):
+        return "refused", normalize(str(exc))
     if isinstance(exc, sg.CompileError):
         first = (exc.message or "").split("\n", 1)[0]
         if not exc.filename or exc.filename == "<unknown>" or not exc.lineno:
@@ -723,15 +748,55 @@ def run_hessian(state, fn, program, ref):
         raise Wrong(f"hessian: along two random directions: expected {ref.hvp:.6g}, got {total:.6g}")
 
 
+# The README's "not yet" for non-NumPy arrays that a call raises as NotImplementedError,
+# and the Array API's missing operations that only a call can see (srcgrad.rules.helpers:
+# an integer-array index given as an argument): refusals, judged like a CompileError.
+_NAMESPACE_REFUSALS = ("srcgrad: ",)
+
+
+def run_array_api(state, fn, program, ref):
+    """sg.grad w.r.t. every argument, called with the array arguments as array_api_strict
+    arrays (Python floats stay floats): the generated code is then spelled with the Array
+    API's names and bound to array_api_strict (Note [Spellings]). Each gradient of an array
+    must be array_api_strict's (computed there, not by NumPy), and is judged, converted
+    back, against the same differences as run_grad's."""
+    import array_api_strict as xs
+
+    strict_array = type(xs.asarray(0.0))  # (array_api_strict exports no Array class)
+    if state.get("h") is None:
+        state["h"] = sg.grad(fn, wrt=tuple(range(len(program.args))))
+    strict = [xs.asarray(a) if isinstance(a, np.ndarray) else a for a in copy.deepcopy(ref.args)]
+    try:
+        grads = state["h"](*strict)
+    except NotImplementedError as e:
+        if str(e).startswith(_NAMESPACE_REFUSALS):
+            raise Refusal(str(e).split("\n", 1)[0]) from None
+        raise
+    if not isinstance(grads, tuple) or len(grads) != len(program.args):
+        raise Wrong(f"structure: {len(program.args)} gradients expected, got {type(grads).__name__}")
+    for g, a in zip(grads, program.args):
+        if a[0] == "array" and not isinstance(g, strict_array):
+            raise Wrong(f"structure: the gradient of an array is a {type(g).__name__}, not an "
+                        "array_api_strict array")
+    leaves = _grad_leaves(tuple(np.asarray(g) for g in grads), program.args, False)
+    _check_grads(leaves, ref, _scale(ref))
+
+
 RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vjp, "jvp": run_jvp,
-           "vjp_hooks": run_vjp_hooks, "jacobian": run_jacobian, "hessian": run_hessian}
+           "vjp_hooks": run_vjp_hooks, "jacobian": run_jacobian, "hessian": run_hessian,
+           "array_api": run_array_api}
 
 
-def applicable(program) -> list:
-    names = list(TRANSFORMS)
+def applicable(program, extra=()) -> list:
+    """The transforms that apply to the program: the default ones and those of `extra`
+    (OPT_IN). array_api is sg.grad's (a scalar output), of array and float arguments only:
+    containers of non-NumPy arrays are the README's "not yet", not a finding."""
+    names = list(TRANSFORMS) + [n for n in extra if n not in TRANSFORMS]
     if program.output != "scalar":
-        names = [n for n in names if n not in ("value_and_grad", "grad", "hessian")]
+        names = [n for n in names if n not in ("value_and_grad", "grad", "hessian", "array_api")]
     if any(a[0] not in ("array", "float") for a in program.args):
+        if "array_api" in names:
+            names.remove("array_api")
         names.remove("jvp")  # sg.jvp takes arrays and numbers (API.md), not containers
         names.remove("jacobian")
         if "hessian" in names:
@@ -765,9 +830,10 @@ def spec_from_source(source: str, seed: int = 0) -> Spec:
     return Spec(seed, source, ns["ARGS"], ns["OUTPUT"], features)
 
 
-def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeout: float = 30.0,
+def check(program, directory: Path, *, transforms=None, extra=(), order=("A", "B"), timeout: float = 30.0,
           stop_at_first=False) -> Result:
-    """Run one program; see the module docstring."""
+    """Run one program; see the module docstring. `transforms`: these only; else the
+    applicable ones of TRANSFORMS and of `extra` (OPT_IN)."""
     start = time.perf_counter()
     stem = str(program.seed)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -797,10 +863,11 @@ def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeou
                 return Result("discarded", reason=str(e), seconds=time.perf_counter() - start)
             except Hang:
                 return Result("discarded", reason="NumPy run over the time limit")
-        failures = []
-        for name in transforms or applicable(program):
+        failures, ran = [], []
+        for name in transforms or applicable(program, extra):
             if name == "hessian" and any(refs[key].hvp is None for key in order):
                 continue  # the second differences cannot judge it here
+            ran.append(name)
             failure = _run_transform(name, fn, program, refs, order, timeout)
             if failure is not None:
                 failures.append(failure)
@@ -808,7 +875,7 @@ def check(program, directory: Path, *, transforms=None, order=("A", "B"), timeou
                         stop_at_first and failure.outcome not in ("refused", "by_design")):
                     break  # after a hang the other transforms would likely hang too
     outcome = max((f.outcome for f in failures), key=SEVERITY.get, default="pass")
-    return Result(outcome, failures, seconds=time.perf_counter() - start)
+    return Result(outcome, failures, seconds=time.perf_counter() - start, transforms=ran)
 
 
 def _run_transform(name, fn, program, refs, order, timeout) -> Failure | None:
@@ -886,7 +953,13 @@ def repro(program, failure: Failure, directory: Path) -> str:
         lines.append(f"args_{k} = [{', '.join(_literal(a) for a in v)}]")
     n = len(program.args)
     wrt = tuple(range(n))
-    if failure.transform in ("grad", "value_and_grad"):
+    if failure.transform == "array_api":
+        runs = ["import array_api_strict as xs", f"h = sg.grad(f, wrt={wrt})",
+                "strict = lambda a: [xs.asarray(v) if isinstance(v, np.ndarray) else v for v in a]"]
+        if key == "B":
+            runs.append("print('first call:', h(*strict(args_A)))")
+        runs.append(f"print('{failure.call}:', h(*strict(args_{key})))")
+    elif failure.transform in ("grad", "value_and_grad"):
         runs = [f"h = sg.{failure.transform}(f, wrt={wrt})"]
         if key == "B":
             runs.append("print('first call:', h(*args_A))")

@@ -446,3 +446,50 @@ def test_the_saved_recorder_sees_a_write_through_another_view_only():
         FunctionCtx().save_for_backward(base.reshape(3, 2).copy())
         base[:] = 0.0
     assert not rec.written()
+
+
+# ---------------------------------------------------------------------- array_api (opt-in)
+# sg.grad of the program on array_api_strict arrays (oracle.run_array_api): not in the
+# slice's default transforms (oracle.OPT_IN), run by benchmarks/fuzz.py's campaigns.
+
+ON_ARRAY_API = '''
+import numpy as np
+ARGS = [('array', (2, 3)), ('array', (3,))]
+OUTPUT = 'scalar'
+
+
+def f(x0, x1):
+    return np.mean(np.tanh(x0) * x1) + np.sum(BODY)
+'''
+
+
+@pytest.mark.parametrize("body, outcome, detail", [
+    ("np.sin(x0) @ x1", "pass", ""),
+    ("np.einsum('ij,ij->i', x0, x0)", "refused", "`einsum` has no equivalent in array_api_strict"),
+])
+def test_oracle_runs_sg_grad_on_array_api_strict_when_asked(program_dir, body, outcome, detail):
+    pytest.importorskip("array_api_strict")
+    program = oracle.spec_from_source(ON_ARRAY_API.replace("BODY", body), seed=5)
+    assert "array_api" not in [n for n in oracle.applicable(program)]  # opt-in only
+    result = oracle.check(program, program_dir, extra=oracle.OPT_IN)
+    assert "array_api" in result.transforms
+    failures = {f.transform: f for f in result.failures}
+    if outcome == "pass":
+        assert result.outcome == "pass", _explain(5, result)
+    else:
+        assert failures["array_api"].outcome == outcome and detail in failures["array_api"].detail
+        assert set(failures) == {"array_api"}  # NumPy's transforms compile it
+
+
+def test_oracle_judges_array_api_gradients_by_the_differences(program_dir, monkeypatch):
+    """A gradient off by 1e-3 on array_api_strict is wrong, like run_grad's."""
+    pytest.importorskip("array_api_strict")
+    program = oracle.spec_from_source(ON_ARRAY_API.replace("BODY", "x0 * x0"), seed=5)
+    grad = oracle.sg.grad
+
+    def off(f, wrt):
+        g = grad(f, wrt=wrt)
+        return lambda *args: (g(*args)[0] * (1 + 1e-3), g(*args)[1])
+    monkeypatch.setattr(oracle.sg, "grad", off)
+    result = oracle.check(program, program_dir, transforms=["array_api"])
+    assert result.outcome == "wrong" and result.failures[0].detail.startswith("gradient:"), result
