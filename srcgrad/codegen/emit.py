@@ -30,8 +30,25 @@ from srcgrad.ir.core import Const, Pack, Var
 
 # ---------------------------------------------------------------------- namespaces
 # What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
-# (spelling, mutable, label). NumPy's unless a pipeline renders inside `namespace()`.
-_NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", set(), None))
+# (spelling, mutable, label, what is known of the values so far, the namespace module).
+# NumPy's unless a pipeline renders inside `namespace()`.
+
+
+class _Known:
+    """What the code rendered so far for another namespace than NumPy holds, by name (a
+    name is bound once in a render): boolean arrays, arrays of the namespace, and Python
+    values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
+
+    __slots__ = ("bools", "arrays", "static", "ints")
+
+    def __init__(self):
+        self.bools: set = set()
+        self.arrays: set = set()
+        self.static: set = set()
+        self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
+
+
+_NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", _Known(), None))
 
 
 @contextlib.contextmanager
@@ -39,7 +56,7 @@ def namespace(spelling: str, mutable: bool, label: str, module=None):
     """Render for a namespace: its spelling (srcgrad.codegen.spellings), whether its
     arrays may be written in place (`out=`), its name for error messages, and the
     namespace `module` itself (when known) to check every `xp.<name>` against."""
-    token = _NAMESPACE.set((spelling, mutable, label, set(), module))  # set: boolean values' names
+    token = _NAMESPACE.set((spelling, mutable, label, _Known(), module))
     try:
         yield
     finally:
@@ -87,6 +104,10 @@ def _call(name, args):
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
 
 
+def _xp_asarray(node: ast.expr) -> ast.expr:
+    return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "asarray", ast.Load()), [node], [])
+
+
 def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
     if isinstance(value, numpy.generic) and value.dtype.kind in "fiub" and value.ndim == 0:
         # a NumPy scalar keeps its dtype (NEP 50: it is not a weak Python scalar)
@@ -95,6 +116,10 @@ def const_ast(value, pool: ConstPool, in_index: bool = False) -> ast.expr:
                              mode="eval").body
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), value.dtype.name, ast.Load()),
                         [ast.Constant(value.item())], [])
+    if isinstance(value, numpy.ndarray) and _NAMESPACE.get()[2] != "numpy":
+        # a folded constant (`np.ones(3)`) is NumPy's: another namespace's arrays do not
+        # mix with it (array_api_strict and CuPy raise TypeError), so it is converted
+        return _xp_asarray(ast.Name(pool.name_for(value), ast.Load()))
     if value is None or value is Ellipsis or isinstance(value, (bool, str, int)):
         return ast.Constant(value)
     if isinstance(value, float):
@@ -125,23 +150,42 @@ def _template(render: str) -> ast.expr:
 
 
 class _Substitute(ast.NodeTransformer):
-    """Put an op's operands into its rule's render template."""
+    """Put an op's operands into its rule's render template.
 
-    def __init__(self, rule, operands: dict, pool, wrap_floats: bool = False):
+    `wrap_floats` (an Array-API call): a float constant operand is made an array, and so
+    is any operand of `array_params` that `known` does not know to be an array (Note
+    [Python numbers in other namespaces]); `known` also lets `xp.asarray(x)` of a known
+    array be `x`."""
+
+    def __init__(self, rule, operands: dict, pool, wrap_floats: bool = False, array_params=(),
+                 known: _Known | None = None):
         self.rule, self.operands, self.pool = rule, operands, pool
         self.defaults = {n: p.default for n, p in rule.py_signature.parameters.items()}
         self.wrap_floats = wrap_floats
+        self.array_params, self.known = array_params, known
 
     def visit_Name(self, node):
         if node.id in self.operands:
             operand = self.operands[node.id]
             if isinstance(operand, _AsNumber):
                 return operand.ast(self.pool)
+            if self.wrap_floats and node.id in self.array_params:
+                return self._as_array(operand)
             if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float:
                 # Array-API functions take arrays, not Python floats (NumPy takes both)
-                return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "asarray", ast.Load()),
-                                [operand_ast(operand, self.pool)], [])
+                return _xp_asarray(operand_ast(operand, self.pool))
             return operand_ast(operand, self.pool)
+        return node
+
+    def _as_array(self, operand) -> ast.expr:
+        """An operand the namespace's function takes as an array: made one unless known to
+        be one (a Python float argument, `1.0`, a list of arrays and numbers for stack)."""
+        if isinstance(operand, Pack) and operand.style in ("tuple", "list"):
+            items = [self._as_array(i) for i in operand.items]
+            return (ast.Tuple if operand.style == "tuple" else ast.List)(items, ast.Load())
+        node = operand_ast(operand, self.pool)
+        if _may_be_number(operand, self.known) or isinstance(operand, Const) and type(operand.value) is float:
+            return _xp_asarray(node)
         return node
 
     def visit_Subscript(self, node):
@@ -149,7 +193,7 @@ class _Substitute(ast.NodeTransformer):
         if isinstance(node.slice, ast.Name) and node.slice.id in self.operands:
             operand = self.operands[node.slice.id]
             node.slice = operand_ast(operand, self.pool, in_index=True)
-            if self.wrap_floats and not isinstance(operand, Var):
+            if self.wrap_floats and (not isinstance(operand, Var) or self._is_int(operand)):
                 node.slice = _with_ellipsis(node.slice)
         else:
             node.slice = self.visit(node.slice)
@@ -158,11 +202,28 @@ class _Substitute(ast.NodeTransformer):
     def visit_Call(self, node):
         wrap = self.wrap_floats
         if _is_xp_call(node, "asarray"):  # its operand is made an array here: not twice
+            known = self._known_array(node)
+            if known is not None:
+                return known
             self.wrap_floats = False
         try:
             return self._substitute_call(node)
         finally:
             self.wrap_floats = wrap
+
+    def _is_int(self, operand) -> bool:
+        return self.known is not None and operand.name in self.known.ints
+
+    def _known_array(self, node) -> ast.expr | None:
+        """`xp.asarray(x)` of an operand known to be the namespace's array: that operand."""
+        if self.known is None or node.keywords or len(node.args) != 1:
+            return None
+        if not isinstance(node.args[0], ast.Name):
+            return None
+        operand = self.operands.get(node.args[0].id)
+        if isinstance(operand, Var) and operand.name in self.known.arrays:
+            return operand_ast(operand, self.pool)
+        return None
 
     def _substitute_call(self, node):
         node.func = self.visit(node.func)
@@ -170,7 +231,11 @@ class _Substitute(ast.NodeTransformer):
         for a in node.args:
             if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) \
                     and isinstance(self.operands.get(a.value.id), Pack):
-                args.extend(operand_ast(i, self.pool) for i in self.operands[a.value.id].items)
+                items = self.operands[a.value.id].items
+                if self.wrap_floats and a.value.id in self.array_params:
+                    args.extend(self._as_array(i) for i in items)
+                else:
+                    args.extend(operand_ast(i, self.pool) for i in items)
             else:
                 args.append(self.visit(a))
         node.args = args
@@ -209,7 +274,7 @@ def _same_const(value, default) -> bool:
 
 def op_expr(op, pool: ConstPool) -> ast.expr:
     rule = rules.RULES[op.prim]
-    spelling, _, label, bools, module = _NAMESPACE.get()
+    spelling, _, label, known, module = _NAMESPACE.get()
     render, method = rule.render, op.attrs.get("as_method")
     if spelling != "numpy":  # Note [Spellings]
         from srcgrad.codegen import spellings  # (another namespace's renders only: issue 15)
@@ -235,10 +300,12 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
             if name not in operands and p.default is not inspect.Parameter.empty:
                 operands[name] = Const(p.default)
     if spelling != "numpy":
-        operands = _array_api_operands(op, operands, bools, label)
+        operands = _array_api_operands(op, operands, known.bools, label)
     wrap = spelling != "numpy" and (isinstance(template, ast.Call) and op.prim not in spellings.SCALAR_ARGS
-                                    or op.prim == "getitem")
-    expr = _Substitute(rule, operands, pool, wrap_floats=wrap).visit(template)
+                                    or op.prim == "getitem" and not _is_static(operands["x"], known))
+    other = label != "numpy"  # Note [Python numbers in other namespaces]
+    expr = _Substitute(rule, operands, pool, wrap_floats=wrap, array_params=_array_params(rule),
+                       known=known if other else None).visit(template)
     if spelling != "numpy" or " is None" in render:  # (einsum's absent operand: `None is None`)
         expr = _FoldStatic().visit(expr)
     if spelling != "numpy":
@@ -248,7 +315,105 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
         missing = _missing_names(expr, module)
         if missing:
             raise _refused(op, label, f"it has no `xp.{missing}`")
+    if other:
+        _note_kinds(op, expr, known)
     return expr
+
+
+# Note [Python numbers in other namespaces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy's functions take a Python number wherever they take an array; the Array API's
+# take arrays (`xp.tanh(0.5)`, `xp.minimum(c, c)` of two floats, `xp.stack([a, 3.0])`
+# and `c.shape` raise in array_api_strict). Another namespace runs the shape-generic
+# code, compiled once for every call, so whether an argument `c` is a float is not
+# known when rendering. What is known, by name as the ops are rendered in order
+# (`_Known`): a namespace call's result is an array (`_note_kinds`), so is arithmetic
+# or indexing on one, and a static row's result (a shape) never is. An operand the
+# namespace function takes as an array (`_array_params`: a differentiable parameter,
+# an elementwise row's operand) that is not known to be one is written
+# `xp.asarray(c)`, a float constant too; `xp.asarray(x)` of a known array is `x`.
+# The shape rows read `xp.asarray(x).shape` (srcgrad.codegen.spellings). A static
+# receiver's index (`_shape[0]`, a tuple) gets no Array-API ellipsis; an index known
+# to be a Python int (a `range` loop's index, int arithmetic on one, INT_RESULTS)
+# gets one as a constant index does (`x[i, ...]`: the Array API indexes every axis).
+# NumPy constants folded at compile time are converted for every namespace but NumPy's.
+
+_ARRAY_PARAMS: dict = {}  # rule name -> the parameters its function takes as arrays
+
+
+def _array_params(rule) -> frozenset:
+    params = _ARRAY_PARAMS.get(rule.name)
+    if params is None:
+        empty = inspect.Parameter.empty
+        operands = {n for n, p in rule.py_signature.parameters.items()
+                    if rule.elementwise and p.default is empty and p.kind is p.POSITIONAL_OR_KEYWORD}
+        params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands
+    return params
+
+
+def _may_be_number(operand, known: _Known | None) -> bool:
+    """A Var that may hold a Python number (or bool): neither a known array nor a static value."""
+    return (known is not None and isinstance(operand, Var) and operand.name not in known.arrays
+            and operand.name not in known.static)
+
+
+def _is_static(operand, known: _Known) -> bool:
+    return isinstance(operand, Var) and operand.name in known.static
+
+
+def _note_kinds(op, expr, known: _Known) -> None:
+    from srcgrad.codegen import spellings
+
+    names = [o.name for o in op.outs]
+    if op.prim in spellings.INT_RESULTS or _makes_int(expr, known.ints):
+        known.ints.update(names)
+    if rules.RULES[op.prim].static_out:
+        known.static.update(names)
+    elif _makes_array(expr, known.arrays):
+        known.arrays.update(names)
+
+
+def _makes_int(node, ints: set) -> bool:
+    """Python int arithmetic on known ints and int literals (`i + 1` of a loop index)."""
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Div, ast.Pow)):
+        return _makes_int(node.left, ints) and _makes_int(node.right, ints)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _makes_int(node.operand, ints)
+    return False
+
+
+def _makes_array(node, arrays: set) -> bool:
+    """Is this expression (each of its values, for several outputs) the namespace's array?"""
+    if isinstance(node, ast.Call):
+        return _is_namespace_function(node.func)
+    if isinstance(node, ast.Name):
+        return node.id in arrays
+    if isinstance(node, ast.BinOp):
+        return _makes_array(node.left, arrays) or _makes_array(node.right, arrays)
+    if isinstance(node, ast.UnaryOp):
+        return _makes_array(node.operand, arrays)
+    if isinstance(node, ast.Subscript):
+        return _makes_array(node.value, arrays)
+    if isinstance(node, ast.Compare):  # (of two Python numbers: a bool)
+        return any(_makes_array(n, arrays) for n in (node.left, *node.comparators))
+    if isinstance(node, ast.IfExp):
+        return _makes_array(node.body, arrays) and _makes_array(node.orelse, arrays)
+    return False
+
+
+def _is_namespace_function(func) -> bool:
+    """`xp.f` or `xp.linalg.f`, f not a NumPy scalar type (`xp.float64(2.0)` is a NumPy
+    scalar under NumPy's spelling, CuPy's)."""
+    chain = []
+    while isinstance(func, ast.Attribute):
+        chain.append(func.attr)
+        func = func.value
+    return (isinstance(func, ast.Name) and func.id == "xp" and bool(chain)
+            and not isinstance(getattr(numpy, chain[0], None), type))
 
 
 def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
@@ -424,6 +589,8 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
     iterable = f"range({bounds})" + ("[::-1]" if op.attrs.get("reverse") else "")
     until = op.attrs.get("until")  # a `break`'s flag (Note [Tracing control flow])
     leave = [f"if {until.name}:", "    break"] if until is not None else []
+    if _NAMESPACE.get()[2] != "numpy":  # Note [Python numbers in other namespaces]
+        _NAMESPACE.get()[3].ints.add(block.params[0].name)
     return (assign(carried, inits)
             + [f"for {block.params[0].name} in {iterable}:"]
             + body(block, assign(carried, results) + leave)

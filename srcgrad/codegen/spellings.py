@@ -40,9 +40,11 @@ NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (Nu
                           "gradient of an integer-array gather needs")
 
 ARRAY_API: dict = {
-    "shape": "x.shape",
-    "ndim": "x.ndim",
-    "size": "math.prod(x.shape)",
+    # x may be a Python number (emit writes `x.shape` for a known array: Note [Python
+    # numbers in other namespaces])
+    "shape": "xp.asarray(x).shape",
+    "ndim": "xp.asarray(x).ndim",
+    "size": "math.prod(xp.asarray(x).shape)",
     "exp2": "2.0 ** x",
     "cbrt": Refused("the Array API has no cube root"),
     "arcsin": "xp.asin(x)",
@@ -113,7 +115,9 @@ ARRAY_API: dict = {
     "pad": Refused("the Array API has no pad"),
     "pad_bar": Refused("the Array API has no pad"),
     "diff": "xp.diff(x, n=n, axis=axis)",
-    "take": "xp.take(x, indices, axis=axis)",
+    # the Array API's take wants an index array and an axis (NumPy's None: the flat array)
+    "take": "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
+            "axis=0 if axis is None else axis)",
     "take_bar": _NO_SCATTER_ADD,
     "take_along_bar": _NO_SCATTER_ADD,
     "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
@@ -137,6 +141,11 @@ BOOLEAN_RESULTS = frozenset({"less", "less_equal", "greater", "greater_equal", "
                              "isnan", "isinf", "isfinite", "logical_not", "logical_and",
                              "logical_or", "logical_xor"})
 ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide"})
+# Rows whose result is a Python int (an index's one axis: emit's Note [Python numbers in
+# other namespaces])
+INT_RESULTS = frozenset({"py_int", "ndim", "size", "tape_len", "pymath_floor", "pymath_ceil",
+                         "pymath_trunc", "pymath_isqrt", "pymath_factorial", "pymath_comb",
+                         "pymath_perm", "pymath_gcd"})
 COUNTS = frozenset({"sum"})  # NumPy counts a mask with sum; the Array API sums numbers only
 
 # Rows whose Array-API functions take Python numbers where NumPy's do (a fill value, a

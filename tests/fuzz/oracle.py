@@ -748,10 +748,12 @@ def run_hessian(state, fn, program, ref):
         raise Wrong(f"hessian: along two random directions: expected {ref.hvp:.6g}, got {total:.6g}")
 
 
-# The README's "not yet" for non-NumPy arrays that a call raises as NotImplementedError,
-# and the Array API's missing operations that only a call can see (srcgrad.rules.helpers:
-# an integer-array index given as an argument): refusals, judged like a CompileError.
-_NAMESPACE_REFUSALS = ("srcgrad: ",)
+# srcgrad's own errors for what only a call can see on another namespace, raised on
+# purpose with a message that says why: the Array API's missing scatter-add for an
+# integer-array index given as an argument (NotImplementedError, srcgrad.rules.helpers),
+# whether a write reached a view, which array_api_strict cannot tell (TypeError,
+# storage_written). Refusals, judged like a CompileError; any other exception is a crash.
+_NAMESPACE_REFUSALS = (NotImplementedError, TypeError)
 
 
 def run_array_api(state, fn, program, ref):
@@ -768,8 +770,8 @@ def run_array_api(state, fn, program, ref):
     strict = [xs.asarray(a) if isinstance(a, np.ndarray) else a for a in copy.deepcopy(ref.args)]
     try:
         grads = state["h"](*strict)
-    except NotImplementedError as e:
-        if str(e).startswith(_NAMESPACE_REFUSALS):
+    except _NAMESPACE_REFUSALS as e:
+        if str(e).startswith("srcgrad: "):
             raise Refusal(str(e).split("\n", 1)[0]) from None
         raise
     if not isinstance(grads, tuple) or len(grads) != len(program.args):
