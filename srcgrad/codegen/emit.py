@@ -158,11 +158,12 @@ class _Substitute(ast.NodeTransformer):
     array be `x`."""
 
     def __init__(self, rule, operands: dict, pool, wrap_floats: bool = False, array_params=(),
-                 known: _Known | None = None):
+                 known: _Known | None = None, numbers=()):
         self.rule, self.operands, self.pool = rule, operands, pool
         self.defaults = {n: p.default for n, p in rule.py_signature.parameters.items()}
         self.wrap_floats = wrap_floats
         self.array_params, self.known = array_params, known
+        self.numbers = numbers  # parameters the namespace takes as Python numbers (SCALAR_ARGS)
 
     def visit_Name(self, node):
         if node.id in self.operands:
@@ -171,7 +172,8 @@ class _Substitute(ast.NodeTransformer):
                 return operand.ast(self.pool)
             if self.wrap_floats and node.id in self.array_params:
                 return self._as_array(operand)
-            if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float:
+            if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float \
+                    and node.id not in self.numbers:
                 # Array-API functions take arrays, not Python floats (NumPy takes both)
                 return _xp_asarray(operand_ast(operand, self.pool))
             return operand_ast(operand, self.pool)
@@ -301,11 +303,12 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
                 operands[name] = Const(p.default)
     if spelling != "numpy":
         operands = _array_api_operands(op, operands, known.bools, label)
-    wrap = spelling != "numpy" and (isinstance(template, ast.Call) and op.prim not in spellings.SCALAR_ARGS
+    wrap = spelling != "numpy" and (isinstance(template, ast.Call)
                                     or op.prim == "getitem" and not _is_static(operands["x"], known))
     other = label != "numpy"  # Note [Python numbers in other namespaces]
-    expr = _Substitute(rule, operands, pool, wrap_floats=wrap, array_params=_array_params(rule),
-                       known=known if other else None).visit(template)
+    numbers = spellings.SCALAR_ARGS.get(op.prim, frozenset()) if spelling != "numpy" else frozenset()
+    expr = _Substitute(rule, operands, pool, wrap_floats=wrap, array_params=_array_params(rule) - numbers,
+                       known=known if other else None, numbers=numbers).visit(template)
     if spelling != "numpy" or " is None" in render:  # (einsum's absent operand: `None is None`)
         expr = _FoldStatic().visit(expr)
     if spelling != "numpy":

@@ -119,6 +119,9 @@ ARRAY_API: dict = {
     "take": "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
             "axis=0 if axis is None else axis)",
     "take_bar": _NO_SCATTER_ADD,
+    # `a, b = x`: the Array API does not iterate an array (array_api_strict raises); a shape
+    # is a tuple
+    "unpack": "x if isinstance(x, tuple) else xp.unstack(x)",
     "take_along_bar": _NO_SCATTER_ADD,
     "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
                            "API lacks"),
@@ -149,8 +152,11 @@ INT_RESULTS = frozenset({"py_int", "ndim", "size", "tape_len", "pymath_floor", "
 COUNTS = frozenset({"sum"})  # NumPy counts a mask with sum; the Array API sums numbers only
 
 # Rows whose Array-API functions take Python numbers where NumPy's do (a fill value, a
-# bound); every other call gets `xp.asarray(<float>)` for a float constant operand.
-SCALAR_ARGS = frozenset({"full", "full_like", "clip", "shift"})
+# bound): those parameters, left as they are; every other operand of a call that may be a
+# Python number is made an array (`xp.asarray(<float>)`: emit's Note [Python numbers in
+# other namespaces]), clip's `x` too.
+SCALAR_ARGS = {"full": frozenset({"fill_value"}), "full_like": frozenset({"fill_value"}),
+               "clip": frozenset({"a_min", "a_max"}), "shift": frozenset({"fill"})}
 
 
 # Rows where NumPy's function is more lenient than every other namespace's, whatever
@@ -166,7 +172,11 @@ SCALAR_ARGS = frozenset({"full", "full_like", "clip", "shift"})
 #   broadcasts and CuPy refuses (srcgrad.rules.helpers.broadcast_solve).
 OTHER_NAMESPACES = {
     "broadcast_to": "xp.broadcast_to(xp.asarray(x), shape)",
-    **{f"{kind}_like": f"xp.{kind}_like(xp.asarray(x), dtype=dtype)" for kind in ("zeros", "ones", "empty")},
+    **{f"{kind}_like": f"xp.{kind}_like(xp.asarray(x), dtype=dtype)" for kind in ("ones", "empty")},
+    # the zero cotangent of a value that may be None (a loop's `return` value where the loop
+    # did not return), which NumPy's zeros_like makes an object 0 and no other namespace
+    # takes: a float 0, unread, as NumPy's
+    "zeros_like": "xp.zeros_like(xp.asarray(0.0 if x is None else x), dtype=dtype)",
     "column_stack": "xp.concatenate([xp.reshape(a, (-1, 1)) if a.ndim < 2 else a for a in arrays], axis=1)",
     "solve": "broadcast_solve(a, b)",
 }

@@ -186,6 +186,25 @@ def loop_rows(x):
 
 def take_of_constant_indices(x, w):
     return np.sum(x * np.take(w, [1, 0, 2], axis=0)) + np.sum(x[:, 0] * np.take(w, [5, 0, 1]))
+
+
+def clip_of_float(x, c):
+    return np.clip(c, -1.0, 1.0) * np.sum(np.clip(x, -0.5, c))
+
+
+def unpacked(x):
+    a, b = np.stack([np.tanh(x), x + x])
+    n, m = x.shape
+    return np.sum(a * b) / (n * m)
+
+
+def returns_in_loop(x):
+    k = 0
+    while k < 3:
+        k += 1
+        if np.sum(x) > 100.0:
+            return np.cos(np.sum(x))
+    return np.sum(x * x)
 '''
 
 
@@ -200,7 +219,10 @@ def numbers_user(tmp_path_factory):
     ("float_through_functions", [(2, 3), ()], (0, 1)), ("float_argument_broadcast", [(2, 3), ()], (0, 1)),
     ("stack_of_numbers", [(2, 3), ()], (0, 1)), ("numpy_constant", [(2, 3)], (0,)),
     ("shape_entry", [(2, 3)], (0,)), ("loop_rows", [(3, 2)], (0,)),
-    ("take_of_constant_indices", [(3, 2), (3, 2)], (0,))])
+    ("take_of_constant_indices", [(3, 2), (3, 2)], (0,)),
+    # seeds 1800476 (clip), 1800168 (`a, b = x`: array iteration), 1800265 (the zero
+    # cotangent of a loop's `return` value, None where the loop did not return)
+    ("clip_of_float", [(2, 3), ()], (0, 1)), ("unpacked", [(2, 3)], (0,)), ("returns_in_loop", [(3,)], (0,))])
 def test_gradient_of_python_numbers_and_numpy_constants_on_array_api_strict(numbers_user, name, shapes, wrt):
     f = getattr(numbers_user, name)
     rng = np.random.default_rng(5)
