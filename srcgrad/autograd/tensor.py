@@ -7,7 +7,7 @@ rows of the derivative table (srcgrad.autograd.ops, Note [One node per op] in
 srcgrad.autograd.node).
 
 Dtypes follow torch: Python floats make float32 tensors (torch's default dtype),
-NumPy arrays keep theirs.
+NumPy arrays and NumPy scalars (`np.float64(0.5)`, what indexing an array gives) keep theirs.
 """
 
 from __future__ import annotations
@@ -408,7 +408,7 @@ def manual_seed(seed: int) -> None:
 def _dtype_of(data, dtype):
     if dtype is not None:
         return numpy.dtype(dtype)
-    if isinstance(data, numpy.ndarray):
+    if isinstance(data, (numpy.ndarray, numpy.generic)):  # torch: a NumPy scalar keeps its dtype
         return data.dtype
     probe = numpy.asarray(data)
     if probe.dtype.kind == "f":
