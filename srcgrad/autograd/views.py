@@ -179,12 +179,18 @@ def refresh_views(base: Tensor, recorded: bool) -> None:
 
 
 def _regenerate(view: Tensor, base: Tensor) -> None:
-    index = index_map(view._data, base._data)
-    index = numpy.unravel_index(index, base._data.shape) if base._data.ndim else ()
     prev, prev_inf = _STATE.grad_enabled, _STATE.inference
     _STATE.grad_enabled, _STATE.inference = True, False
     try:  # bookkeeping, not a user op: not profiled (hooked=True)
-        fresh = apply("getitem", _E, (), (base, index), "AsStridedBackward0", hooked=True)
+        if base._data.ndim == 0:  # every element of the view is the base's one element (an
+            # expand, unsqueeze or reshape of a 0-d base): NumPy cannot index a 0-d array with
+            # an index array, and `base[()]` would be 0-d whatever the view's shape
+            shape = view._data.shape
+            fresh = apply("broadcast_to", {"shape": shape}, shape, (base,), "AsStridedBackward0",
+                          hooked=True)
+        else:
+            index = numpy.unravel_index(index_map(view._data, base._data), base._data.shape)
+            fresh = apply("getitem", _E, (), (base, index), "AsStridedBackward0", hooked=True)
     finally:
         _STATE.grad_enabled, _STATE.inference = prev, prev_inf
     if fresh._grad_fn is not None:

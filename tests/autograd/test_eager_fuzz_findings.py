@@ -23,3 +23,29 @@ def test_numpy_scalar_keeps_its_dtype():
     (c * x).sum().backward()
     assert x.grad.dtype == np.float64
     assert abs(x.grad.item() - 0.6) < 1e-15
+
+
+def test_view_of_a_0d_base_regenerated_after_a_write():
+    """Eager fuzz seed 428: `v5 = v2.expand(3)` of a 0-d non-leaf `v2`, then `v2.copy_(...)`:
+    backward raised ValueError (could not broadcast (3,) into ()) in scatter_index. Cause:
+    the view's regenerated grad_fn indexed the 0-d base with `()`, a 0-d result for a (3,)
+    view. Fix: a view of a 0-d base is regenerated as a broadcast of the base."""
+    x = sg.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    v2 = (x * 2).sum()
+    v5 = v2.expand(3)
+    u = v2.unsqueeze(0).unsqueeze(1)  # (1, 1)
+    v2.copy_(x.sum() * 3)  # every view now reads 3 * sum(x)
+    np.testing.assert_allclose(v5.detach().numpy(), [9.0, 9.0, 9.0])
+    (v5 * sg.tensor(np.array([1.0, 2.0, 3.0]))).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), [18.0, 18.0])  # (1 + 2 + 3) * 3
+    x.grad = None
+    (u * u).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [54.0, 54.0])  # 2 * 9 * 3
+    # second order through the regenerated node
+    y = (x * x).sum()
+    w = y.expand(2)
+    y.mul_(2.0)
+    (g,) = sg.autograd.grad((w * w).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 2 * 2 * 2 * 10.0 * 2 * np.array([1.0, 2.0]))
+    (h,) = sg.autograd.grad(g.sum(), x)
+    assert h.shape == (2,)
