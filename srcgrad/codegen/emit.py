@@ -170,7 +170,7 @@ class _Substitute(ast.NodeTransformer):
             operand = self.operands[node.id]
             if isinstance(operand, _AsNumber):
                 return operand.ast(self.pool)
-            if self.wrap_floats and node.id in self.array_params:
+            if node.id in self.array_params:
                 return self._as_array(operand)
             if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float \
                     and node.id not in self.numbers:
@@ -202,16 +202,16 @@ class _Substitute(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node):
-        wrap = self.wrap_floats
+        wrap, array_params = self.wrap_floats, self.array_params
         if _is_xp_call(node, "asarray"):  # its operand is made an array here: not twice
             known = self._known_array(node)
             if known is not None:
                 return known
-            self.wrap_floats = False
+            self.wrap_floats, self.array_params = False, frozenset()
         try:
             return self._substitute_call(node)
         finally:
-            self.wrap_floats = wrap
+            self.wrap_floats, self.array_params = wrap, array_params
 
     def _is_int(self, operand) -> bool:
         return self.known is not None and operand.name in self.known.ints
@@ -234,7 +234,7 @@ class _Substitute(ast.NodeTransformer):
             if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) \
                     and isinstance(self.operands.get(a.value.id), Pack):
                 items = self.operands[a.value.id].items
-                if self.wrap_floats and a.value.id in self.array_params:
+                if a.value.id in self.array_params:
                     args.extend(self._as_array(i) for i in items)
                 else:
                     args.extend(operand_ast(i, self.pool) for i in items)
@@ -306,8 +306,10 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     wrap = spelling != "numpy" and (isinstance(template, ast.Call)
                                     or op.prim == "getitem" and not _is_static(operands["x"], known))
     other = label != "numpy"  # Note [Python numbers in other namespaces]
-    numbers = spellings.SCALAR_ARGS.get(op.prim, frozenset()) if spelling != "numpy" else frozenset()
-    expr = _Substitute(rule, operands, pool, wrap_floats=wrap, array_params=_array_params(rule) - numbers,
+    numbers = spellings.SCALAR_ARGS.get(op.prim, frozenset()) if other else frozenset()
+    arrays = _operands_made_arrays(rule, operands, known) - numbers \
+        if other and isinstance(template, ast.Call) else frozenset()
+    expr = _Substitute(rule, operands, pool, wrap_floats=wrap, array_params=arrays,
                        known=known if other else None, numbers=numbers).visit(template)
     if spelling != "numpy" or " is None" in render:  # (einsum's absent operand: `None is None`)
         expr = _FoldStatic().visit(expr)
@@ -334,7 +336,11 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
 # or indexing on one, and a static row's result (a shape) never is. An operand the
 # namespace function takes as an array (`_array_params`: a differentiable parameter,
 # an elementwise row's operand) that is not known to be one is written
-# `xp.asarray(c)`, a float constant too; `xp.asarray(x)` of a known array is `x`.
+# `xp.asarray(c)`, a float constant too, unless an elementwise call has an operand
+# known to be an array (one Python number beside it is taken everywhere, weak as in
+# NumPy); `xp.asarray(x)` of a known array is `x`. CuPy too, though spelled as NumPy:
+# its reductions and shape functions call the operand's method (`cupy.sum(c)` is
+# `c.sum()`, cupy.clip `c.clip`), which a float lacks.
 # The shape rows read `xp.asarray(x).shape` (srcgrad.codegen.spellings). A static
 # receiver's index (`_shape[0]`, a tuple) gets no Array-API ellipsis; an index known
 # to be a Python int (a `range` loop's index, int arithmetic on one, INT_RESULTS)
@@ -351,6 +357,19 @@ def _array_params(rule) -> frozenset:
         operands = {n for n, p in rule.py_signature.parameters.items()
                     if rule.elementwise and p.default is empty and p.kind is p.POSITIONAL_OR_KEYWORD}
         params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands
+    return params
+
+
+def _operands_made_arrays(rule, operands: dict, known: _Known) -> frozenset:
+    """The parameters whose operands are written `xp.asarray(...)` unless known to be arrays:
+    the rule's array parameters, except in an elementwise call with an operand known to be
+    an array, where the other values (the differentiable operands) may stay Python numbers
+    (every namespace takes one beside an array, as NumPy's weak scalars: a float32 array
+    stays float32); a mask (where's condition) is always an array."""
+    params = _array_params(rule)
+    if rule.elementwise and any(isinstance(operands.get(p), Var) and operands[p].name in known.arrays
+                                for p in params):
+        return params - frozenset(rule.vjp) - frozenset(rule.jvp)
     return params
 
 

@@ -165,11 +165,7 @@ def scatter_index(x, shape, index):
     xp = _namespace(x)
     out = xp.zeros(shape, dtype=getattr(x, "dtype", None))
     if _is_basic_index(index):
-        full = _full_index(index)
-        if isinstance(full, tuple) and any(p is None for p in full):  # the Array API: no newaxis
-            full = tuple(p for p in full if p is not None)
-            x = xp.reshape(x, out[full].shape)
-        out[full] = x
+        _write(out, _full_index(index), x, xp)
     elif hasattr(xp, "add") and hasattr(xp.add, "at"):
         xp.add.at(out, index, x)
     else:
@@ -619,8 +615,19 @@ def setitem(x, index, v):
     if not _is_basic_index(index) and not (hasattr(xp, "add") and hasattr(xp.add, "at")):
         raise NotImplementedError(f"srcgrad: a write at an integer-array index needs NumPy's "
                                   f"indexing, which {xp.__name__} lacks (the Array API has none)")
-    out[_full_index(index)] = v
+    _write(out, _full_index(index), v, xp)
     return out
+
+
+def _write(out, full, v, xp):
+    """`out[full] = v`, where a newaxis (None) of a basic index is dropped and `v` shaped to
+    match: the Array API reads None in an index, never in a write (array_api_strict raises
+    IndexError), and a view `x[None]` written through (`w = x[None]; w += 1`) is one."""
+    if isinstance(full, tuple) and any(p is None for p in full):
+        target = out[full].shape
+        full = tuple(p for p in full if p is not None)
+        v = xp.reshape(xp.broadcast_to(xp.asarray(v), target), out[full].shape)
+    out[full] = v
 
 
 def setitem_bar(c, index):

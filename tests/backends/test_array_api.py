@@ -232,3 +232,60 @@ def test_gradient_of_python_numbers_and_numpy_constants_on_array_api_strict(numb
         if shapes[i]:
             assert type(g) is type(xs.asarray(0.0)), type(g)  # computed by array_api_strict
         np.testing.assert_allclose(np.asarray(g), numeric_grad(f, values, i), rtol=1e-6, atol=1e-8)
+
+
+_CUPY_SOURCE = '''
+import numpy as np
+
+
+def reduces_a_float(x, c):
+    return np.sum(c) * np.sum(np.clip(c, -1.0, 1.0) * x) + np.maximum(np.sum(x), c)
+'''
+
+
+@pytest.fixture(scope="module")
+def cupy_user(tmp_path_factory):
+    from tests.conftest import import_source
+
+    yield from import_source(tmp_path_factory, "cupy_numbers", _CUPY_SOURCE)
+
+
+def test_cupy_code_makes_a_float_an_array_where_cupy_calls_its_method(cupy_user):
+    """CuPy is spelled as NumPy, but its reductions and clip call the operand's method
+    (`cupy.sum(c)` is `c.sum()`: AttributeError for a float, seen on the H200): such an
+    operand not known to be an array is `xp.asarray(c)` there too; beside a known array
+    an elementwise call keeps the float (weak, as NumPy's: a float32 array stays float32)."""
+    from srcgrad.pipeline.standalone import standalone_module
+
+    text = standalone_module(cupy_user.reduces_a_float, (0, 1), False, "reverse", namespace="cupy")
+    assert "xp.sum(xp.asarray(c))" in text and "xp.clip(xp.asarray(c), " in text, text
+    assert "xp.maximum(_sum_1, c)" in text or "xp.maximum(_sum_2, c)" in text, text
+
+
+_NEWAXIS_SOURCE = '''
+import numpy as np
+
+
+def write_through_newaxis(x):
+    w = np.sin(x).min(axis=0)[None]
+    v = w
+    v += x[0] * 0.5
+    return np.sum(w * w) + np.sum(v)
+'''
+
+
+@pytest.fixture(scope="module")
+def newaxis_user(tmp_path_factory):
+    from tests.conftest import import_source
+
+    yield from import_source(tmp_path_factory, "newaxis_write", _NEWAXIS_SOURCE)
+
+
+def test_write_through_a_newaxis_view_on_array_api_strict(newaxis_user):
+    """A write through `y[None]` is a write into y at the index `(None, ...)`: array_api_strict
+    takes None (newaxis) when reading only, and raised IndexError in helpers.setitem (fuzz
+    seed 1801050). The newaxis is dropped and the value shaped to match (as scatter_index)."""
+    f = newaxis_user.write_through_newaxis
+    x = np.random.default_rng(2).standard_normal((3, 4))
+    got = sg.grad(f)(xs.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
