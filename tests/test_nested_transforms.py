@@ -254,3 +254,25 @@ def test_second_derivative_through_a_loop_is_right_or_names_the_users_line(how):
                                        "sg.grad(f_loop)(v)"))
     else:
         assert_close(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def _outer_product_loss(a):
+    return np.matmul(a * np.ones((4, 1)), a * np.ones((1, 3))).sum()
+
+
+def _through_inner_matmul_gradient(x):
+    return sg.grad(_outer_product_loss)(np.sum(x)) * np.sum(x)
+
+
+def test_inner_gradient_whose_matmul_bar_becomes_a_transposed_product():
+    """Fuzz seed 1902485: the inner gradient (computed in the outer program's forward) has
+    `matmul_bar(g, y, shape, 1)`, which a shape-specialised variant writes `y.T @ g`; the
+    `y.T` it adds before was always marked backward, so the program wrote it after the
+    forward that reads it (UnboundLocalError in sg.grad and value_and_grad; sg.vjp, whose
+    forward and backward are two functions, ran). Judged against central differences."""
+    x = np.array([0.3, 0.5])
+    expected = numeric_grad(_through_inner_matmul_gradient, [x], 0)
+    assert_close(sg.grad(_through_inner_matmul_gradient)(x), expected)
+    value, g = sg.value_and_grad(_through_inner_matmul_gradient)(x)
+    assert_close(value, _through_inner_matmul_gradient(x))
+    assert_close(g, expected)

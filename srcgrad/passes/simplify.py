@@ -103,7 +103,13 @@ def simplify(ops: list, keep: list, shapes: dict | None = None, alike: dict | No
             continue
         replacement = _rewrite(op, facts)
         while isinstance(replacement, _Rewrite):
-            for pre in replacement.before:  # new ops the rewrite reads
+            for pre in replacement.before:  # new ops the rewrite reads, in op's section:
+                # a gradient computed inside the forward (a nested sg.grad) has forward
+                # matmul_bars and sums too (fuzz seed 1902485: a backward-marked `x.T`
+                # read by the forward, which the program writes after it: UnboundLocalError)
+                pre.attrs.pop("backward", None)
+                if op.attrs.get("backward"):
+                    pre.attrs["backward"] = True
                 _record(pre, out, facts)
             op.args = tuple(replacement.args)
             op.prim = replacement.prim or op.prim
@@ -227,7 +233,7 @@ def _identity(op, facts):
     if p == "sum" and isinstance(args[0], Var) and producer.get(args[0]) is not None \
             and producer[args[0]].prim == "negative":  # sum(-a) -> -sum(a): negate the small one
         partial = Var(f"_{op.outs[0].name.lstrip('_')}_sum")
-        pre = Op("sum", (producer[args[0]].args[0], *args[1:]), (partial,), op.loc, {"backward": True})
+        pre = Op("sum", (producer[args[0]].args[0], *args[1:]), (partial,), op.loc)
         return _Rewrite((partial,), prim="negative", before=(pre,))
     if p == "negative" and isinstance(args[0], Var):
         inner = producer.get(args[0])
@@ -314,7 +320,7 @@ def _specialize(op, facts):
             return None
         t = Var(f"_{other.name.lstrip('_')}_T")
         facts.shapes[t] = t_shape
-        pre = Op("T", (other,), (t,), op.loc, {"backward": True})
+        pre = Op("T", (other,), (t,), op.loc)
         return _Rewrite((args[0], t) if which == 0 else (t, args[0]), prim="matmul", before=(pre,))
     return None
 
@@ -376,7 +382,7 @@ def _sum_to(op, known, target, facts):
     sum_args = (op.args[0], axis, Const(False))
     partial = Var(f"_{op.outs[0].name.lstrip('_')}_sum")
     facts.shapes[partial] = summed
-    pre = Op("sum", sum_args, (partial,), op.loc, {"backward": True})
+    pre = Op("sum", sum_args, (partial,), op.loc)
     return _Rewrite((partial, Const(tuple(target))), prim="reshape", before=(pre,))
 
 
@@ -412,7 +418,7 @@ def _common_factor(op, facts):
     else:
         return None
     combined = Var(f"_{op.outs[0].name.lstrip('_')}_terms")
-    pre = Op(inner, (a, b), (combined,), op.loc, {"backward": True})
+    pre = Op(inner, (a, b), (combined,), op.loc)
     return _Rewrite((Const(k), combined), prim="multiply", before=(pre,))
 
 
@@ -466,7 +472,7 @@ def _fold_broadcast_scalars(op, producer, scalars):
     if all(isinstance(v, Const) for v in values):
         return _Rewrite((Const(evaluate_static(rules.RULES[op.prim], values)), shape), prim="broadcast_to")
     scalar = Var(_scalar_name(op.prim, values))
-    pre = Op(op.prim, tuple(values), (scalar,), op.loc, {"backward": True})
+    pre = Op(op.prim, tuple(values), (scalar,), op.loc)
     return _Rewrite((scalar, shape), prim="broadcast_to", before=(pre,))
 
 
