@@ -257,8 +257,13 @@ def check_creation(target: Tensor) -> None:
 # ---------------------------------------------------------------- split, chunk, unbind
 def _split_at(t, bounds, dim, name):
     dim = dim % t._data.ndim
-    return apply("split", {"indices_or_sections": tuple(bounds), "axis": dim},
-                 (tuple(bounds), dim), (t,), name)
+    parts = apply("split", {"indices_or_sections": tuple(bounds), "axis": dim},
+                  (tuple(bounds), dim), (t,), name)
+    if isinstance(parts, Tensor):  # no bounds: one piece, which the op path returns bare
+        if parts._base is not None and parts._creation is None and _STATE.grad_enabled:
+            parts._creation = ("multi", name, 0)  # still one of "several" views (torch)
+        parts = (parts,)
+    return parts
 
 
 def split(self, split_size_or_sections, dim=0):

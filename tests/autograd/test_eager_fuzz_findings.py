@@ -6,6 +6,7 @@ Each test pins the mechanism behind one failure class, not the generated program
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import srcgrad as sg
 
@@ -49,3 +50,27 @@ def test_view_of_a_0d_base_regenerated_after_a_write():
     np.testing.assert_allclose(g.detach().numpy(), 2 * 2 * 2 * 10.0 * 2 * np.array([1.0, 2.0]))
     (h,) = sg.autograd.grad(g.sum(), x)
     assert h.shape == (2,)
+
+
+def test_split_into_one_piece_and_unbind_of_a_size_1_dim():
+    """Eager fuzz seeds 100368 and 101531: `v.unbind(0)` of a (1, 4) tensor raised
+    ValueError/AxisError from squeeze, and `y.split(5)` of 3 rows returned the Tensor
+    itself, so `y.split(5)[0]` was its first row. Cause: a split with no bounds is one
+    piece, which the op path returns as a bare Tensor, not a 1-tuple. Fix: _split_at
+    always returns a tuple; the one piece is still a multi-output view (torch)."""
+    x = sg.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+    y = x * 2
+    parts = y.split(5)
+    assert isinstance(parts, tuple) and len(parts) == 1 and parts[0].shape == (3, 4)
+    assert len(y.chunk(1)) == 1
+    (a,) = (x * 1)[:1].unbind(0)
+    assert a.shape == (4,)
+    (b,) = (x * 1)[:, :1].unbind(1)
+    assert b.shape == (3,)
+    (parts[0].sum() + (a * a).sum() + b.sum()).backward()
+    expected = np.full((3, 4), 2.0)
+    expected[0] += 2 * np.arange(4.0)
+    expected[:, 0] += 1.0
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        parts[0].mul_(2.0)
