@@ -493,3 +493,13 @@ def test_oracle_judges_array_api_gradients_by_the_differences(program_dir, monke
     monkeypatch.setattr(oracle.sg, "grad", off)
     result = oracle.check(program, program_dir, transforms=["array_api"])
     assert result.outcome == "wrong" and result.failures[0].detail.startswith("gradient:"), result
+
+
+def test_oracle_counts_srcgrads_run_time_refusal_on_array_api_as_refused(program_dir):
+    """Seed 1800055 writes through a view of an argument: whether the write reaches it is
+    read at run time from NumPy and CuPy arrays only, and srcgrad says so (TypeError
+    'srcgrad: ...', helpers.storage_written): refused, as a CompileError is, not a crash."""
+    pytest.importorskip("array_api_strict")
+    result = oracle.check(generate(1800055), program_dir, transforms=["array_api"])
+    assert result.outcome == "refused", _explain(1800055, result)
+    assert result.failures[0].detail.startswith("srcgrad: whether an in-place write reaches")
