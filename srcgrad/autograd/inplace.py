@@ -147,7 +147,11 @@ def zero_(self):
 def fill_(self, value, _name="FillBackward0"):
     check_target(self)
     if recording(self, (value,)):
-        full = apply("full_like", {"dtype": None}, (None,), (snapshot(self), value), _name)
+        # where(False, self, value): the old value's gradient is a zero array, not None, as
+        # torch's `self: zeros_like(grad)`: the node before runs (its saved tensors are
+        # version-checked) and a leaf gets a .grad of zeros
+        nowhere = numpy.zeros(self._data.shape, bool)
+        full = apply("where", _E, (), (nowhere, snapshot(self), value), _name)
         return write(self, full)
     store(self, value)
     after_write(self, False)

@@ -73,6 +73,20 @@ def _reduction(rule, by_dim_suffix=False):
     return op
 
 
+_TAKE_FLAT = {"axis": None}
+_TAKE_FLAT_KEY = static_key(_TAKE_FLAT)
+
+
+def _flat_index(x, indices, ax, keep):
+    """The flat positions in x of the `indices` along axis `ax` that argmax/argmin gave."""
+    ax = ax % max(x.ndim, 1)
+    k = indices if keep else numpy.expand_dims(indices, ax)
+    where = list(numpy.indices(k.shape, sparse=True))
+    where[ax] = k
+    flat = numpy.ravel_multi_index(tuple(where), x.shape)
+    return flat if keep else numpy.squeeze(flat, ax)
+
+
 def _max_min(rule, kind, argrule, rtype):
     full = node_name(rule)[:-1] + "1"  # torch: x.max() is MaxBackward1
     by_dim = node_name(rule)
@@ -83,10 +97,14 @@ def _max_min(rule, kind, argrule, rtype):
         ax = _axis(dim if axis is None else axis)
         keep = bool(keepdim if keepdims is None else keepdims)
         static = {"axis": ax, "keepdims": keep}
-        values = apply(rule, static, (ax, keep), (self,), full if ax is None else by_dim)
         if ax is None or axis is not None:
-            return values
+            return apply(rule, static, (ax, keep), (self,), full if ax is None else by_dim)
+        # torch's max(dim)/min(dim) saves the indices (and x's shape), never x or the
+        # values: the values are x taken at the indices, a `take` row whose backward puts
+        # the gradient at the index alone (the first extremum, ties not shared)
         indices = apply(argrule, static, (ax, keep), (self,), "")
+        values = apply("take", _TAKE_FLAT, _TAKE_FLAT_KEY,
+                       (self, _flat_index(self, indices._data, ax, keep)), by_dim)
         return rtype(values, indices)
 
     op.__name__ = rule
@@ -245,7 +263,7 @@ def pow_(self, exponent):
 
 
 def relu(self):
-    return apply("where", _E, (), (self._data > 0, self, 0.0), "ReluBackward0")
+    return apply("relu", _E, (), (self,), "ReluBackward0")
 
 
 def sigmoid(self):

@@ -330,9 +330,12 @@ defrule("multiply", "x, y", "x * y", targets=("numpy.multiply",), elementwise=Tr
         vjp={"x": _ub("g * y", "x"), "y": _ub("g * x", "y")},
         jvp={"x": "x_t * y", "y": "x * y_t"})
 
+# d/dy is -g * x / y**2 written -(g / y) * x / y: it reads x and y, never ans, so what a
+# backward saves is torch's (DivBackward0 saves self and other; a write into the result is
+# no error); (g / y) is d/dx's, shared, and no x / y appears for CSE to fold into ans.
 defrule("divide", "x, y", "x / y", targets=("numpy.divide", "numpy.true_divide"),
         elementwise=True,
-        vjp={"x": _ub("g / y", "x"), "y": _ub("-g * ans / y", "y")},
+        vjp={"x": _ub("g / y", "x"), "y": _ub("-(g / y) * x / y", "y")},
         jvp={"x": "x_t / y", "y": "-y_t * ans / y"})
 
 defrule("power", "x, y", "x ** y", targets=("numpy.power",), elementwise=True,
@@ -381,6 +384,13 @@ for _name, _op in (("maximum", ">"), ("minimum", "<")):
             jvp={"x": _TIE.format(a="x", b="y", op=_op, t="x_t"),
                  "y": _TIE.format(a="y", b="x", op=_op, t="y_t")},
             doc="ties (x == y): each operand gets half the gradient")
+
+# The eager runtime's x.relu() (torch's ReluBackward0): its backward reads the result, so
+# the result is what the node saves and version-checks, as torch's threshold_backward.
+defrule("relu", "x", "xp.maximum(x, 0)", elementwise=True,
+        vjp={"x": "xp.where(ans > 0, g, 0)"},
+        jvp={"x": "xp.where(ans > 0, x_t, 0)"},
+        doc="the eager `Tensor.relu()` only: relu'(0) = 0; nan stays nan")
 
 defrule("where", "condition, x, y", "xp.where(condition, x, y)", targets=("numpy.where",),
         elementwise=True,

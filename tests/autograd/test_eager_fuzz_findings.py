@@ -74,3 +74,84 @@ def test_split_into_one_piece_and_unbind_of_a_size_1_dim():
     np.testing.assert_allclose(x.grad.numpy(), expected)
     with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
         parts[0].mul_(2.0)
+
+
+def _version_error(fn):
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fn()
+
+
+def test_division_saves_its_inputs_not_its_result():
+    """Eager fuzz seed 100012 (KNOWN_DEVIATIONS 'output 0 of Div'): `q = a / b` then
+    `q.add_(...)` raised a version error at backward. torch's DivBackward0 saves self
+    (for other's gradient) and other, never the result: writing q is fine, writing a
+    (when b requires grad) or b is not. Cause: the divide row's d/dy read `ans`."""
+    x = sg.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    y = sg.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    q = (x * 1.0) / (y * 1.0)
+    q.add_(1.0)
+    q.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1 / y.detach().numpy())
+    np.testing.assert_allclose(y.grad.numpy(), -x.detach().numpy() / y.detach().numpy() ** 2)
+    a = x * 1.0
+    q = a / y
+    a.mul_(2.0)  # a is saved for y's gradient
+    _version_error(lambda: q.sum().backward())
+    a = x * 1.0
+    q = a / 3.0  # only `other` (a number) is saved
+    a.mul_(2.0)
+    q.sum().backward()
+
+
+def test_max_min_along_a_dim_save_the_indices():
+    """Eager fuzz seeds 100063, 100268 (KNOWN_DEVIATIONS 'output 0 of Max/Min'): writing
+    x or the values after `x.max(dim)` raised a version error. torch's MaxBackward0 saves
+    the indices (and x's sizes) and puts the gradient at the index alone, the first
+    extremum: a tie is not shared."""
+    x = sg.tensor(np.array([[1.0, 3.0, 3.0], [2.0, 0.0, -1.0]]), requires_grad=True)
+    y = x * 1.0
+    v, i = y.max(1)
+    m = y.min(dim=0, keepdim=True).values
+    assert v.grad_fn.name() == "MaxBackward0" and m.grad_fn.name() == "MinBackward0"
+    y.add_(1.0)
+    v.add_(1.0)
+    m.mul_(2.0)
+    (v.sum() + m.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[2.0, 1.0, 0.0], [1.0, 2.0, 2.0]])
+    np.testing.assert_array_equal(i.numpy(), [1, 0])
+
+
+def test_relu_saves_its_result():
+    """KNOWN_DEVIATIONS 'no error where torch raises (version)': relu was
+    where(x > 0, x, 0), a node saving no tensor. torch's ReluBackward0 saves the result:
+    writing it raises, writing the input does not."""
+    x = sg.tensor(np.array([-1.0, 0.0, 2.0]), requires_grad=True)
+    a = x * 1.0
+    r = a.relu()
+    a.add_(1.0)
+    (r * r).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.0, 4.0])  # relu'(0) = 0
+    r = (x * 1.0).relu()
+    r.add_(1.0)
+    _version_error(lambda: r.sum().backward())
+
+
+def test_zero_and_fill_give_the_old_value_a_zero_gradient():
+    """Eager fuzz seed 101509: `v = t.amax(1)`, `v.zero_()`, backward through v raised
+    nothing where torch raises. torch's ZeroBackward0/FillBackward0 return zeros_like(grad)
+    for self, a defined gradient: the node before runs (unpacking its saved tensors) and a
+    leaf gets a .grad of zeros. srcgrad's fill_ was full_like, whose gradient for the old
+    value is None, so the engine never ran the node before."""
+    x = sg.tensor(np.ones((2, 3)), requires_grad=True)
+    y = x * 2.0
+    y.zero_()
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
+    v = (x * 2.0).exp()
+    v.fill_(0.25)
+    _version_error(lambda: v.sum().backward())
+    c = sg.tensor(np.array(0.5), requires_grad=True)
+    w = x * 2.0
+    w.fill_(c)
+    w.sum().backward()
+    assert c.grad.item() == 6.0

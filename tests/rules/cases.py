@@ -279,6 +279,7 @@ case("hypot", *_binary(NZ, NZ))
 case("logaddexp", *_binary())
 case("maximum", *_binary())
 case("minimum", *_binary())
+case("relu", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
 case("where",
      ("same", {"condition": B(3, 4), "x": N(3, 4), "y": N(3, 4)}),
      ("broadcast", {"condition": B(3, 1), "x": N(4), "y": N(3, 4)}),
