@@ -385,18 +385,47 @@ def aug_assign_of_a_slice_whose_base_the_right_side_writes(x):
     return np.sum(w * y[1:]) + np.sum(y * y)
 
 
+def _scales_first_then_returns_second(a, b):
+    a *= 3.0  # a write where `a` is an ndarray, a rebinding where it is a NumPy scalar
+    return b
+
+
+def aug_assign_of_the_name_the_right_side_may_write(x):
+    x += _scales_first_then_returns_second(x, x)
+    return np.sum(x * x)
+
+
+def _scales_first_on_a_branch(a, b):
+    if np.sum(b) > 0.0:
+        a *= 3.0
+    return b
+
+
+def aug_assign_of_the_name_the_right_side_writes_on_a_branch(x):
+    x += _scales_first_on_a_branch(x, x)
+    return np.sum(x * x)
+
+
 @pytest.mark.parametrize("f", [aug_assign_of_a_view_whose_base_the_right_side_writes,
-                               aug_assign_of_a_slice_whose_base_the_right_side_writes])
+                               aug_assign_of_a_slice_whose_base_the_right_side_writes,
+                               aug_assign_of_the_name_the_right_side_may_write,
+                               aug_assign_of_the_name_the_right_side_writes_on_a_branch])
 def test_augmented_assignment_reads_its_target_after_the_right_side_wrote_it(f):
     """`w op= g(...)` where g writes into the array w views: NumPy's in-place op reads w
     after g ran. A view re-derived from the written array is the same object as before
     (its history), so the target is read again; it read the value before the write
-    (fuzz seed 1500190: 2.15 for NumPy's 2.3)."""
+    (fuzz seed 1500190: 2.15 for NumPy's 2.3). The same where g's write is decided at run
+    time (`a *= 3` into an ndarray or a scalar), whose merge is the target's object on
+    both paths, and where g writes on a branch (fuzz seed 2100169: sg.jvp's shape-generic
+    code added to the value before the write; on a branch every transform did)."""
     x = np.array([0.1, 0.2, 0.3, 0.4])
     on_copy = lambda v: f(v.copy())  # noqa: E731 (f writes into its argument)
     value, grad = sg.value_and_grad(f)(x.copy())
     assert_close(value, on_copy(x), rtol=1e-12)
     assert_close(grad, numeric_grad(on_copy, [x], 0), rtol=1e-6, atol=1e-8)
+    out, vjp_fn = sg.vjp(f, x.copy())
+    assert_close(out, on_copy(x), rtol=1e-12)
+    assert_close(vjp_fn(1.0)[0], numeric_grad(on_copy, [x], 0), rtol=1e-6, atol=1e-8)
     t = np.array([1.0, -0.5, 0.25, 2.0])
     out, t_out = sg.jvp(f, (x.copy(),), (t,))
     assert_close(out, on_copy(x), rtol=1e-12)

@@ -150,8 +150,24 @@ class InPlaceStatements:
                 isinstance(n, _PURE_NODES) for n in gast.walk(node)):
             return old  # nothing written, or re-reading would run a call again
         now = self.tracer.expr(node, scope)
-        same = isinstance(now, (Var, Const)) and self.origin(now) is self.origin(old)
-        return now if same else old
+        return now if isinstance(now, (Var, Const)) and self._same_object(now, old) else old
+
+    def _same_object(self, now, old) -> bool:
+        """`now` is the object `old` was, after writes: by their history, or a merge each of
+        whose values is (a write that reached it on some paths only: a helper's `a0 *= k`
+        where a0 may be an ndarray or a scalar; fuzz seed 2100169, where `x0 += h(x0, x0)`
+        added to the value before h's write)."""
+        target, todo, seen = self.origin(old), [now], set()
+        while todo:
+            t = todo.pop()
+            if self.origin(t) is target or id(t) in seen:
+                continue
+            seen.add(id(t))
+            sources = self.merged.get(id(t))
+            if not sources:
+                return False
+            todo.extend(sources)
+        return True
 
     def inplace_method(self, call, scope) -> bool:
         """`x.sort()` / `x.fill(v)` as a statement on an array: a write into x. True when

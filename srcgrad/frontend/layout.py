@@ -185,6 +185,9 @@ class ArgumentViews:
                     self.view_flags[id(out)] = self.view_flags[id(t)]
             else:  # it may be `new`'s storage (an ndarray written in place) or not
                 self.merged[id(out)] = (r, t, new)
+                # on both paths the object t was, written or not: `x op= h(x)` reads it again
+                # after h (Mutation._reread; fuzz seed 2100169)
+                self.history.setdefault(id(out), t)
         self._remap(lambda t: mapping.get(id(t)))
 
 
