@@ -56,7 +56,14 @@ def nested_def_in_range_loop(x):
     return s
 
 
+def tuple_and_list_matmul_operands(x):
+    # `@` reads a tuple or list as an array (fuzz seed 2100169: AttributeError on .shape
+    # in the gradient's matmul_bar)
+    return np.sum(np.sin((1.0, 2.0, -0.5) @ x)) + np.sum((x @ [[1.0], [2.0], [0.5]]) ** 2)
+
+
 CASES = [
+    ("tuple-list-matmul", tuple_and_list_matmul_operands),
     ("constant-operands", constant_array_operands),
     ("dot-output", dot_is_the_output),
     ("method-dot", method_dot_of_slices),
