@@ -812,18 +812,27 @@ class Generator:
                 form = r.choice([f"{acc}.add_({e.text})", f"{acc}.mul_(0.9).add_({e.text})",
                                  f"{acc} += {e.text} * (i + 1)", f"{acc}.sub_({e.text})"])
                 self.emit(form, 2)
+                if e.rg:  # an in-place write of a value requiring grad: acc requires grad
+                    self.vars[acc].rg = True
             else:
                 form = r.random()
+                # the new acc requires grad where the old one or e does (a loop over values
+                # that never require grad leaves acc a constant: the output must not rely on
+                # it alone, `out.backward()` would raise)
+                rg = self.vars[acc].rg or e.rg
                 if form < 0.4:
                     self.emit(f"{acc} = {acc} * 0.5 + {e.text}", 2)
-                    self.vars[acc] = Var(shape, self.group(), True)
+                    self.vars[acc] = Var(shape, self.group(), rg)
                 elif form < 0.7:
                     self.emit(f"{acc} = ({acc} + {e.text}).tanh()", 2)
-                    self.vars[acc] = Var(shape, self.group(), True)
+                    self.vars[acc] = Var(shape, self.group(), rg)
                 else:
                     self.emit(f"{acc} = {acc} * {paren(e.text)}", 2)
+                    # mul saves each operand for the other's gradient
                     self.groups[self.vars[acc].group].saved = True
-                    self.vars[acc] = Var(shape, self.group(), True)
+                    if self.vars[acc].rg:
+                        self.groups[e.group].saved = True
+                    self.vars[acc] = Var(shape, self.group(), rg)
         if r.random() < 0.3:
             self.emit(f"if {acc}.sum() > 2.0:", 2)
             self.emit("break", 3)

@@ -255,6 +255,7 @@ class Runner:
         self.twin, self.model = load(self.source, twin=True)
         self.frozen, self.frozen_model = load(self.source, twin="detach")
         self.x = [rng.standard_normal(s) * 0.8 for s in program.shapes]
+        self.base = None  # the twin's value at x (check() records it before any fd)
 
     def leaves(self, x=None, rg=True):
         x = self.x if x is None else x
@@ -269,9 +270,9 @@ class Runner:
     def moved(self, u, t):
         return [a + t * d for a, d in zip(self.x, u)]
 
-    def fd(self, u, probe=None) -> tuple:
+    def fd(self, u, probe=None) -> FD:
         """Central differences at both steps along leaf direction u (or at a probe site)."""
-        out = []
+        his, los = [], []
         for h in STEPS:
             if probe is None:
                 hi, lo = self.reference(self.moved(u, h)), self.reference(self.moved(u, -h))
@@ -279,8 +280,35 @@ class Runner:
                 site, d = probe
                 hi = self.reference(self.x, probe=(site, d, h))
                 lo = self.reference(self.x, probe=(site, d, -h))
-            out.append((hi - lo) / (2 * h))
-        return tuple(out)
+            his.append(hi)
+            los.append(lo)
+        return FD.of(his, los, self.base)
+
+
+@dataclass
+class FD:
+    """Central differences at STEPS, with what tells whether they can judge: `bend`, the
+    one-sided differences' disagreement (f(x+h) + f(x-h) - 2 f(x)) / h at each step (h f''
+    where f is smooth, shrinking with h; a constant jump of the slope at a kink of the base
+    point itself, where the central difference is the mean of the two one-sided slopes and
+    autograd's is torch's choice of one: relu'(0) = 0), and `noise`, the rounding error of
+    the central difference at the smaller step (|f| eps / h: a value of 1e50 leaves none of
+    a gradient of 1 in f(x+h) - f(x-h))."""
+
+    values: tuple
+    bend: tuple = (0.0, 0.0)
+    noise: float = 0.0
+
+    @classmethod
+    def of(cls, his, los, base):
+        """`his`, `los`: the values at x + h and x - h for each step; `base`: at x."""
+        values = tuple((a - b) / (2 * h) for a, b, h in zip(his, los, STEPS))
+        bend = tuple((a + b - 2 * base) / h for a, b, h in zip(his, los, STEPS))
+        size = max(abs(his[-1]), abs(los[-1]), abs(base))
+        return cls(values, bend, 4 * np.finfo(np.float64).eps * size / STEPS[-1])
+
+    def __iter__(self):
+        return iter(self.values)
 
 
 def _judge(ad, fds, scale_terms, what):
@@ -290,6 +318,11 @@ def _judge(ad, fds, scale_terms, what):
         raise Discard("non-finite derivative")
     if abs(fd1 - fd2) > AGREE * scale:
         raise Discard(f"{what}: step sizes disagree ({fd1:.6g} vs {fd2:.6g})")
+    if fds.noise > 0.1 * TOL * scale:
+        raise Discard(f"{what}: the value is too large for central differences")
+    b1, b2 = fds.bend
+    if abs(b2) > AGREE * scale and abs(b2) > 0.5 * abs(b1):
+        raise Discard(f"{what}: a kink at the base point (one-sided differences disagree)")
     if abs(ad - fd2) > TOL * scale:
         return f"{what}: autograd {ad:.10g}, central differences {fd2:.10g}"
     return None
@@ -344,7 +377,7 @@ def _check(program, rng, second) -> Result:
             "backward", "deviation", f"no error where torch raises ({', '.join(run.expect)})",
             "torch: " + "; ".join(EXPECT_MESSAGES[k] for k in run.expect))])
     try:
-        base = run.reference(run.x, record=True)
+        base = run.base = run.reference(run.x, record=True)
     except Discard:
         raise
     except Exception as e:  # noqa: BLE001
@@ -440,14 +473,17 @@ def _second(run, rng, grads):
         hv = [_arr(h, sh) for h, sh in zip(hs, shapes)]
     u = [rng.standard_normal(sh) for sh in shapes]
     ad = sum(float(np.sum(h * d)) for h, d in zip(hv, u))
-    _first(run, run.x, record=True)
-    fds = []
+    g0 = _first(run, run.x, record=True)
+
+    def dot(gs):
+        return sum(float(np.sum(a * wi)) for a, wi in zip(gs, w))
+
+    his, los = [], []
     for h in STEPS:
-        hi = _first(run, run.moved(u, h))
-        lo = _first(run, run.moved(u, -h))
-        fds.append(sum(float(np.sum((a - b) * wi)) for a, b, wi in zip(hi, lo, w)) / (2 * h))
+        his.append(dot(_first(run, run.moved(u, h))))
+        los.append(dot(_first(run, run.moved(u, -h))))
     terms = sum(float(np.sum(np.abs(h * d))) for h, d in zip(hv, u))
-    return _judge(ad, tuple(fds), terms, "second order (Hessian-vector product)")
+    return _judge(ad, FD.of(his, los, dot(g0)), terms, "second order (Hessian-vector product)")
 
 
 def repro(program, failure: Failure) -> str:
