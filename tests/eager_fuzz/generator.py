@@ -87,6 +87,9 @@ class Expr:
     multi: bool = False
     expanded: bool = False
     alias: bool = False
+    # torch saves the result, srcgrad does not (prod: tests/eager_fuzz/test_eager_fuzz_slice.py,
+    # KNOWN_DEVIATIONS): no program writes it, none raises by writing it
+    out_frozen: bool = False
 
 
 def size(shape) -> int:
@@ -260,6 +263,8 @@ class Generator:
     def bind(self, name: str, e: Expr):
         if e.out_saved and e.rg:
             self.groups[e.group].saved = True
+        if e.out_frozen and e.rg:
+            self.groups[e.group].frozen = True
         self.vars[name] = Var(e.shape, e.group, e.rg, e.contig, e.view, e.multi, e.expanded,
                               e.alias)
 
@@ -351,8 +356,10 @@ class Generator:
                 "max": f"{t}.max()", "prod": f"{t}.tanh().prod()", "norm": f"{t}.norm()",
                 "var": f"{t}.var()"}[form]
         saves_in = form in ("amax", "max", "norm", "var")
-        out = form in ("amax", "max", "norm", "prod")
-        return self.fresh(text, (), [src], [src] if saves_in else [], out_saved=out)
+        out = form in ("amax", "max", "norm")
+        e = self.fresh(text, (), [src], [src] if saves_in else [], out_saved=out)
+        e.out_frozen = form == "prod"
+        return e
 
     def e_unary(self, shape, depth):
         tmpl, s_in, s_out = self.r.choice(UNARY)
@@ -415,8 +422,10 @@ class Generator:
                 "var": f"{t}.var({dim}{kd})", "std": f"({t} * {t} + 1.0).std({dim}{kd})",
                 "norm": f"({t} * {t} + 0.5).norm(dim={dim}{kd})"}[form]
         saves_in = form in ("amax", "var", "std", "norm")
-        out = form in ("amax", "prod", "std", "norm")
-        return self.fresh(text, shape, [a], [a] if saves_in else [], out_saved=out)
+        out = form in ("amax", "std", "norm")
+        e = self.fresh(text, shape, [a], [a] if saves_in else [], out_saved=out)
+        e.out_frozen = form == "prod"
+        return e
 
     def e_matmul(self, shape, depth):
         r = self.r
@@ -750,6 +759,13 @@ class Generator:
         name = self.name()
         before = {g: grp.saved for g, grp in self.groups.items()}
         e1, e2 = self.branch(shape, len(self.groups)), self.branch(shape, len(self.groups))
+        # one branch requiring grad, the other not: whether the name requires grad (and so
+        # which tensors a later op with it saves) is known at run time only. The constant
+        # branch reads a leaf (a zero term), so both require grad.
+        if e1.rg != e2.rg:
+            lift = self.fresh(f"{paren(e1.text if not e1.rg else e2.text)} + 0.0 * x0.sum()",
+                              shape, [e2 if e1.rg else e1, self.ref("x0")])
+            e1, e2 = (e1, lift) if e1.rg else (lift, e2)
         self.emit(f"if {cond}:")
         self.emit(f"{name} = {e1.text}", 2)
         self.emit("else:")
@@ -832,6 +848,8 @@ class Generator:
                     self.groups[self.vars[acc].group].saved = True
                     if self.vars[acc].rg:
                         self.groups[e.group].saved = True
+                    elif e.rg and n > 1:  # saved from the second iteration on, if it runs
+                        self.groups[e.group].frozen = True
                     self.vars[acc] = Var(shape, self.group(), rg)
         if r.random() < 0.3:
             self.emit(f"if {acc}.sum() > 2.0:", 2)
