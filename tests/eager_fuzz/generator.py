@@ -848,8 +848,8 @@ class Generator:
                     self.groups[self.vars[acc].group].saved = True
                     if self.vars[acc].rg:
                         self.groups[e.group].saved = True
-                    elif e.rg and n > 1:  # saved from the second iteration on, if it runs
-                        self.groups[e.group].frozen = True
+                    elif n > 1:  # saved from the second iteration on if acc requires grad
+                        self.groups[e.group].frozen = True  # by then (e's or a later line's)
                     self.vars[acc] = Var(shape, self.group(), rg)
         if r.random() < 0.3:
             self.emit(f"if {acc}.sum() > 2.0:", 2)

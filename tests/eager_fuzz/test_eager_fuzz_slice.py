@@ -166,13 +166,15 @@ def test_a_value_too_large_for_central_differences_is_discarded():
     assert r.outcome == "discarded" and "too large" in r.reason, r
 
 
-@pytest.mark.parametrize("seed", [102159, 100754, 112523, 112658, 113668, 110343])
+@pytest.mark.parametrize("seed", [102159, 100754, 112523, 112658, 113668, 110343, 246990])
 def test_loop_saves_are_modelled(seed):
     """Seeds 102159 (`acc = acc * v1` in a loop, then `v1[0] = ...`: mul saved v1, the
     generator marked only acc's storage saved) and 100754 (`acc.add_(e)` of an e requiring
     grad in a loop left acc modelled as not requiring grad, so `k(acc) * v4` was not seen
     to save v4 before `v4.add_`): unpredicted version errors, torch raises the same.
-    112523: `acc = acc * v3` of a constant acc saves v3 from the second iteration on.
+    112523, 246990: `acc = acc * v3` of a constant acc saves v3 from the second iteration
+    on, once acc requires grad (through v3 or a later line of the body: 246990's v3 is a
+    detach() alias of a tensor written after the loop).
     112658, 113668: `if c: v = <requires grad> else: v = <constant>` was modelled as not
     requiring grad, so `a * v` was not seen to save a (the constant branch now reads a
     leaf). 110343: a write into a prod's result, which torch saves and srcgrad does not
