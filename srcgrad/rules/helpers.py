@@ -284,7 +284,7 @@ def matmul_bar(c, other, shape, which):
     operands (NumPy's promotion rules) and batch broadcasting (summed out). `other` may
     be a tuple or list constant, which `@` reads as an array (`(1, 2) @ y`).
     """
-    if other.__class__ in (tuple, list):  # (fuzz seed 2100169: AttributeError on .shape)
+    if other.__class__ in (tuple, list):
         other = _namespace(c).asarray(other)
     if len(shape) == 2 and c.ndim == 2 and other.ndim == 2:  # the common case, first
         return c @ other.T if which == 0 else other.T @ c

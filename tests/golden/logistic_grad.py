@@ -51,8 +51,11 @@ def matmul_bar(c, other, shape, which):
     """Cotangent of operand `which` (0: x, 1: y) of ``x @ y``, given its shape.
 
     `c` is the cotangent of the product, `other` the other operand. Handles 1-D
-    operands (NumPy's promotion rules) and batch broadcasting (summed out).
+    operands (NumPy's promotion rules) and batch broadcasting (summed out). `other` may
+    be a tuple or list constant, which `@` reads as an array (`(1, 2) @ y`).
     """
+    if other.__class__ in (tuple, list):
+        other = _namespace(c).asarray(other)
     if len(shape) == 2 and c.ndim == 2 and other.ndim == 2:  # the common case, first
         return c @ other.T if which == 0 else other.T @ c
     if len(shape) == 2 and c.ndim == 1 and other.ndim == 1 and c.__class__ is numpy.ndarray:
