@@ -18,7 +18,8 @@ c (the gradient through t times c), `t.detach()` is the value recorded at the ba
 gradient w.r.t. that tensor), and `if t.requires_grad:` is true. Directional derivatives
 along random directions are judged against central differences at two step sizes; a
 point where the two differ (a kink, a branch that flips, a loop that breaks earlier) is
-discarded, as is a non-finite value.
+discarded, as is a maximum/minimum tie at the base point that a step breaks (`Ties`) and
+a non-finite value.
 
 Outcomes: pass, wrong (a gradient or value off), crash (an exception torch would not
 raise), by_design (the RuntimeError torch raises for what the program does, predicted by
@@ -245,6 +246,52 @@ def classify(exc: BaseException, expect: list):
     return "crash", f"{type(exc).__name__}: {normalize(msg)} @ {_where(exc.__traceback__)}"
 
 
+class Ties:
+    """maximum/minimum ties at the base point that a step breaks. At a tie torch gives
+    each operand half the gradient (derivatives.yaml): the mean of that one op's one-sided
+    slopes, but after a second tie-breaking op no mean of the composite's: at seed 208151,
+    z = x.detach() - x (exactly 0) and z.maximum(0).minimum(0) is 0 on both sides of x
+    (central differences 0) where torch gives z 1/2 * 1/2 of the gradient (seed 247965:
+    v.maximum(v.detach()) then a minimum). The twin's run at the base point records each
+    call's tied elements; a run at a moved point whose operands no longer tie there
+    discards the program. A tie that stays (operands the same function of the leaves:
+    the rows of an expand, v and v * 1.0) is smooth and kept."""
+
+    def __init__(self):
+        self.record = True
+        self.k = 0
+        self.tied: list = []
+
+    def start(self, record: bool):
+        self.record, self.k = record, 0
+        if record:
+            self.tied = []
+
+    @contextlib.contextmanager
+    def watch(self):
+        originals = {name: getattr(sg.Tensor, name) for name in ("maximum", "minimum")}
+
+        def wrap(name, op):
+            def tied(a, b, *args, **kwargs):
+                va = np.asarray(a._data)
+                vb = np.asarray(b._data if isinstance(b, sg.Tensor) else b)
+                k, self.k = self.k, self.k + 1
+                if self.record:
+                    self.tied.append(va == vb)
+                elif k < len(self.tied) and np.any(self.tied[k] & (va != vb)):
+                    raise Discard(f"{name}: a tie at the base point that a step breaks")
+                return op(a, b, *args, **kwargs)
+            return tied
+
+        for name, op in originals.items():
+            setattr(sg.Tensor, name, wrap(name, op))
+        try:
+            yield
+        finally:
+            for name, op in originals.items():
+                setattr(sg.Tensor, name, op)
+
+
 # ---------------------------------------------------------------- one program
 class Runner:
     def __init__(self, program, rng):
@@ -255,6 +302,7 @@ class Runner:
         self.twin, self.model = load(self.source, twin=True)
         self.frozen, self.frozen_model = load(self.source, twin="detach")
         self.x = [rng.standard_normal(s) * 0.8 for s in program.shapes]
+        self.ties = Ties()
         self.base = None  # the twin's value at x (check() records it before any fd)
 
     def leaves(self, x=None, rg=True):
@@ -263,7 +311,8 @@ class Runner:
 
     def reference(self, x, record=False, probe=None) -> float:
         self.model.start(record, probe)
-        with sg.no_grad():
+        self.ties.start(record)
+        with sg.no_grad(), self.ties.watch():
             out, _ = self.twin(*self.leaves(x, rg=False))
         return _value(out)
 
@@ -310,6 +359,15 @@ class FD:
     def __iter__(self):
         return iter(self.values)
 
+    @property
+    def jump(self) -> float:
+        """The part of the bend that does not shrink with the step: bend(h) = J + h f'' where
+        f is smooth but for a kink at the base point (J its jump of slope), so J from the two
+        steps. A kink with curvature beside it (bends 0.042 and 0.021 at seed 265664's probe,
+        J = 0.019) is one too."""
+        (b1, b2), (h1, h2) = self.bend, STEPS
+        return (b2 * h1 - b1 * h2) / (h1 - h2)
+
 
 def _judge(ad, fds, scale_terms, what):
     fd1, fd2 = fds
@@ -320,8 +378,13 @@ def _judge(ad, fds, scale_terms, what):
         raise Discard(f"{what}: step sizes disagree ({fd1:.6g} vs {fd2:.6g})")
     if fds.noise > 0.1 * TOL * scale:
         raise Discard(f"{what}: the value is too large for central differences")
-    b1, b2 = fds.bend
-    if abs(b2) > AGREE * scale and abs(b2) > 0.5 * abs(b1):
+    if abs(fd1 - fd2) > 100 * TOL * (1.0 + abs(fd1) + abs(fd2)):
+        # the steps disagree with each other, whatever autograd says: fd2's error, about
+        # (fd1 - fd2) / 99 where f is smooth at these steps, is over TOL of the differences'
+        # own size; the function varies faster than the steps resolve (sin of a value of
+        # 1e20: seeds 218966, 289157, where autograd's 3e8 in `scale` let them 'agree')
+        raise Discard(f"{what}: step sizes disagree ({fd1:.6g} vs {fd2:.6g})")
+    if abs(fds.jump) > AGREE * scale + 2 * fds.noise:
         raise Discard(f"{what}: a kink at the base point (one-sided differences disagree)")
     if abs(ad - fd2) > TOL * scale:
         return f"{what}: autograd {ad:.10g}, central differences {fd2:.10g}"

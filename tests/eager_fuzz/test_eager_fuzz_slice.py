@@ -197,3 +197,60 @@ def test_the_output_requires_grad():
                   for s in program.shapes]
         out, _ = f(*leaves)
         assert out.requires_grad, (seed, program.source)
+
+
+def test_a_tie_that_a_step_breaks_is_discarded():
+    """Eager fuzz seeds 208151 and 247965 (6 programs of the 200000 campaign, `backward |
+    wrong`): z = x.detach() - x is exactly 0; z.maximum(0) ties, torch gives z half the
+    gradient, and .minimum(0) ties again: a quarter in all, while the function is 0 on both
+    sides of x (central differences 0, no kink to see). srcgrad's quarter is torch's; the
+    point cannot be judged. A tie that no step breaks (v against v * 1.0, the rows of an
+    expand) is smooth and still judged."""
+    zero = "sg.tensor(np.zeros(3))"
+    body = (f"    z = x0.detach() - x0\n    out = z.maximum({zero}).minimum({zero}).sum()"
+            " + x0.sin().sum()\n")
+    r = oracle.check(_program(body, [(3,)]))
+    assert r.outcome == "discarded" and "tie" in r.reason, r
+    body = ("    v = x0.detach() * 1.0 + 0.0 * x0.sum()\n"
+            "    out = x0.maximum(v).minimum(x0[1:2].expand(3)).sum()\n")
+    r = oracle.check(_program(body, [(3,)]))
+    assert r.outcome == "discarded" and "tie" in r.reason, r
+    smooth = ("    v = x0.expand(2, 3)\n    out = v.maximum(x0 * 1.0).sum() + "
+              "v[0].minimum(v[1]).sin().sum()\n")
+    assert oracle.check(_program(smooth, [(3,)]), second=True).outcome == "pass"
+
+
+def test_a_kink_beside_curvature_is_discarded():
+    """Eager fuzz seed 265664 (`retain | wrong`): a probe on v2 whose four rows are equal
+    (an expand) breaks the tie of v2.min(0); the one-sided differences (bends 0.042 at the
+    step 1e-4 and 0.021 at 1e-5) hold a kink's jump of slope 0.019 beside curvature, so the
+    bend did not keep half its size and the central difference (the mean of the slopes)
+    was judged against torch's one index. The jump is extrapolated from the two steps."""
+    h1, h2 = oracle.STEPS
+    fd = oracle.FD((1.0, 1.0), bend=(0.019 + 235 * h1, 0.019 + 235 * h2))
+    assert abs(fd.jump - 0.019) < 1e-12
+    assert abs(oracle.FD((1.0, 1.0), bend=(235 * h1, 235 * h2)).jump) < 1e-12
+    body = ("    v = x0.expand(4, 3) * 1.0\n    if v.requires_grad:\n        v.retain_grad()\n"
+            "        watched.append(v)\n    out = v.min(0)[0].sum() + (v * v).sum() * 40.0\n")
+    r = oracle.check(_program(body, [(3,)]))
+    assert r.outcome == "discarded" and "kink" in r.reason, r
+
+
+def test_a_derivative_the_steps_cannot_resolve_is_discarded():
+    """Eager fuzz seeds 218966 and 289157: sin of a value near 1e8 (1e20) whose derivative
+    is 3e8 (6e20). Both steps turn the phase many times and their central differences
+    (1850 and -21422) are noise; the agreement test measured them against a scale that
+    holds autograd's own 3e8, so they 'agreed' and autograd's right value looked wrong.
+    The steps must agree with each other."""
+    source = ("import numpy as np\n\nimport srcgrad as sg\n\n\ndef f(x0, x1):\n"
+              "    watched = []\n"
+              "    v1 = (x0.max() * (2.5 * x1.sum()))\n"
+              "    v3 = ((v1.expand(4, 4).mm(v1.expand(4, 1))).mm((v1.reshape(1, 1).matmul("
+              "v1.expand(1, 3)))))\n"
+              "    v4 = v3.sum()\n"
+              "    out = (v4.expand(4, 1).pow(3) - 0.5).sin().mean() * 0.7\n"
+              "    return out, watched\n")
+    r = oracle.check(Program(289157, source, [(3, 4), (3, 4)], []))
+    assert r.outcome == "discarded" and "disagree" in r.reason, r
+    smooth = "    v = (x0 * 3.0) ** 8\n    out = v.sin().sum()\n"  # steps agree to 5e-6
+    assert oracle.check(_program(smooth, [(3,)])).outcome == "pass"
