@@ -36,6 +36,22 @@ def _binary(rule):
     return op, rop
 
 
+_rdivide = _binary("divide")[1]
+_RECIPROCAL = node_name("reciprocal")
+_MULTIPLY = node_name("multiply")
+
+
+def _rtruediv(self, other):
+    """`c / t` for a non-Tensor c: torch's Tensor.__rdiv__ is `self.reciprocal() * other`,
+    so its grad_fn is MulBackward0 over ReciprocalBackward0, which saves only the
+    reciprocal (its result), never t: writing t in place afterwards does not fail the
+    backward. An integer t keeps the division (NumPy's reciprocal of an integer is one)."""
+    if not numpy.issubdtype(numpy.asarray(self._data).dtype, numpy.inexact):
+        return _rdivide(self, other)
+    r = apply("reciprocal", _E, (), (self,), _RECIPROCAL)
+    return apply("multiply", _E, (), (r, _operand(other)), _MULTIPLY)
+
+
 def _operand(x):
     if isinstance(x, (list, tuple)):
         return numpy.asarray(x)
@@ -58,8 +74,8 @@ def _axis(dim):
     return dim
 
 
-def _reduction(rule, by_dim_suffix=False):
-    full_name = node_name(rule)
+def _reduction(rule, by_dim_suffix=False, name=None):
+    full_name = name or node_name(rule)
     dim_name = full_name[:-1] + "1" if by_dim_suffix else full_name
 
     def op(self, dim=None, keepdim=False, *, axis=None, keepdims=None, dtype=None):
@@ -398,6 +414,7 @@ def install(cls) -> None:
         op, rop = _binary(rule)
         setattr(cls, f"__{dunder}__", op)
         setattr(cls, f"__r{dunder}__", rop)
+    cls.__rtruediv__ = _rtruediv
     for dunder, rule in _COMPARISONS.items():
         setattr(cls, f"__{dunder}__", _binary(rule)[0])
     cls.__hash__ = lambda self: id(self)
@@ -434,7 +451,8 @@ def install(cls) -> None:
         prod=_reduction("prod", by_dim_suffix=True),
         max=_max_min("max", "maximum", "argmax", return_types_max),
         min=_max_min("min", "minimum", "argmin", return_types_min),
-        amax=_reduction("max"), amin=_reduction("min"),
+        # torch: AmaxBackward0/AminBackward0, all or along dims (max()'s is MaxBackward1)
+        amax=_reduction("max", name="AmaxBackward0"), amin=_reduction("min", name="AminBackward0"),
         double=lambda self: astype(self, numpy.float64),
         float=lambda self: astype(self, numpy.float32),
         half=lambda self: astype(self, numpy.float16),

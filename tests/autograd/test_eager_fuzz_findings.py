@@ -155,3 +155,33 @@ def test_zero_and_fill_give_the_old_value_a_zero_gradient():
     w.fill_(c)
     w.sum().backward()
     assert c.grad.item() == 6.0
+
+
+def test_amax_and_amin_nodes_are_named_as_torchs():
+    """torch's x.amax() / x.amax(dim) is AmaxBackward0 (amin: AminBackward0); srcgrad named
+    them MaxBackward0 / MinBackward0, the name of neither torch node. The tie rule is
+    amax's: the gradient is shared evenly among the maxima (x.max() too, MaxBackward1)."""
+    x = sg.tensor(np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]), requires_grad=True)
+    assert x.amax().grad_fn.name() == "AmaxBackward0"
+    assert x.amax(1).grad_fn.name() == "AmaxBackward0"
+    assert x.amin(0).grad_fn.name() == "AminBackward0"
+    assert x.max().grad_fn.name() == "MaxBackward1"
+    x.amax(1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.5, 0.5], [0.5, 0.5, 0.0]])
+
+
+def test_number_divided_by_a_tensor_goes_through_reciprocal():
+    """torch's `c / t` is `t.reciprocal() * c` (Tensor.__rdiv__): MulBackward0 over
+    ReciprocalBackward0, which saves its result, not t, so writing t in place afterwards
+    leaves the backward valid. srcgrad's DivBackward0 saved t and raised a version error."""
+    x = sg.tensor(np.array([1.0, 2.0, 4.0]), requires_grad=True)
+    y = x * 1.0
+    z = 2.0 / y
+    assert z.grad_fn.name() == "MulBackward0"
+    assert z.grad_fn.next_functions[0][0].name() == "ReciprocalBackward0"
+    y.add_(1.0)  # torch: no error, the reciprocal's result was saved
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), -2.0 / np.array([1.0, 2.0, 4.0]) ** 2)
+    np.testing.assert_allclose(z.detach().numpy(), [2.0, 1.0, 0.5])
+    i = sg.tensor(np.array([1, 2]))
+    np.testing.assert_allclose((2.0 / i).numpy(), [2.0, 1.0])  # integer t: still a division
