@@ -10,12 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        pytest.skip("no CUDA device", allow_module_level=True)
-except Exception as err:  # noqa: BLE001 - no driver, no runtime: nothing to run on
-    pytest.skip(f"no usable CUDA device ({err})", allow_module_level=True)
+from tests.gpu.cuda import cupy_or_skip
+
+cp = cupy_or_skip()
 
 import srcgrad as sg  # noqa: E402
 from tests.conftest import import_source, numeric_grad  # noqa: E402
