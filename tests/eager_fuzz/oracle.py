@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import re
-import signal
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import numpy as np
 
 import srcgrad as sg
 from tests.eager_fuzz.generator import EXPECT_MESSAGES
+from tests.fuzz.oracle import Hang, time_limit  # (the compiler fuzzer's)
 
 STEPS = (1e-4, 1e-5)
 TOL = 1e-5  # |ad - fd| <= TOL * scale
@@ -177,24 +177,6 @@ def expectations(source: str) -> list:
 
 
 # ---------------------------------------------------------------- helpers
-@contextlib.contextmanager
-def time_limit(seconds: float):
-    if seconds is None or not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def on_alarm(signum, frame):
-        raise TimeoutError(f"program ran past {seconds}s")
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def _arr(t, shape) -> np.ndarray:
     if t is None:
         return np.zeros(shape)
@@ -399,8 +381,9 @@ def check(program, *, second=None, timeout: float = 20.0, seed_data=None) -> Res
             result = _check(program, rng, second)
     except Discard as e:
         result = Result("discarded", reason=str(e))
-    except TimeoutError as e:
-        result = Result("crash", failures=[Failure("all", "crash", "timeout", str(e))])
+    except Hang:
+        result = Result("crash", failures=[Failure("all", "crash", "timeout",
+                                                    f"program ran past {timeout:g}s")])
     result.seconds = time.monotonic() - start
     return result
 
