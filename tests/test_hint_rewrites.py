@@ -1423,7 +1423,7 @@ ROWS = [
         "good_internal_call"),
     Row(("frontend/trace.py", "a `for` loop over a number"), "bad_loop_over_number",
         "'int' object is not iterable", "loop over `range(n)`", "good_loop_over_number"),
-    Row(("codegen/emit.py", "has no equivalent in {}"), "bad_einsum",
+    Row(("codegen/namespaces.py", "has no equivalent in {}"), "bad_einsum",
         "`einsum` has no equivalent in array_api_strict", "write it with Array-API functions",
         None, args=_square, trigger=_strict, check=_strict_rewrite),
 ]
