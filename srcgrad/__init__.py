@@ -167,7 +167,7 @@ from srcgrad._version import __version__  # noqa: E402 (after the reader: the fi
 # public name -> the module that defines it
 _HOMES = {
     **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source",
-                     "cache_clear"], "srcgrad.api"),
+                     "cache_clear", "explain"], "srcgrad.api"),
     "CompileError": "srcgrad.errors",
     **dict.fromkeys(["compile", "CompiledFunction"], "srcgrad.autograd.compiled"),
     **dict.fromkeys(["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",

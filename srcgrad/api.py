@@ -196,10 +196,12 @@ def _unbound(*args, **kwargs):
     return _miss(*args, **kwargs)  # noqa: F821 (a global of each transform's own namespace)
 
 
-def _transform(fn, kind: str, wrt, has_aux: bool):
+def _transform(fn, kind: str, wrt, has_aux: bool, backend=None):
     fn = arguments.plain_function(fn)  # functools.partial: a function of its open parameters
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
+    if backend is not None:
+        compiled.backend_option = _backend_option(backend)
     transformed = _Dispatch(fn, compiled).function
     functools.update_wrapper(transformed, fn)
     transformed.__srcgrad__ = compiled
@@ -208,18 +210,30 @@ def _transform(fn, kind: str, wrt, has_aux: bool):
     return transformed
 
 
-def grad(f=None, wrt=0, *, has_aux=False):
-    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`."""
+def grad(f=None, wrt=0, *, has_aux=False, backend=None):
+    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`.
+    `backend="numba"`: each shape-specialised variant compiled by numba where it can be
+    (Note [The numba backend]; `sg.explain` says which)."""
     if f is None:
-        return lambda fn: grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "grad", wrt, has_aux)
+        return lambda fn: grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "grad", wrt, has_aux, backend)
 
 
-def value_and_grad(f=None, wrt=0, *, has_aux=False):
+def value_and_grad(f=None, wrt=0, *, has_aux=False, backend=None):
     """`(value, grads)` of scalar `f` (`((value, aux), grads)` with has_aux)."""
     if f is None:
-        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "value_and_grad", wrt, has_aux)
+        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "value_and_grad", wrt, has_aux, backend)
+
+
+def _backend_option(backend):
+    if backend != "numba":
+        raise ValueError(f"backend={backend!r}: srcgrad's transforms take backend=None (the "
+                         "arguments' array namespace) or backend='numba'")
+    from srcgrad.pipeline import numba_variants
+
+    numba_variants.require()  # an ImportError naming the extra, at the transform, not a call
+    return backend
 
 
 # function -> its guarded plain sg.vjp call, which answers None for arguments unlike
@@ -294,6 +308,28 @@ def source(g) -> str:
     if getattr(compiled, "module_source", None) is None:  # not called yet: the generic variant
         compiled.load()
     return compiled.module_source  # else the variant that ran last
+
+
+def explain(g) -> str:
+    """A short text: what a transform compiled (its variants), for which backend, and
+    where numba's was not taken, why (Note [The numba backend])."""
+    compiled = getattr(g, "__srcgrad__", None)
+    if compiled is None:
+        raise TypeError(f"sg.explain: {g!r} was not returned by a srcgrad transform")
+    miss = getattr(g, "__globals__", {}).get("_miss")
+    variants = getattr(getattr(miss, "__self__", None), "variants", {})
+    fn = compiled.fn
+    where = f"{getattr(fn, '__code__', None) and fn.__code__.co_filename}:" \
+            f"{getattr(getattr(fn, '__code__', None), 'co_firstlineno', '?')}"
+    lines = [f"{compiled.kind} of {fn.__qualname__} ({where}), backend: "
+             + (compiled.backend_option or "the arguments' array namespace (NumPy for NumPy arrays)"),
+             f"variants compiled: {len(variants)} (one per argument shapes, dtypes and classes)"]
+    records = getattr(compiled, "numba_records", {})
+    lines += [f"  {record.line()}" for record in records.values()]
+    if compiled.backend_option == "numba" and len(variants) > len(records):
+        lines.append(f"  {len(variants) - len(records)} other: NumPy (arguments that are not NumPy "
+                     "arrays and numbers, containers, or shapes the function fails on)")
+    return "\n".join(lines)
 
 
 def cache_clear() -> None:

@@ -57,6 +57,8 @@ class Compiled:
         self._fs = None
         self.bindings: tuple = ()  # (namespace, name, value) read when parsed (Note [Bindings])
 
+    backend_option = None  # "numba": variants compiled by numba (srcgrad.pipeline.numba_variants)
+
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
             ("allow_mutation_on_saved_tensors",) if mutation_allowed() else ()) + (
@@ -121,6 +123,11 @@ class Compiled:
         example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
+        if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
+            from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+
+            with COMPILING:
+                return numba_variants.variant(self, self._entries(ns), example)
         return self._entries(ns)
 
     def _entries(self, ns):
