@@ -124,11 +124,24 @@ class Compiled:
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
         if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
-            from srcgrad.pipeline import numba_variants  # Note [The numba backend]
-
-            with COMPILING:
-                return numba_variants.variant(self, self._entries(ns), example)
+            return self._numba_variant(ns, shapes, example)
         return self._entries(ns)
+
+    def _numba_variant(self, ns, shapes, example):
+        """The variant rendered without `out=` buffers (numba's ufuncs take no keyword
+        `out`) and compiled by numba, NumPy's (`ns`) where numba cannot take it."""
+        from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+
+        key = self.cache_key(self.options(shapes) + (("backend", "numba"),))
+
+        def generate():
+            from srcgrad.codegen import emit
+
+            with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
+                return self._generate(self.parsed(), key or "uncached", example)
+        rendered = self._entries(self._load(key, generate, example=example))
+        with COMPILING:
+            return numba_variants.variant(self, rendered, example, fallback=self._entries(ns))
 
     def _entries(self, ns):
         entries = tuple(ns[name] for name in entry_names(self))

@@ -4,7 +4,9 @@ Note [The numba backend]
 ~~~~~~~~~~~~~~~~~~~~~~~~
 A variant's generated function (srcgrad.pipeline.modules: `Compiled.specialized`) is
 plain Python over NumPy arrays bound to `xp = numpy`, which is what numba compiles.
-`variant` hands it to `numba.njit(cache=True, error_model="numpy")` and compiles it at
+It is rendered for numba as for an immutable namespace (no `out=` buffer: numba's
+ufuncs take no keyword `out`), under its own cache key, and `variant` hands it to
+`numba.njit(cache=True, error_model="numpy")` and compiles it at
 once for the first call's argument types (`dispatcher.compile(signature)`: nothing
 runs), so whatever numba cannot type (a helper that is plain Python, a keyword numba's
 NumPy lacks, a container, an aux value) is a numba error caught here, not a crash at
@@ -13,7 +15,12 @@ some later call: that variant runs on NumPy, and the reason is recorded for
 the first call's arguments and their results are compared (shapes, dtypes, values to
 1e-9 relative): numba's own semantics differ from NumPy's in corners (a 0-d result, an
 integer power, a reduction's dtype), and a variant whose results differ runs on
-NumPy (never a wrong result). `disable_compile()` then stops numba compiling again for
+NumPy (never a wrong result). numba's array expressions allocate a temporary per op
+and its transcendental functions are scalar code, so an elementwise chain over large
+arrays runs slower compiled than on NumPy's vectorised loops: a variant whose compiled
+run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
+`sg.explain` says so (the time of one run; a fusion pass is what would change it).
+`disable_compile()` then stops numba compiling again for
 other argument types behind the dispatcher's back (an F-ordered or read-only array of
 the same shape, a Python int beside the float the variant saw): such a call, and any
 call numba raises in, runs the NumPy code instead, which gives NumPy's answer or error.
@@ -29,12 +36,14 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import time
 import types
 import warnings
 
 import numpy
 
 INSTALL = "pip install 'srcgrad[numba]'"
+SLOWER = 1.2  # numba's run this much slower than NumPy's on the first call: NumPy's code runs
 _PLAIN_SCALARS = (float, int, bool, numpy.float64, numpy.float32, numpy.int64)
 
 
@@ -79,26 +88,31 @@ def note(compiled, args, backend: str, reason: str = "", cached: bool = False) -
     records[text] = Record(text, backend, reason, cached)
 
 
-def variant(compiled, impl, args):
-    """The function a call with arguments like `args` runs: `impl` compiled by numba, or
-    `impl` itself where numba cannot take it (Note [The numba backend])."""
+def variant(compiled, rendered, args, fallback):
+    """The function a call with arguments like `args` runs: `rendered` (the variant
+    rendered for numba) compiled by numba, or `fallback` (NumPy's variant) where numba
+    cannot take it (Note [The numba backend])."""
     numba = require()
+    impl = fallback
     odd = _unsupported_argument(args)
     if odd:
         note(compiled, args, "numpy", odd)
         return impl
-    cached = os.path.isfile(getattr(impl.__code__, "co_filename", ""))
+    cached = os.path.isfile(getattr(rendered.__code__, "co_filename", ""))
     try:
         with warnings.catch_warnings():  # (numba's performance and deprecation warnings)
             warnings.simplefilter("ignore")
-            jitted = numba.njit(cache=cached, error_model="numpy")(_in_named_module(impl))
+            jitted = numba.njit(cache=cached, error_model="numpy")(_in_named_module(rendered))
             jitted.compile(tuple(numba.typeof(a) for a in args))
             jitted.disable_compile()
     except Exception as err:  # noqa: BLE001 - any numba failure: this variant runs on NumPy
         note(compiled, args, "numpy", f"numba could not compile it: {_first_line(err)}")
         return impl
     try:
-        want = impl(*_copies(args))
+        copies = _copies(args)
+        start = time.perf_counter()
+        want = impl(*copies)
+        numpy_time = time.perf_counter() - start
     except Exception:  # noqa: BLE001 - NumPy's code raises: the real call says why, from it
         note(compiled, args, "numpy", "the NumPy code raised on the first call's arguments")
         return impl
@@ -106,6 +120,10 @@ def variant(compiled, impl, args):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = jitted(*_copies(args))
+            copies = _copies(args)
+            start = time.perf_counter()
+            jitted(*copies)
+            numba_time = time.perf_counter() - start
     except Exception as err:  # noqa: BLE001
         note(compiled, args, "numpy", f"numba's code raised where NumPy's did not: {_first_line(err)}")
         return impl
@@ -113,6 +131,10 @@ def variant(compiled, impl, args):
     if restore is None:
         note(compiled, args, "numpy", "numba's result differed from NumPy's on the first call "
                                       "(its type, shape, dtype or values)")
+        return impl
+    if numba_time > SLOWER * numpy_time:  # Note [The numba backend]: never slower than NumPy
+        note(compiled, args, "numpy", f"numba's code ran slower than NumPy's on the first call "
+                                      f"({1e3 * numba_time:.3g} ms, NumPy's {1e3 * numpy_time:.3g} ms)")
         return impl
     note(compiled, args, "numba", cached=cached)
 

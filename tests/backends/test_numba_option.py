@@ -120,3 +120,16 @@ def test_numbas_machine_code_is_loaded_by_a_second_process(tmp_path):
     assert list((tmp_path / "cache").glob("*/__pycache__/*.nbi")), "numba wrote no cache index"
     # the second process loads numba's machine code: no compile (a compile is seconds)
     assert float(runs[1][0]) < float(runs[0][0]) / 2, runs
+
+
+def test_a_variant_numba_runs_slower_runs_numpys_code(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(numba_variants, "SLOWER", 0.0)  # any compiled run counts as slower
+
+    def f(x):
+        return np.sum(np.cos(x) * x)
+
+    g = sg.grad(f, backend="numba")
+    x = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(g(x), np.cos(x) - np.sin(x) * x, rtol=1e-12)
+    assert "numba's code ran slower than NumPy's on the first call" in sg.explain(g)
