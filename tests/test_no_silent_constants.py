@@ -68,6 +68,14 @@ def s_static(x):
     return np.sum(x[np.s_[1:]] ** 2)
 
 
+def s_traced_index(x):
+    return x[np.s_[np.argmax(x)]] ** 3
+
+
+def r_list_item(x):
+    return np.sum(np.r_[[1.0, 2.0], x] ** 2)
+
+
 def ix_static(A):
     return np.sum(A[np.ix_([0, 1], [1, 2])] ** 2)
 
@@ -90,6 +98,10 @@ def einsum_sublist(A):
 
 def einsum_sublist_two(A):
     return np.sum(np.einsum(A, [0, 1], A, [2, 1], [0, 2]) ** 2)
+
+
+def einsum_sublist_implicit(A):
+    return np.sum(np.einsum(A, [30, 1]) * M.T)  # (NumPy's letters: output 1, 30 sorted)
 
 
 def einsum_three(A):
@@ -173,9 +185,11 @@ A23 = np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]])
 S22 = np.array([[1.0, 2.0], [0.3, -1.5]])
 CASES = [
     (r_vector, x2), (r_scalar_and_range, x2), (r_matrix, x2), (c_vector, x2),
-    (c_matrix, x2), (s_static, x2), (ix_static, A23), (index_exp_static, A23),
+    (c_matrix, x2), (s_static, x2), (s_traced_index, x2), (r_list_item, x2),
+    (ix_static, A23), (index_exp_static, A23),
     (user_getitem, x2), (user_call, x2), (einsum_sublist, A23), (einsum_sublist_two, A23),
-    (einsum_three, A23), (einsum_three_implicit, A23), (einsum_trace, S22), (einsum_trace_only, S22),
+    (einsum_sublist_implicit, A23), (einsum_three, A23), (einsum_three_implicit, A23),
+    (einsum_trace, S22), (einsum_trace_only, S22),
     (einsum_optimize, A23), (norm_nuc, A23), (norm_two_matrix, A23), (norm_inf_axes, A23),
     (norm_fro, A23), (norm_vector_p, x2), (average_weights, x2), (average_axis, A23),
     (average_plain, A23), (cov_traced, x2), (linspace_traced, x2),

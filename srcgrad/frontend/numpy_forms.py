@@ -29,10 +29,8 @@ from srcgrad import rules
 from srcgrad.ir.core import Const, Pack, Var
 
 NOT_LOWERED = object()
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_PLAIN = (numpy.ndarray, numpy.generic, list, tuple, str, bytes, dict, range, int, float,
-          complex, bool)
-
+# NumPy's letters for sublist ints 0..51, in their order (an implicit output is sorted)
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def index_object(tracer, obj, index, node):
