@@ -19,7 +19,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import idioms
+from srcgrad.frontend import idioms, numpy_forms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
@@ -377,6 +377,9 @@ class Tracer(Inlining, Expander, ControlFlow):
 
     def is_array_operand(self, value) -> bool:
         return isinstance(value, Var) and not self.mutation.is_shape(value)
+
+    def subscript_object(self, obj, index, node):  # `np.r_[x, C]`: Note [No silent constants]
+        return numpy_forms.index_object(self, obj, index, node)
 
     def decided(self, value, node):
         return self.mutation.check_decided(value, node)

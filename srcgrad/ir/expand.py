@@ -28,7 +28,7 @@ import gast
 from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars
-from srcgrad.ir.gast_nodes import FUNCTIONS_WITHOUT_GAST, to_gast  # noqa: F401 - the first: parse.py reads it here
+from srcgrad.ir.gast_nodes import to_gast
 from srcgrad.ir.renders import evaluate_static
 
 MISSING = object()  # what a name lookup returns for an unbound name
@@ -374,7 +374,16 @@ class Expander:
             return self.decided(picked, node)
         if isinstance(base, Const) and isinstance(index, Const):
             return Const(base.value[index.value])
+        if isinstance(base, Const) and not isinstance(base.value, _INDEXABLE) and not \
+                isinstance(base.value, (numpy_namespace().ndarray, numpy_namespace().generic)):
+            return self.subscript_object(base.value, index, node)
         return self.apply(rules.RULES["getitem"], [base, index], {})
+
+    def subscript_object(self, obj, index, node):
+        """`obj[index]` of a constant object (not an array or a plain container) with a
+        traced index: its __getitem__ would run on the traced value at run time, where no
+        derivative reaches through it (Note [No silent constants] in passes.activity)."""
+        self.fail(node, f"indexing the object `{type(obj).__name__}` with a traced value")
 
     def index(self, node, scope):
         if isinstance(node, gast.Slice):
@@ -482,6 +491,10 @@ class Expander:
         if node is not None and getattr(node, "lineno", None) and self.locate is not None:
             loc = self.locate(node)
         raise CompileError.at(loc, message, hint=hint)
+
+
+# Constants indexed by a traced value as arrays are (`C[i]`: a `getitem` row).
+_INDEXABLE = (list, tuple, str, bytes, dict, range)
 
 
 def numpy_namespace():

@@ -143,7 +143,7 @@ def inverse_axes(axes):
     return tuple(inverse)
 
 
-def vector_only(x, axis):
+def vector_only(x, axis, ord=None):
     """`x` itself; raises when `linalg.norm(x, ord, axis)` would be a matrix norm.
 
     The table differentiates vector norms of every `ord` but only the Frobenius
@@ -152,8 +152,9 @@ def vector_only(x, axis):
     """
     if isinstance(axis, tuple) or (axis is None and len(getattr(x, "shape", ())) != 1):
         raise NotImplementedError(
-            "srcgrad: the derivative of linalg.norm is implemented for vector norms and "
-            "the Frobenius norm only (pass an int axis, or ord=None/'fro')")
+            f"srcgrad: the derivative of the matrix norm linalg.norm(..., ord={ord!r}) is not "
+            "implemented (no singular-value rule); vector norms and the Frobenius norm are "
+            "(pass an int axis, or ord=None/'fro')")
     return x
 
 
@@ -365,6 +366,7 @@ def einsum_bar(c, other, subscripts, shape, which):
     diagonal with an identity).
     """
     xp = _namespace(c)
+    c = xp.asarray(c)  # a Python float: the seed of `grad` of a full contraction ('ii')
     spec = subscripts.replace(" ", "")
     lhs, arrow, out = spec.partition("->")
     inputs = lhs.split(",")
