@@ -166,7 +166,7 @@ from srcgrad._version import __version__  # noqa: E402 (after the reader: the fi
 
 # public name -> the module that defines it
 _HOMES = {
-    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source",
+    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "vmap", "source",
                      "cache_clear"], "srcgrad.api"),
     "CompileError": "srcgrad.errors",
     **dict.fromkeys(["compile", "CompiledFunction"], "srcgrad.autograd.compiled"),

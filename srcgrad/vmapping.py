@@ -1,0 +1,141 @@
+"""`sg.vmap(f, in_axes=0, out_axes=0)` (API.md §1): `f` mapped over a batch axis, as
+one generated function over the batch (Note [Vmap as batching] in srcgrad.pipeline.vmap).
+
+JAX's semantics: `in_axes` is an int or None for every argument, or a tuple with one
+int or None per argument; `out_axes` an int or None for every output, or a tuple with
+one per output leaf. The batch size is the mapped arguments' common size; where they
+disagree the error names each one. The module is compiled once per argument shapes and
+axes, cached like the other transforms' (memory and disk), and `sg.source` shows it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy
+
+from srcgrad.ir import tree as pytree
+from srcgrad.pipeline import modules, programs, vjp_jvp
+
+
+def _check_axes(value, what: str):
+    def ok(a):
+        return a is None or isinstance(a, (int, numpy.integer)) and not isinstance(a, bool)
+    if ok(value) or isinstance(value, (tuple, list)) and all(ok(a) for a in value):
+        return tuple(value) if isinstance(value, list) else value
+    raise TypeError(f"vmap: {what} must be an int, None, or a tuple of them (one per "
+                    f"{'argument' if what == 'in_axes' else 'output'}); got {value!r}")
+
+
+class VMapped:
+    """The function `sg.vmap(f, in_axes, out_axes)` returns."""
+
+    def __init__(self, f, in_axes=0, out_axes=0):
+        if not callable(f):
+            raise TypeError(f"vmap: f must be a function, got {type(f).__name__}")
+        self.f = f
+        self.in_axes = _check_axes(in_axes, "in_axes")
+        self.out_axes = _check_axes(out_axes, "out_axes")
+        self._plans: dict = {}  # (guards, axes) -> (generated function, out tree)
+        self.module_source = None
+        functools.update_wrapper(self, f)
+        self.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"
+        self.__srcgrad__ = _VmapSource(self)
+
+    def _names(self, n: int) -> list:
+        try:
+            params = list(inspect.signature(self.f).parameters)
+        except (TypeError, ValueError):
+            params = []
+        return [params[i] if i < len(params) else f"argument {i}" for i in range(n)]
+
+    def axes_for(self, args) -> tuple:
+        """(axes, size): one non-negative axis or None per argument, and the batch size."""
+        n = len(args)
+        axes = self.in_axes if isinstance(self.in_axes, tuple) else (self.in_axes,) * n
+        if len(axes) != n:
+            raise ValueError(f"vmap: in_axes has {len(axes)} entries but {n} arguments were "
+                             f"given to {getattr(self.f, '__name__', 'f')}()")
+        if all(a is None for a in axes):
+            raise ValueError("vmap: in_axes maps no argument (every entry is None); map at "
+                             "least one")
+        names = self._names(n)
+        found, out = [], []
+        for i, (a, ax) in enumerate(zip(args, axes)):
+            if ax is None:
+                out.append(None)
+                continue
+            if pytree.is_node(a):
+                raise TypeError(f"vmap: argument `{names[i]}` is a {type(a).__name__}: mapping "
+                                "tuples, lists or dicts is not supported yet; pass the arrays "
+                                "as separate arguments")
+            ndim = numpy.ndim(a)
+            if not -ndim <= ax < ndim:
+                raise ValueError(f"vmap: in_axes={ax} for argument `{names[i]}` of rank {ndim} "
+                                 "(a mapped argument needs that axis)")
+            ax = int(ax) % ndim
+            found.append((names[i], i, ax, numpy.shape(a)[ax]))
+            out.append(ax)
+        sizes = {s for _, _, _, s in found}
+        if len(sizes) > 1:
+            listed = ", ".join(f"`{name}` (argument {i}) has size {s} on axis {ax}"
+                               for name, i, ax, s in found)
+            raise ValueError(f"vmap got inconsistent sizes for the mapped axes: {listed}")
+        size = sizes.pop()
+        if size == 0:
+            raise ValueError("vmap: the mapped axes have size 0 (no example to trace)")
+        return tuple(out), size
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("vmap: pass the arguments positionally (in_axes counts positions)")
+        axes, size = self.axes_for(args)
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self.out_axes)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._compile(args, axes, size)
+        impl, tree = plan
+        return pytree.unflatten(tree, list(impl(*args)))
+
+    def _compile(self, args, axes, size):
+        fn = vjp_jvp.source_function(self.f, len(args))  # a transform's result: its generated code
+        compiled = modules.Compiled(fn, "vmap")
+        parsed = compiled.parsed()
+        guards = tuple([modules.guard_value(a) for a in args])
+        key = programs.cache_key(parsed, ("vmap", axes, self.out_axes, guards))
+        examples = tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
+        batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
+
+        def generate():
+            from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
+
+            functions = vmap_program(parsed, axes, self.out_axes, examples, size, batched)
+            return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
+
+        namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
+        self.module_source = compiled.module_source
+        tree = compiled.out_tree
+        if tree is None:  # a disk hit: the tree _module wrote into the text
+            tree = modules.stored_out_tree(compiled.module_source)
+        return namespace[f"{parsed.name}_vmap"], tree
+
+
+class _VmapSource:
+    """What `sg.source` reads, and what other transforms of a vmap trace."""
+
+    def __init__(self, vm):
+        self.vm = vm
+
+    @property
+    def module_source(self):
+        return self.vm.module_source
+
+    def load(self):
+        if self.vm.module_source is None:
+            raise ValueError("sg.source of a vmap: call it once first (its batched program "
+                             "is compiled for the arguments' shapes and axes)")
+        return self.vm.module_source
+
+    def fingerprint(self):
+        return None
