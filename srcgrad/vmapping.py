@@ -16,6 +16,7 @@ import inspect
 import numpy
 
 from srcgrad.ir import tree as pytree
+from srcgrad.jacobians import JacobianSource
 from srcgrad.pipeline import modules, programs, vjp_jvp
 
 
@@ -34,18 +35,20 @@ class VMapped:
     def __init__(self, f, in_axes=0, out_axes=0):
         if not callable(f):
             raise TypeError(f"vmap: f must be a function, got {type(f).__name__}")
-        self.f = f
-        self.in_axes = _check_axes(in_axes, "in_axes")
-        self.out_axes = _check_axes(out_axes, "out_axes")
-        self._plans: dict = {}  # (guards, axes) -> (generated function, out tree)
-        self.module_source = None
-        functools.update_wrapper(self, f)
+        self._vm_f = f
+        self._vm_in_axes = _check_axes(in_axes, "in_axes")
+        self._vm_out_axes = _check_axes(out_axes, "out_axes")
+        self._vm_plans: dict = {}  # (guards, axes) -> (generated function, out tree)
+        self._vm_module_source = None
+        # (not f's __dict__: a Jacobian's or a gradient's attributes are no vmap's, and a
+        # transform of this one copies this __dict__, so its names are prefixed)
+        functools.update_wrapper(self, f, updated=())
         self.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"
         self.__srcgrad__ = _VmapSource(self)
 
     def _names(self, n: int) -> list:
         try:
-            params = list(inspect.signature(self.f).parameters)
+            params = list(inspect.signature(self._vm_f).parameters)
         except (TypeError, ValueError):
             params = []
         return [params[i] if i < len(params) else f"argument {i}" for i in range(n)]
@@ -53,10 +56,10 @@ class VMapped:
     def axes_for(self, args) -> tuple:
         """(axes, size): one non-negative axis or None per argument, and the batch size."""
         n = len(args)
-        axes = self.in_axes if isinstance(self.in_axes, tuple) else (self.in_axes,) * n
+        axes = self._vm_in_axes if isinstance(self._vm_in_axes, tuple) else (self._vm_in_axes,) * n
         if len(axes) != n:
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but {n} arguments were "
-                             f"given to {getattr(self.f, '__name__', 'f')}()")
+                             f"given to {getattr(self._vm_f, '__name__', 'f')}()")
         if all(a is None for a in axes):
             raise ValueError("vmap: in_axes maps no argument (every entry is None); map at "
                              "least one")
@@ -91,30 +94,35 @@ class VMapped:
         if kwargs:
             raise TypeError("vmap: pass the arguments positionally (in_axes counts positions)")
         axes, size = self.axes_for(args)
-        key = (tuple([modules.guard_value(a) for a in args]), axes, self.out_axes)
-        plan = self._plans.get(key)
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self._vm_out_axes)
+        plan = self._vm_plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._compile(args, axes, size)
-        impl, tree = plan
-        return pytree.unflatten(tree, list(impl(*args)))
+            plan = self._vm_plans[key] = self._compile(args, axes, size)
+        return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
     def _compile(self, args, axes, size):
-        fn = vjp_jvp.source_function(self.f, len(args))  # a transform's result: its generated code
+        if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
+            # its generated code is a per-chunk pass over identity seeds, called from
+            # Python (srcgrad.jacobians): there is no one function to batch yet
+            raise TypeError("sg.vmap of sg.jacobian or sg.hessian is not supported yet; "
+                            "sg.jacobian(sg.vmap(sg.grad(f), in_axes=(None, 0)))(w, X) gives "
+                            "the per-example Hessians w.r.t. an unmapped w, shape (B,) + 2 * w.shape")
+        fn = vjp_jvp.source_function(self._vm_f, len(args))  # a transform's result: its generated code
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
         guards = tuple([modules.guard_value(a) for a in args])
-        key = programs.cache_key(parsed, ("vmap", axes, self.out_axes, guards))
+        key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, guards))
         examples = tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
         batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
 
         def generate():
             from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
 
-            functions = vmap_program(parsed, axes, self.out_axes, examples, size, batched)
+            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
             return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
 
         namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
-        self.module_source = compiled.module_source
+        self._vm_module_source = compiled.module_source
         tree = compiled.out_tree
         if tree is None:  # a disk hit: the tree _module wrote into the text
             tree = modules.stored_out_tree(compiled.module_source)
@@ -129,13 +137,32 @@ class _VmapSource:
 
     @property
     def module_source(self):
-        return self.vm.module_source
+        return self.vm._vm_module_source
 
     def load(self):
-        if self.vm.module_source is None:
+        if self.vm._vm_module_source is None:
             raise ValueError("sg.source of a vmap: call it once first (its batched program "
                              "is compiled for the arguments' shapes and axes)")
-        return self.vm.module_source
+        return self.vm._vm_module_source
+
+    shape_specialised = True  # its entry exists per argument shapes only (entry_at)
+
+    def entry(self, index: int = 0):
+        from srcgrad.errors import CompileError
+
+        raise CompileError("sg.vmap called inside compiled code (or transformed without its "
+                           "arguments' shapes) is not supported yet",
+                           hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
+                           "gradients")
+
+    def entry_at(self, args: tuple):
+        """The generated function for arguments like `args` (a transform of the vmap at
+        them: sg.jacobian's per-seed columns)."""
+        axes, size = self.vm.axes_for(tuple(args))
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self.vm._vm_out_axes)
+        if key not in self.vm._vm_plans:  # noqa: SLF001
+            self.vm._vm_plans[key] = self.vm._compile(tuple(args), axes, size)  # noqa: SLF001
+        return self.vm._vm_plans[key][0]  # noqa: SLF001
 
     def fingerprint(self):
         return None

@@ -85,9 +85,22 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
             text = f"xp.moveaxis({text}, 0, {ax})"
         results.append(text)
     name = f"{fs.name}_vmap"
-    result = f"({results[0]},)" if len(results) == 1 else f"({', '.join(results)})"
+    result = _nested(graph.out_tree, iter(results))  # nested as f's own result
     source = emit.render_function(name, [v.name for v in graph.inputs], lines, result)
     return Functions([source], (name,), dict(pool.values), graph.out_tree)
+
+
+def _nested(tree, leaves) -> str:
+    if tree[0] == "leaf":
+        return next(leaves)
+    if tree[0] == "tuple":
+        items = [_nested(c, leaves) for c in tree[1]]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if tree[0] == "list":
+        return "[" + ", ".join(_nested(c, leaves) for c in tree[1]) + "]"
+    if tree[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_nested(c, leaves)}" for k, c in zip(tree[1], tree[2])) + "}"
+    raise CompileError(f"sg.vmap: a result of kind {tree[0]!r} is not supported yet")
 
 
 def _batch(ops, mapped, size, shapes, namer, fs):
