@@ -27,6 +27,7 @@ from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Var, operand_vars
 from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.batch import Unbatchable, _Batcher, decide_none_tests, fold_static, order_commutative
+from srcgrad.passes.batch_control import batch_ops
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
 from srcgrad.passes.shapes import probe
@@ -104,15 +105,15 @@ def _nested(tree, leaves) -> str:
 
 
 def _batch(ops, mapped, size, shapes, namer, fs):
-    """srcgrad.passes.batch.batch, op by op, so that a refusal names the op's line."""
+    """srcgrad.passes.batch.batch, where a refusal names the op's line."""
     b = _Batcher(size, shapes, namer)
     b.batched.update(mapped)
-    for op in ops:
-        try:
-            b.op(op)
-        except Unbatchable as err:
-            raise CompileError.at(op.loc, f"sg.vmap: {err}; `{op.prim}` has no batched form yet "
-                                  f"(in {fs.name}())", _HINT) from None
+    try:
+        batch_ops(b, ops)  # control flow too (Note [Batching control flow])
+    except Unbatchable as err:
+        op = err.op
+        raise CompileError.at(op.loc, f"sg.vmap: {err}: `{op.prim}` has no batched form yet "
+                              f"(in {fs.name}())", _HINT) from None
     return b.out, b.rename, b.batched
 
 
