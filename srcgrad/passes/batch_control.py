@@ -37,7 +37,9 @@ def batch_ops(b: _Batcher, ops: list) -> None:
     Unbatchable carries the op's `loc` (its attribute `op`) for the caller's error."""
     for op in ops:
         try:
-            if op.prim in CONTROL and _reached(b, op):
+            if op.prim in ("tape_push", "tape_pop"):
+                _tape(b, op)
+            elif op.prim in CONTROL and _reached(b, op):
                 op.args = tuple(b._map(a) for a in op.args)  # noqa: SLF001
                 (_cond if op.prim == "cond" else _loop)(b, op)
             else:
@@ -48,18 +50,49 @@ def batch_ops(b: _Batcher, ops: list) -> None:
             raise
 
 
+def _tapes(b) -> dict:
+    if not hasattr(b, "tapes"):
+        b.tapes = {}  # tape Var -> which of the values pushed onto it are batched
+    return b.tapes
+
+
+def _tape(b, op):
+    """A loop's tape (Note [Batching control flow]): a batched value is pushed as it is,
+    and popped batched; one tape holds one pattern of batched values."""
+    op.args = tuple(b._map(a) for a in op.args)  # noqa: SLF001
+    tapes = _tapes(b)
+    tape = op.args[0]
+    if op.prim == "tape_push":
+        items = op.args[1].items if isinstance(op.args[1], Pack) else (op.args[1],)
+        pattern = tuple(b.is_b(v) for v in items)
+        if tapes.setdefault(tape, pattern) != pattern:
+            raise Unbatchable("a loop tape pushed with values batched in one place only")
+    elif any(tapes.get(tape, ())):
+        b.batched.update(o for o, is_b in zip(op.outs, tapes[tape]) if is_b)
+    b.out.append(op)
+
+
 def _reached(b, op) -> bool:
+    """Whether a mapped value reaches `op`: an operand, a value its blocks read, or a
+    batched value its blocks pop from a tape (a loop's adjoint)."""
+    tapes = _tapes(b)
     return any(b.is_b(a) for a in op.args) or any(
-        b._map(v) in b.batched for blk in op.blocks for v in blk.free_vars())  # noqa: SLF001
+        b._map(v) in b.batched for blk in op.blocks for v in blk.free_vars()) or any(  # noqa: SLF001
+        inner.prim == "tape_pop" and any(tapes.get(inner.args[0], ()))
+        for blk in op.blocks for inner in _all_ops(blk.ops))
 
 
-def _depends(ops, batched: set) -> set:
+def _depends(ops, batched: set, tapes: dict) -> set:
     """The Vars of `ops` a value in `batched` reaches (an over-approximation of what the
-    batched program batches: broadcasting a carried value it would not is only slower)."""
+    batched program batches: broadcasting a carried value it would not is only slower),
+    popping a batched value from a tape included."""
     reached = set(batched)
     for op in ops:
-        if any(v in reached for v in op.operand_vars()):
+        if any(v in reached for v in op.operand_vars()) or (
+                op.prim == "tape_pop" and any(tapes.get(op.args[0], ()))):
             reached.update(op.outs)
+        if op.prim == "tape_push" and any(v in reached for v in op.operand_vars()):
+            tapes.setdefault(op.args[0], (True,))  # (popped batched on a later iteration)
     return reached
 
 
@@ -67,6 +100,7 @@ def _sub(b) -> _Batcher:
     sub = _Batcher(b.size, b.shapes, b.namer)
     sub.batched = set(b.batched)
     sub.rename = b.rename  # SSA names: one map for the program and its blocks
+    sub.tapes = _tapes(b)
     return sub
 
 
@@ -83,7 +117,7 @@ def _loop(b, op):
     results = [b._map(r) for r in block.results]  # noqa: SLF001
     carried = {k for k, e in enumerate(entries) if b.is_b(e)}
     while True:  # a fixed point: what a mapped value reaches on some iteration
-        reached = _depends(block.ops, b.batched | {params[k] for k in carried})
+        reached = _depends(block.ops, b.batched | {params[k] for k in carried}, dict(_tapes(b)))
         more = {k for k, r in enumerate(results) if any(v in reached for v in operand_vars(r))}
         if more <= carried:
             break
