@@ -190,12 +190,25 @@ MAPPED = sg.vmap(layer, in_axes=(0, None, None))
 
 
 def calls_a_vmap(W, Xs, b):
-    return np.sum(MAPPED(Xs, W, b))
+    return np.sum(MAPPED(Xs, W, b) * np.arange(1.0, 6.0))
 
 
-def test_grad_of_a_function_calling_vmap_is_a_compile_error_at_the_call():
+def makes_a_vmap(W, Xs, b):
+    return np.sum(sg.vmap(layer, in_axes=(0, None, None))(Xs, W, b) ** 2)
+
+
+def test_grad_of_a_function_calling_vmap():
+    got = sg.grad(calls_a_vmap)(W, X, B)
+    close(got, sum((i + 1) * sg.grad(layer, wrt=1)(X[i], W, B) for i in range(5)))
+    got = sg.grad(makes_a_vmap, wrt=(0, 2))(W, X, B)
+    want = [sum(2 * layer(X[i], W, B) * sg.grad(layer, wrt=k)(X[i], W, B) for i in range(5))
+            for k in (1, 2)]
+    close(got[0], want[0]), close(got[1], want[1])
+
+
+def test_vmap_in_the_shape_generic_trace_is_a_compile_error_at_the_call():
     with pytest.raises(sg.CompileError, match="sg.vmap called inside compiled code") as err:
-        sg.grad(calls_a_vmap)(W, X, B)
+        sg.source(sg.grad(calls_a_vmap))  # no arguments: no shapes to batch for
     assert err.value.lineno == calls_a_vmap.__code__.co_firstlineno + 1
 
 
