@@ -127,6 +127,28 @@ def check(got, want, what):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-9, atol=1e-12, err_msg=what)
 
 
+def time_workload(name, loss, wrt, params, data, repeat) -> dict:
+    """label -> median seconds, each result checked against the loop of sg.grad first."""
+    n = len(params)
+    g = sg.grad(loss, wrt=wrt)
+    per_example = sg.vmap(g, in_axes=(None,) * n + (0,) * len(data))
+    batch = data[0].shape[0]
+
+    def python_loop():
+        return [g(*params, *(d[i] for d in data)) for i in range(batch)]
+    want = per_example(*params, *data)
+    loop = python_loop()
+    check(want, [np.stack([r[k] for r in loop]) for k in range(n)], f"{name}: vmap vs loop")
+    rows = {"sg.vmap(sg.grad)": median_time(lambda: per_example(*params, *data), repeat),
+            "python loop of sg.grad": median_time(python_loop, max(1, repeat // 5))}
+    for peer, make in (("jax.jit(vmap(grad))", jax_version), ("torch.func.vmap(grad)", torch_version)):
+        run = make(loss.__name__, params, data)
+        if run is not None:
+            check(run(), want, f"{name}: {peer}")
+            rows[peer] = median_time(run, repeat)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats (CI)")
@@ -134,24 +156,7 @@ def main(argv=None) -> int:
     repeat = 3 if opts.quick else 15
     rng = np.random.default_rng(0)
     for name, (loss, wrt, params, data) in workloads(rng).items():
-        n = len(params)
-        g = sg.grad(loss, wrt=wrt)
-        per_example = sg.vmap(g, in_axes=(None,) * n + (0,) * len(data))
-        batch = data[0].shape[0]
-
-        def python_loop():
-            return [g(*params, *(d[i] for d in data)) for i in range(batch)]
-        want = per_example(*params, *data)
-        loop = python_loop()
-        check(want, [np.stack([r[k] for r in loop]) for k in range(n)], f"{name}: vmap vs loop")
-        rows = {"sg.vmap(sg.grad)": median_time(lambda: per_example(*params, *data), repeat),
-                "python loop of sg.grad": median_time(python_loop, max(1, repeat // 5))}
-        for peer, make in (("jax.jit(vmap(grad))", jax_version), ("torch.func.vmap(grad)", torch_version)):
-            run = make(loss.__name__, params, data)
-            if run is None:
-                continue
-            check(run(), want, f"{name}: {peer}")
-            rows[peer] = median_time(run, repeat)
+        rows = time_workload(name, loss, wrt, params, data, repeat)
         base = rows["sg.vmap(sg.grad)"]
         print(f"\n{name}")
         for label, t in rows.items():
