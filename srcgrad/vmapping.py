@@ -102,11 +102,7 @@ class VMapped:
 
     def _compile(self, args, axes, size):
         if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
-            # its generated code is a per-chunk pass over identity seeds, called from
-            # Python (srcgrad.jacobians): there is no one function to batch yet
-            raise TypeError("sg.vmap of sg.jacobian or sg.hessian is not supported yet; "
-                            "sg.jacobian(sg.vmap(sg.grad(f), in_axes=(None, 0)))(w, X) gives "
-                            "the per-example Hessians w.r.t. an unmapped w, shape (B,) + 2 * w.shape")
+            return self._compile_jacobian(args, axes, size)
         fn = vjp_jvp.source_function(self._vm_f, len(args))  # a transform's result: its generated code
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
@@ -126,6 +122,41 @@ class VMapped:
         tree = compiled.out_tree
         if tree is None:  # a disk hit: the tree _module wrote into the text
             tree = modules.stored_out_tree(compiled.module_source)
+        return namespace[f"{parsed.name}_vmap"], tree
+
+
+    def _compile_jacobian(self, args, axes, size):
+        """sg.vmap of sg.jacobian / sg.hessian: its derivative program batched over the
+        seeds and then over the examples (srcgrad.pipeline.vmap.vmap_jacobian_program)."""
+        jac = self._vm_f
+        fn = vjp_jvp.source_function(jac.of or jac.f, len(args))
+        compiled = modules.Compiled(fn, "vmap")
+        parsed = compiled.parsed()
+        examples = tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
+        if jac.of is not None:
+            kind = "hessian"
+            n = len(jac.indices)
+            tree = pytree.LEAF if jac.single else ("tuple", (pytree.LEAF,) * n)
+        else:
+            mode = jac.mode
+            if mode == "auto":  # fewer seeds wins, as sg.jacobian's own choice
+                outs = sum(int(numpy.prod(s)) for s in programs.output_shapes(parsed, examples))
+                mode = "forward" if sum(numpy.size(examples[i]) for i in jac.indices) < outs else "reverse"
+            kind = "jacfwd" if mode == "forward" else "jacrev"
+            tree = programs.trace(parsed, args=examples)[0].out_tree
+        guards = tuple([modules.guard_value(a) for a in args])
+        key = programs.cache_key(parsed, ("vmap", kind, jac.indices, jac.single, axes,
+                                          self._vm_out_axes, guards))
+
+        def generate():
+            from srcgrad.pipeline.vmap import vmap_jacobian_program
+
+            functions = vmap_jacobian_program(parsed, kind, jac.indices, jac.single, axes,
+                                              self._vm_out_axes, examples, size, tree)
+            return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
+
+        namespace = compiled._load(key, generate)  # noqa: SLF001
+        self._vm_module_source = compiled.module_source
         return namespace[f"{parsed.name}_vmap"], tree
 
 

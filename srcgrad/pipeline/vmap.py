@@ -22,11 +22,14 @@ the op's line: never a per-example Python loop, never a silent copy of one resul
 
 from __future__ import annotations
 
+import numpy
+
 from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Var, operand_vars
 from srcgrad.passes.array_spellings import spell_for_arrays
-from srcgrad.passes.batch import Unbatchable, _Batcher, decide_none_tests, fold_static, order_commutative
+from srcgrad.passes.batch import (Unbatchable, _Batcher, batch, decide_none_tests, fold_static,
+                                  order_commutative)
 from srcgrad.passes.batch_control import batch_ops
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
@@ -89,6 +92,114 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     result = _nested(graph.out_tree, iter(results))  # nested as f's own result
     source = emit.render_function(name, [v.name for v in graph.inputs], lines, result)
     return Functions([source], (name,), dict(pool.values), graph.out_tree)
+
+
+def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tuple, out_axes,
+                          examples: tuple, size: int, tree) -> Functions:
+    """`def <f>_vmap(<params>)`: sg.vmap of sg.jacobian / sg.hessian (`kind` "jacfwd",
+    "jacrev" or "hessian" as srcgrad.jacobians names them). One seed's derivative program
+    is batched over every identity seed (Note [Batching]), then that program over the
+    mapped arguments: two batch axes, (examples, seeds); the blocks are sliced from it as
+    srcgrad.jacobians assembles them, with the examples' axis first. `tree`: how the
+    result nests (the Jacobian's out tree; for a Hessian, one leaf per `wrt` argument)."""
+    if not isinstance(out_axes, int):
+        raise ValueError("vmap of a jacobian or hessian: out_axes must be one int")
+    from srcgrad.pipeline.programs import seeded_program
+
+    graph, namer, ops, results, n_first, seeds, seed_examples = seeded_program(fs, kind, wrt, examples)
+    seed_shapes = [tuple(numpy.shape(e)) for e in seed_examples]
+    seed_sizes = [int(numpy.prod(sh)) for sh in seed_shapes]
+    total = sum(seed_sizes)
+    if total == 0:
+        raise CompileError("vmap of a jacobian: no seed (an empty argument or output)")
+    inputs = graph.inputs + seeds
+    found = probe(ops, inputs, tuple(examples) + tuple(seed_examples))
+    per_seed = [_shape_of(r, found) for r in results[n_first:]]  # each derivative's own shape
+    try:
+        ops, rename, by_seed = batch(ops, seeds, total, dict(found.shapes), namer)
+    except Unbatchable as err:  # (control flow in a derivative program: not yet)
+        raise CompileError(f"sg.vmap of a {kind}: {err} (no batched form yet, in {fs.name}())",
+                           hint=_HINT) from None
+    results = [_follow(r, rename) for r in results]
+    ops, alias = cse(order_commutative(ops))
+    results = [_follow(r, alias) for r in results]
+    ops = dce(ops, results)
+    derivs = results[n_first:]
+    seeded = [any(v in by_seed for v in operand_vars(r)) for r in derivs]
+    eyes, offset, lines = [], 0, []
+    for v, shape, n, e in zip(seeds, seed_shapes, seed_sizes, seed_examples):
+        dtype = numpy.dtype(numpy.result_type(e)).name
+        eyes.append(numpy.eye(total, dtype=dtype)[:, offset:offset + n].reshape((total,) + shape))
+        lines.append(f"{v.name} = xp.eye({total}, dtype={dtype!r})[:, {offset}:{offset + n}]"
+                     f".reshape({(total,) + shape!r})")
+        offset += n
+    found = probe(ops, inputs, tuple(examples) + tuple(eyes))
+    mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
+    ops, rename, by_example = _batch(ops, mapped, size, dict(found.shapes), namer, fs)
+    derivs = [_follow(r, rename) for r in derivs]
+    ops, alias = cse(order_commutative(ops))
+    derivs = [_follow(r, alias) for r in derivs]
+    ops = dce(ops, derivs)
+    facts = probe(ops, inputs, _batched_examples(examples, in_axes, size) + tuple(eyes))
+    spell_for_arrays(ops, facts.arrays)
+    names.tidy_temporaries(ops, [v.name for v in inputs])
+    pool = emit.ConstPool()
+    lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
+             for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)] + lines
+    lines += emit.block_lines(ops, pool)
+    flat = []  # each derivative as (examples, seeds, its elements)
+    for k, (r, shape, by_s) in enumerate(zip(derivs, per_seed, seeded)):
+        text, full = emit.operand_source(r, pool), (size, total) + shape
+        by_b = any(v in by_example for v in operand_vars(r))
+        if by_b and not by_s:
+            text = f"xp.reshape({text}, {(size, 1) + shape!r})"
+        if not (by_b and by_s):
+            text = f"xp.broadcast_to({text}, {full!r})"
+        lines.append(f"_d{k} = xp.reshape({text}, {(size, total, int(numpy.prod(shape)))!r})")
+        flat.append(f"_d{k}")
+    leaves = _blocks(kind, flat, per_seed, seed_shapes, seed_sizes, [numpy.shape(examples[i]) for i in wrt],
+                     single, size, out_axes)
+    name = f"{fs.name}_vmap"
+    source = emit.render_function(name, [v.name for v in graph.inputs], lines, _nested(tree, iter(leaves)))
+    return Functions([source], (name,), dict(pool.values), tree)
+
+
+def _shape_of(r, found) -> tuple:
+    if isinstance(r, Const):
+        return tuple(numpy.shape(r.value))
+    shape = found.shapes.get(r)
+    if shape is None:
+        raise CompileError("vmap of a jacobian: a derivative's shape depends on the data")
+    return tuple(shape)
+
+
+def _batched_examples(examples, in_axes, size) -> tuple:
+    return tuple(e if ax is None else numpy.broadcast_to(e, (size,) + numpy.shape(e))
+                 for e, ax in zip(examples, in_axes))
+
+
+def _blocks(kind, flat, per_seed, seed_shapes, seed_sizes, arg_shapes, single, size, out_axis) -> list:
+    """The text of each result leaf: per output, its block per `wrt` argument (a tuple,
+    or bare for one argument), sliced from the (examples, seeds, elements) derivatives as
+    srcgrad.jacobians._split does."""
+    starts = [sum(seed_sizes[:j]) for j in range(len(seed_sizes))]
+
+    def moved(text):
+        return text if out_axis == 0 else f"xp.moveaxis({text}, 0, {out_axis})"
+    leaves = []
+    if kind == "jacrev":  # seeds: output elements; derivatives: one per argument
+        for k, (oshape, n) in enumerate(zip(seed_shapes, seed_sizes)):
+            per_arg = [moved(f"xp.reshape({d}[:, {starts[k]}:{starts[k] + n}, :], "
+                             f"{(size,) + oshape + tuple(ashape)!r})")
+                       for d, ashape in zip(flat, arg_shapes)]
+            leaves.append(per_arg[0] if single else f"({', '.join(per_arg)},)")
+        return leaves
+    for d, oshape in zip(flat, per_seed):  # seeds: argument elements; one derivative per output
+        per_arg = [moved(f"xp.reshape(xp.swapaxes({d}[:, {starts[j]}:{starts[j] + n}, :], 1, 2), "
+                         f"{(size,) + oshape + tuple(ashape)!r})")
+                   for j, (n, ashape) in enumerate(zip(seed_sizes, arg_shapes))]
+        leaves.append(per_arg[0] if single else f"({', '.join(per_arg)},)")
+    return leaves
 
 
 def _nested(tree, leaves) -> str:
