@@ -28,8 +28,14 @@ from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Var, operand_vars
 from srcgrad.passes.array_spellings import spell_for_arrays
-from srcgrad.passes.batch import (Unbatchable, _Batcher, batch, decide_none_tests, fold_static,
-                                  order_commutative)
+from srcgrad.passes.batch import (
+    Unbatchable,
+    _Batcher,
+    batch,
+    decide_none_tests,
+    fold_static,
+    order_commutative,
+)
 from srcgrad.passes.batch_control import batch_ops
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
