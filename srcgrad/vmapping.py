@@ -15,6 +15,7 @@ import inspect
 
 import numpy
 
+from srcgrad.errors import CompileError, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobians import JacobianSource
 from srcgrad.pipeline import modules, programs, vjp_jvp
@@ -27,6 +28,11 @@ def _check_axes(value, what: str):
         return tuple(value) if isinstance(value, list) else value
     raise TypeError(f"vmap: {what} must be an int, None, or a tuple of them (one per "
                     f"{'argument' if what == 'in_axes' else 'output'}); got {value!r}")
+
+
+def examples_of(args, axes) -> tuple:
+    """One example of each mapped argument (its first slice), the others as they are."""
+    return tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
 
 
 class VMapped:
@@ -97,18 +103,25 @@ class VMapped:
         key = (tuple([modules.guard_value(a) for a in args]), axes, self._vm_out_axes)
         plan = self._vm_plans.get(key)
         if plan is None:
-            plan = self._vm_plans[key] = self._compile(args, axes, size)
+            try:
+                plan = self._vm_plans[key] = self._compile(args, axes, size)
+            except CompileError as err:  # the user's line, not the compiler's frames under it
+                raise hide_internal_frames(err) from None
         return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
     def _compile(self, args, axes, size):
         if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
             return self._compile_jacobian(args, axes, size)
-        fn = vjp_jvp.source_function(self._vm_f, len(args))  # a transform's result: its generated code
+        inner = getattr(self._vm_f, "__srcgrad__", None)
+        if getattr(inner, "shape_specialised", False):  # a vmap of a vmap: the inner one's
+            fn = inner.entry_at(examples_of(args, axes))  # generated code for one example
+        else:  # a transform's result: its generated code
+            fn = vjp_jvp.source_function(self._vm_f, len(args))
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
         guards = tuple([modules.guard_value(a) for a in args])
         key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, guards))
-        examples = tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
+        examples = examples_of(args, axes)
         batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
 
         def generate():
@@ -132,7 +145,7 @@ class VMapped:
         fn = vjp_jvp.source_function(jac.of or jac.f, len(args))
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
-        examples = tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
+        examples = examples_of(args, axes)
         if jac.of is not None:
             kind = "hessian"
             n = len(jac.indices)

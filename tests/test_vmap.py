@@ -332,3 +332,37 @@ def test_per_example_gradient_of_a_loop():
     g = sg.grad(rnn_loss)
     Wr = RNG.normal(size=(3, 3))
     close(sg.vmap(g, in_axes=(None, 0))(Wr, X), loop_over(g, (Wr, X), (None, 0)))
+
+
+def test_vmap_of_vmap():
+    Xs = RNG.normal(size=(2, 5, 3))
+    vv = sg.vmap(sg.vmap(layer, in_axes=(0, None, None)), in_axes=(1, None, None))
+    want = np.array([[layer(Xs[i, j], W, B) for i in range(2)] for j in range(5)])
+    close(vv(Xs, W, B), want)
+    assert "for " not in sg.source(vv)
+
+
+def test_a_fresh_process_loads_the_module_from_disk(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    script = tmp_path / "use_vmap.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np, srcgrad as sg
+        def loss(w, x, y):
+            return np.log1p(np.exp(-y * (x @ w)))
+        g = sg.vmap(sg.grad(loss), in_axes=(None, 0, 0))
+        w, X, y = np.ones(3), np.arange(12.0).reshape(4, 3) / 10, np.array([1.0, -1, 1, -1])
+        out = g(w, X, y)
+        ref = np.stack([sg.grad(loss)(w, x, t) for x, t in zip(X, y)])
+        assert np.abs(out - ref).max() < 1e-12, out
+        print(len(sg.source(g)))
+    """))
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])  # this checkout's srcgrad
+    env = dict(__import__("os").environ, SRCGRAD_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=root)
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                           cwd=str(tmp_path)) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout == runs[1].stdout
+    assert list((tmp_path / "cache").rglob("*.py"))  # the second run read these
