@@ -179,12 +179,12 @@ _HOMES = {
                      "from_numpy"], "srcgrad.autograd.tensor"),
 }
 
-__all__ = [*_HOMES, "autograd", "__version__"]
+__all__ = [*_HOMES, "autograd", "func", "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "autograd":
-        value = importlib.import_module("srcgrad.autograd")
+    if name in ("autograd", "func"):
+        value = importlib.import_module(f"srcgrad.{name}")
     elif name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
     else:
