@@ -15,6 +15,7 @@ import inspect
 
 import numpy
 
+from srcgrad import backend
 from srcgrad.errors import CompileError, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobians import JacobianSource
@@ -110,6 +111,10 @@ class VMapped:
         return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
     def _compile(self, args, axes, size):
+        target = backend.target_of(*args)
+        if target is not backend.NUMPY:  # the module is bound to NumPy (issue 32: not yet)
+            raise TypeError(f"vmap: {target.describe()} arrays are not supported yet (NumPy "
+                            "arrays only)")
         if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
             return self._compile_jacobian(args, axes, size)
         inner = getattr(self._vm_f, "__srcgrad__", None)
@@ -192,7 +197,6 @@ class _VmapSource:
     shape_specialised = True  # its entry exists per argument shapes only (entry_at)
 
     def entry(self, index: int = 0):
-        from srcgrad.errors import CompileError
 
         raise CompileError("sg.vmap called inside compiled code (or transformed without its "
                            "arguments' shapes) is not supported yet",

@@ -366,3 +366,9 @@ def test_a_fresh_process_loads_the_module_from_disk(tmp_path):
         assert run.returncode == 0, run.stderr
     assert runs[0].stdout == runs[1].stdout
     assert list((tmp_path / "cache").rglob("*.py"))  # the second run read these
+
+
+def test_other_array_libraries_are_refused_not_run_on_numpy():
+    xp = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError, match="arrays are not supported yet"):
+        sg.vmap(layer, in_axes=(0, None, None))(xp.asarray(X), xp.asarray(W), xp.asarray(B))
