@@ -197,7 +197,6 @@ class _VmapSource:
     shape_specialised = True  # its entry exists per argument shapes only (entry_at)
 
     def entry(self, index: int = 0):
-
         raise CompileError("sg.vmap called inside compiled code (or transformed without its "
                            "arguments' shapes) is not supported yet",
                            hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
