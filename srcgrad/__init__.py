@@ -166,7 +166,7 @@ from srcgrad._version import __version__  # noqa: E402 (after the reader: the fi
 
 # public name -> the module that defines it
 _HOMES = {
-    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source",
+    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "vmap", "source",
                      "cache_clear", "explain"], "srcgrad.api"),
     "CompileError": "srcgrad.errors",
     **dict.fromkeys(["compile", "CompiledFunction"], "srcgrad.autograd.compiled"),
@@ -179,12 +179,12 @@ _HOMES = {
                      "from_numpy"], "srcgrad.autograd.tensor"),
 }
 
-__all__ = [*_HOMES, "autograd", "__version__"]
+__all__ = [*_HOMES, "autograd", "func", "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "autograd":
-        value = importlib.import_module("srcgrad.autograd")
+    if name in ("autograd", "func"):
+        value = importlib.import_module(f"srcgrad.{name}")
     elif name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
     else:

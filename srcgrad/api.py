@@ -300,6 +300,14 @@ def hessian(f, wrt=0, *, chunk_size=None):
                               of=f, hooked_mode="reverse")
 
 
+def vmap(f, in_axes=0, out_axes=0):
+    """`f` mapped over a batch axis of its arguments, JAX's semantics: one generated
+    function over the batch (Note [Vmap as batching] in srcgrad.pipeline.vmap)."""
+    from srcgrad import vmapping  # the batching pass: imported when a vmap is asked for
+
+    return vmapping.VMapped(f, in_axes, out_axes)
+
+
 def source(g) -> str:
     """The generated Python source behind a function a transform returned."""
     compiled = getattr(g, "__srcgrad__", None)

@@ -415,7 +415,7 @@ class Tracer(Inlining, Expander, ControlFlow):
         if inner is not None:
             # A transformed function called from compiled code: trace the code it runs,
             # the generated source (this is how grad(grad(f)) and jvp(grad(f)) work).
-            return self.inline_generated(self._generated_entry(inner, node), args, kwargs, node)
+            return self.inline_generated(self._generated_entry(inner, node, args), args, kwargs, node)
         if getattr(callee, "__srcgrad_gradient__", None) is not None:
             # a gradient's generated function itself (a stand-in for a call giving fewer
             # arguments calls it: srcgrad.pipeline.vjp_jvp.given_arguments)
