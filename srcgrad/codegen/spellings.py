@@ -128,6 +128,16 @@ ARRAY_API: dict = {
     "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
     "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
                           "implemented for the Array API)"),
+    # issue 29's sweep rows (srcgrad/rules/table_sweep.py)
+    "sinc": "xp.where(x == 0, 1.0, xp.sin(math.pi * x) / (math.pi * xp.where(x == 0, 1.0, x)))",
+    "heaviside": "xp.where(x < 0, 0.0, xp.where(x > 0, 1.0, y))",
+    "fmod": Refused("the Array API has no fmod (its remainder rounds toward -inf)"),
+    "nan_to_num": Refused("the Array API has no nan_to_num"),
+    # (the Array API's axis counts from the end of the broadcast shape: negative only)
+    "cross": "xp.linalg.cross(a, b, axis=-1 if axis is None else axis if axis < 0 "
+             "else axis - max(a.ndim, b.ndim))",
+    "kron": Refused("the Array API has no kron"),
+    "ediff1d": "xp.diff(xp.reshape(ary, (-1,)))",
 }
 
 # Placeholders a render names on a static branch it cannot take: the reason it gives.

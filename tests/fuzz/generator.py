@@ -66,6 +66,24 @@ UNARY = ["np.sin({0})", "np.cos({0})", "np.tanh({0})", "np.exp(np.tanh({0}))",
          "-({0})", "np.abs({0})", "np.maximum({0}, 0.0)", "np.square({0})",
          "1.0 / (1.0 + np.exp(-({0})))", "np.arctan({0})", "np.log1p(np.exp(np.tanh({0})))",
          "np.clip({0}, -1.0, 1.0)", "np.exp(-({0}) * ({0}))"]
+# Issue 29's sweep rows (srcgrad/rules/table_sweep.py), each spelled as a function of one
+# expression e of the shape being built (its text repeated where a row takes two arrays),
+# and each away from its kinks and jumps on the fuzzer's data (fmod of a tanh by 1.5 never
+# jumps). Drawn from their own stream in place of a UNARY pick (Note [Idiom spellings]):
+# a seed's program keeps its structure and its other spellings. Only the rows the shape
+# s fits are offered.
+def sweep_unary(e: str, s: tuple):
+    forms = ["np.sinc({0})", "np.copysign({0}, 1.5)", "np.fmod(np.tanh({0}), 1.5)",
+             "np.nan_to_num({0})", "(np.heaviside({0}, 0.5) * {0})"]
+    if len(s) == 2:
+        forms.append("np.kron(({0})[:, :1], ({0})[:1, :])")
+    if len(s) == 1:
+        forms += ["np.kron({0}, ({0})[:1])", "np.ediff1d(np.concatenate(({0}, ({0})[:1])))"]
+    if s and s[-1] == 3:
+        forms.append("np.cross({0}, np.roll({0}, 1, axis=-1))")
+    return forms
+
+
 MATH_UNARY = ["math.sin({0})", "math.cos({0})", "math.tanh({0})", "math.exp(math.tanh({0}))",
               "math.sqrt({0} * {0} + 1.0)", "math.log({0} * {0} + 1.0)", "{0} ** 2"]
 BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0))",
@@ -103,6 +121,8 @@ class Generator:
         self.signature = random.Random(seed ^ 0x5167DE)
         # sg.jvp / sg.vjp of a helper inside f, its defaults left out: a fifth stream
         self.transforms_inside = random.Random(seed ^ 0x7E57ED)
+        # issue 29's sweep rows in place of a unary (sweep_unary): a sixth stream
+        self.sweep = random.Random(seed ^ 0x5EE29)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -231,7 +251,10 @@ class Generator:
             f"({base} * {self.e_float(depth - 1)} + {self.const()})")
 
     def e_unary(self, s, depth):
-        text = self.pick(UNARY).format(self.expr(s, depth))
+        form = self.pick(UNARY)
+        if self.sweep.random() < 0.15:  # an issue-29 sweep row instead (sweep_unary)
+            form = self.sweep.choice(sweep_unary("{0}", s))
+        text = form.format(self.expr(s, depth))
         return text if text.startswith("np.") and text.endswith(")") else f"({text})"
 
     def e_binary(self, s, depth):
