@@ -79,3 +79,70 @@ defrule("ediff1d", "ary", "xp.ediff1d(ary)", targets=("numpy.ediff1d",),
         vjp={"ary": "xp.reshape(diff_bar(g, 1, -1), xp.shape(ary))"},
         jvp={"ary": "xp.ediff1d(ary_t)"},
         doc="to_end/to_begin are not supported")
+
+# ---------------------------------------------------------------- reductions that skip nan
+# (the reduction's cotangent broadcast against x, as table.py's `_G`)
+_G = "expand_reduced(g, xp.shape(x), axis, keepdims)"
+_KEPT = "(xp.logical_not(xp.isnan(x)))"
+
+
+def _count(mask, keepdims="True"):  # in x's dtype: an int count would promote float32
+    return f"xp.astype(xp.sum({mask}, axis=axis, keepdims={keepdims}), xp.result_type(x))"
+
+
+_SKIP = "xp.where(xp.isnan(x), 0, {})"
+defrule("nansum", "x, axis=None, keepdims=False", "xp.nansum(x, axis=axis, keepdims=keepdims)",
+        targets=("numpy.nansum",),
+        vjp={"x": _SKIP.format(_G)},
+        jvp={"x": f"xp.sum({_SKIP.format('x_t')}, axis=axis, keepdims=keepdims)"},
+        doc="nan elements get 0")
+defrule("nanmean", "x, axis=None, keepdims=False", "xp.nanmean(x, axis=axis, keepdims=keepdims)",
+        targets=("numpy.nanmean",),
+        vjp={"x": _SKIP.format(f"{_G} / {_count(_KEPT)}")},
+        jvp={"x": f"xp.sum({_SKIP.format('x_t')}, axis=axis, keepdims=keepdims)"
+                  f" / {_count(_KEPT, 'keepdims')}"},
+        doc="nan elements get 0; an all-nan slice's gradient is nan, as its value")
+for _name in ("nanmax", "nanmin"):
+    # nan never equals the result: the tie mask of max/min skips it as it stands
+    _mask = "(x == expand_reduced(ans, xp.shape(x), axis, keepdims))"
+    defrule(_name, "x, axis=None, keepdims=False", f"xp.{_name}(x, axis=axis, keepdims=keepdims)",
+            targets=(f"numpy.{_name}",),
+            vjp={"x": f"({_G} / {_count(_mask)}) * {_mask}"},
+            jvp={"x": f"xp.sum(x_t * ({_mask} / {_count(_mask)}), axis=axis, keepdims=keepdims)"},
+            doc="ties split evenly as max/min; nan elements get 0; an all-nan slice's "
+                "gradient is nan")
+
+# ---------------------------------------------------------------- polynomials, integrals
+# p[k] multiplies x ** (n - 1 - k); the integer ranges are cast to the float operand's
+# dtype (float32 ** an int64 array would promote to float64)
+_DEGREES = "xp.astype(xp.arange(xp.shape(p)[0] - 1, -1, -1), xp.result_type(x))"
+_DERIVATIVE = ("xp.polyval(p[:-1] * xp.astype(xp.arange(xp.shape(p)[0] - 1, 0, -1),"
+               " xp.result_type(p)), x)")
+defrule("polyval", "p, x", "xp.polyval(p, x)", targets=("numpy.polyval",),
+        # (a contraction over x's axes: a reshape to (-1, n) is ambiguous for n == 0)
+        vjp={"p": f"xp.tensordot(g, xp.expand_dims(x, -1) ** {_DEGREES}, axes=xp.ndim(g))",
+             "x": f"g * {_DERIVATIVE}"},
+        jvp={"p": "xp.polyval(p_t, x)", "x": f"x_t * {_DERIVATIVE}"},
+        doc="p a 1-D array (highest degree first); x of any shape")
+
+# `x=` (sample points) is keyword-free in NumPy's signature but not supported here: the
+# `*` keeps `np.trapezoid(y, x)` from binding x to dx (a CompileError instead).
+_ENDS = ("0.5 * take_bar(g, xp.shape(y), 0, axis) + 0.5 * take_bar(g, xp.shape(y), -1, axis)")
+defrule("trapezoid", "y, *, dx=1.0, axis=-1", "xp.trapezoid(y, dx=dx, axis=axis)",
+        targets=("numpy.trapezoid",),
+        vjp={"y": f"dx * (xp.broadcast_to(xp.expand_dims(g, axis), xp.shape(y)) - ({_ENDS}))",
+             "dx": _ub("g * xp.trapezoid(y, dx=1.0, axis=axis)", "dx")},
+        jvp={"y": "xp.trapezoid(y_t, dx=dx, axis=axis)",
+             "dx": "dx_t * xp.trapezoid(y, dx=1.0, axis=axis)"},
+        doc="uniform spacing dx only (x= sample points are not supported)")
+
+# ---------------------------------------------------------------- 1-D convolutions
+# convolve(a, v)[k] = sum_i a[i] v[k - i] ('full'): d/da[i] = sum_k g[k] v[k - i], the
+# 'valid' correlation of g with v, which is the middle of the full convolution of g with
+# v reversed (g is longer than v and than a, so that slice is always the valid part).
+# Every order closes on convolve, slices and reversals.
+defrule("convolve", "a, v", "xp.convolve(a, v)", targets=("numpy.convolve",),
+        vjp={"a": "xp.convolve(g, v[::-1])[xp.shape(v)[0] - 1:xp.shape(g)[0]]",
+             "v": "xp.convolve(g, a[::-1])[xp.shape(a)[0] - 1:xp.shape(g)[0]]"},
+        jvp={"a": "xp.convolve(a_t, v)", "v": "xp.convolve(a, v_t)"},
+        doc="mode='full' (the default) only")

@@ -74,11 +74,14 @@ UNARY = ["np.sin({0})", "np.cos({0})", "np.tanh({0})", "np.exp(np.tanh({0}))",
 # s fits are offered.
 def sweep_unary(e: str, s: tuple):
     forms = ["np.sinc({0})", "np.copysign({0}, 1.5)", "np.fmod(np.tanh({0}), 1.5)",
-             "np.nan_to_num({0})", "(np.heaviside({0}, 0.5) * {0})"]
+             "np.nan_to_num({0})", "(np.heaviside({0}, 0.5) * {0})",
+             "np.polyval(np.array([0.5, -1.0, 2.0]), {0})"]
     if len(s) == 2:
         forms.append("np.kron(({0})[:, :1], ({0})[:1, :])")
     if len(s) == 1:
         forms += ["np.kron({0}, ({0})[:1])", "np.ediff1d(np.concatenate(({0}, ({0})[:1])))"]
+        if s[0] >= 2:
+            forms.append("np.convolve(({0})[1:], ({0})[:2])")
     if s and s[-1] == 3:
         forms.append("np.cross({0}, np.roll({0}, 1, axis=-1))")
     return forms
@@ -91,6 +94,10 @@ BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0)
           "np.add({a}, {b})", "np.multiply({a}, {b})"]
 REDUCE_AXIS = ["np.sum({e}, axis={k})", "({e}).sum(axis={k})", "np.mean({e}, axis={k})",
                "np.max({e}, axis={k})", "({e}).min(axis={k})", "np.prod(np.tanh({e}), axis={k})"]
+SWEEP_REDUCE_ALL = ["np.nansum({e})", "np.nanmean({e})", "np.nanmax({e})", "np.nanmin({e})"]
+SWEEP_REDUCE_AXIS = ["np.nansum({e}, axis={k})", "np.nanmean({e}, axis={k})",
+                     "np.nanmax({e}, axis={k})", "np.nanmin({e}, axis={k})",
+                     "np.trapezoid({e}, axis={k})"]
 REDUCE_ALL = ["np.sum({e})", "({e}).sum()", "np.mean({e})", "({e}).mean()", "np.max({e})",
               "np.min({e})", "np.linalg.norm({e})", "np.sum(np.exp(np.tanh({e})))"]
 
@@ -277,7 +284,10 @@ class Generator:
                 return self.pick([f"({x} @ {y})", f"np.dot({x}, {y})", f"{paren(x)}.dot({y})",
                                   f"np.inner({x}, {y})"])
             inner = self.random_shape() or (self.pick(DIMS),)
-            return self.pick(REDUCE_ALL).format(e=self.expr(inner, depth))
+            form = self.pick(REDUCE_ALL)
+            if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
+                form = self.sweep.choice(SWEEP_REDUCE_ALL)
+            return form.format(e=self.expr(inner, depth))
         if len(s) >= 3:
             return None
         ones = [k for k, d in enumerate(s) if d == 1]
@@ -289,7 +299,10 @@ class Generator:
         k = self.rng.randint(0, len(s))
         inner = s[:k] + (self.known_dim(s, k),) + s[k:]
         axis = k - len(inner) if self.chance(0.25) else k
-        return self.pick(REDUCE_AXIS).format(e=self.expr(inner, depth), k=axis)
+        form = self.pick(REDUCE_AXIS)
+        if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
+            form = self.sweep.choice(SWEEP_REDUCE_AXIS)
+        return form.format(e=self.expr(inner, depth), k=axis)
 
     def known_dim(self, s: tuple, axis: int) -> int:
         """A size for a new axis at `axis` such that s with it inserted is a variable's shape."""

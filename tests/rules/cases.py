@@ -635,3 +635,13 @@ case("kron", ("matrices", {"a": N(2, 3), "b": N(3, 2)}), ("vector-matrix", {"a":
 case("kron_bar", ("first", {"c": N(6, 6), "other": N(3, 2), "shape": (2, 3), "which": 0}),
      ("second", {"c": N(2, 6), "other": N(3), "shape": (2, 2), "which": 1}))
 case("ediff1d", ("vector", {"ary": N(5)}), ("matrix", {"ary": N(3, 2)}))
+_NAN = Fixed([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, np.nan, 1.5]])
+for _name in ("nansum", "nanmean", "nanmax", "nanmin"):
+    case(_name, *_reduce(), ("nan-all", {"x": _NAN}), ("nan-axis0", {"x": _NAN, "axis": 0}),
+         ("nan-axis1-keep", {"x": _NAN, "axis": 1, "keepdims": True}))
+case("polyval", ("matrix-x", {"p": N(4), "x": N(2, 3)}), ("scalar-x", {"p": N(3), "x": N()}),
+     ("constant-poly", {"p": N(1), "x": N(3)}))
+case("trapezoid", ("vector", {"y": N(5)}), ("axis0", {"y": N(4, 3), "axis": 0, "dx": P()}),
+     ("last-axis", {"y": N(2, 3, 4), "dx": 0.5}))
+case("convolve", ("longer-a", {"a": N(5), "v": N(3)}), ("longer-v", {"a": N(2), "v": N(4)}),
+     ("equal", {"a": N(3), "v": N(3)}), ("one", {"a": N(1), "v": N(3)}))
