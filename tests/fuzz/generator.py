@@ -75,13 +75,21 @@ UNARY = ["np.sin({0})", "np.cos({0})", "np.tanh({0})", "np.exp(np.tanh({0}))",
 def sweep_unary(e: str, s: tuple):
     forms = ["np.sinc({0})", "np.copysign({0}, 1.5)", "np.fmod(np.tanh({0}), 1.5)",
              "np.nan_to_num({0})", "(np.heaviside({0}, 0.5) * {0})",
-             "np.polyval(np.array([0.5, -1.0, 2.0]), {0})"]
+             "np.polyval(np.array([0.5, -1.0, 2.0]), {0})",
+             # compositions (srcgrad/rules/compositions.py)
+             "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
+             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})"]
     if len(s) == 2:
-        forms.append("np.kron(({0})[:, :1], ({0})[:1, :])")
+        forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
+                  "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
+    if len(s) == 2 and s[0] == s[1]:
+        forms.append("np.linalg.matrix_power(({0}) * 0.3, 3)")
+        if s[0] >= 2:
+            forms += ["np.cov({0})", "np.corrcoef({0})"]
     if len(s) == 1:
         forms += ["np.kron({0}, ({0})[:1])", "np.ediff1d(np.concatenate(({0}, ({0})[:1])))"]
         if s[0] >= 2:
-            forms.append("np.convolve(({0})[1:], ({0})[:2])")
+            forms += ["np.convolve(({0})[1:], ({0})[:2])", "np.append(({0})[1:], ({0})[:1])"]
     if s and s[-1] == 3:
         forms.append("np.cross({0}, np.roll({0}, 1, axis=-1))")
     return forms
@@ -94,10 +102,12 @@ BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0)
           "np.add({a}, {b})", "np.multiply({a}, {b})"]
 REDUCE_AXIS = ["np.sum({e}, axis={k})", "({e}).sum(axis={k})", "np.mean({e}, axis={k})",
                "np.max({e}, axis={k})", "({e}).min(axis={k})", "np.prod(np.tanh({e}), axis={k})"]
-SWEEP_REDUCE_ALL = ["np.nansum({e})", "np.nanmean({e})", "np.nanmax({e})", "np.nanmin({e})"]
+SWEEP_REDUCE_ALL = ["np.nansum({e})", "np.nanmean({e})", "np.nanmax({e})", "np.nanmin({e})",
+                    "np.median({e})", "np.quantile({e}, 0.3)", "np.percentile({e}, 70.0)"]
 SWEEP_REDUCE_AXIS = ["np.nansum({e}, axis={k})", "np.nanmean({e}, axis={k})",
                      "np.nanmax({e}, axis={k})", "np.nanmin({e}, axis={k})",
-                     "np.trapezoid({e}, axis={k})"]
+                     "np.trapezoid({e}, axis={k})", "np.median({e}, axis={k})",
+                     "np.quantile({e}, 0.3, axis={k})"]
 REDUCE_ALL = ["np.sum({e})", "({e}).sum()", "np.mean({e})", "({e}).mean()", "np.max({e})",
               "np.min({e})", "np.linalg.norm({e})", "np.sum(np.exp(np.tanh({e})))"]
 

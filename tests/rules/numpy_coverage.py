@@ -6,8 +6,10 @@ the public members of `numpy.ndarray`. Each has one status:
 
 * differentiable: a row of the derivative table with derivative formulas (gradchecked
   to second order, forward and reverse, by tests/rules/test_table.py and
-  tests/rules/test_compiled_rules.py), or an idiom the tracer lowers onto such rows
-  (Note [Lowered idioms] in srcgrad/frontend/idioms.py);
+  tests/rules/test_compiled_rules.py), an idiom the tracer lowers onto such rows
+  (Note [Lowered idioms] in srcgrad/frontend/idioms.py), or a composition of rows whose
+  source the tracer reads (Note [Compositions] in srcgrad/rules/compositions.py,
+  gradchecked by tests/rules/test_compositions.py);
 * non-differentiable: a row marked `nondiff`/`static_out` (integer, boolean or shape
   results; runs as NumPy on active operands; its zero derivative is the truth);
 * constant-only: no row; a call whose operands are all constants runs as NumPy at
@@ -32,6 +34,7 @@ import types
 import numpy as np
 
 from srcgrad import rules
+from srcgrad.rules import compositions
 
 STATUSES = ("differentiable", "non-differentiable", "constant-only", "refused")
 MODULES = {"numpy": np, "numpy.linalg": np.linalg, "numpy.fft": np.fft,
@@ -124,7 +127,7 @@ HAND = _merge(
              "numpy.fft.ifft2 numpy.fft.ifftn numpy.fft.ihfft numpy.fft.irfft "
              "numpy.fft.irfft2 numpy.fft.irfftn numpy.fft.rfft numpy.fft.rfft2 "
              "numpy.fft.rfftn numpy.linalg.eig numpy.linalg.eigvals numpy.roots "
-             "numpy.sort_complex numpy.angle numpy.real_if_close numpy.real numpy.imag "
+             "numpy.sort_complex numpy.angle numpy.real_if_close "
              "ndarray.real ndarray.imag ndarray.conjugate"),
     _group(R, "traces a Python function it receives: not supported yet",
              "numpy.apply_along_axis numpy.apply_over_axes numpy.piecewise numpy.fromfunction "
@@ -141,25 +144,25 @@ HAND = _merge(
              "ndarray.item ndarray.tolist ndarray.flat"),
     _group(R, "a matrix class (np.matrix)", "numpy.asmatrix numpy.bmat"),
     _group(R, NO_ROW,
-             "numpy.append numpy.array_split numpy.asarray_chkfinite numpy.ascontiguousarray "
+             "numpy.array_split numpy.asarray_chkfinite numpy.ascontiguousarray "
              "numpy.asfortranarray numpy.average numpy.block numpy.broadcast_arrays "
-             "numpy.choose numpy.corrcoef "
-             "numpy.cov numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
+             "numpy.choose "
+             "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
              "numpy.diagflat numpy.divmod numpy.dsplit numpy.float_power "
              "numpy.fmax numpy.fmin numpy.frexp numpy.geomspace numpy.gradient "
              "numpy.hsplit numpy.i0 numpy.insert numpy.interp "
-             "numpy.ldexp numpy.linspace numpy.logspace numpy.matvec numpy.median "
-             "numpy.meshgrid numpy.modf numpy.nancumprod numpy.nancumsum "
+             "numpy.ldexp numpy.logspace numpy.matvec "
+             "numpy.modf numpy.nancumprod numpy.nancumsum "
              "numpy.nanmedian numpy.nanpercentile "
              "numpy.nanprod numpy.nanquantile numpy.nanstd numpy.nanvar "
-             "numpy.nextafter numpy.partition numpy.percentile numpy.poly numpy.polyadd "
+             "numpy.nextafter numpy.partition numpy.poly numpy.polyadd "
              "numpy.polyder numpy.polydiv numpy.polyfit numpy.polyint numpy.polymul "
-             "numpy.polysub numpy.ptp numpy.quantile numpy.require "
-             "numpy.resize numpy.rollaxis numpy.rot90 numpy.row_stack numpy.select "
+             "numpy.polysub numpy.ptp numpy.require "
+             "numpy.resize numpy.rollaxis numpy.rot90 numpy.row_stack "
              "numpy.unstack numpy.unwrap numpy.vander "
              "numpy.vecdot numpy.vecmat numpy.vsplit "
              "numpy.linalg.cond numpy.linalg.cross numpy.linalg.diagonal numpy.linalg.lstsq "
-             "numpy.linalg.matrix_norm numpy.linalg.matrix_power numpy.linalg.multi_dot "
+             "numpy.linalg.matrix_norm numpy.linalg.multi_dot "
              "numpy.linalg.outer numpy.linalg.pinv numpy.linalg.qr numpy.linalg.svd "
              "numpy.linalg.svdvals numpy.linalg.tensordot numpy.linalg.tensorinv "
              "numpy.linalg.tensorsolve numpy.linalg.trace numpy.linalg.vecdot "
@@ -194,6 +197,9 @@ def classify(qualname: str, obj, how: str):
     """(status, row or idiom, reason) of one callable; status None where unclassified."""
     if qualname in IDIOMS:
         return "differentiable", "idiom", IDIOMS[qualname]
+    composed = compositions.names().get(qualname)
+    if composed is not None:  # Note [Compositions]
+        return "differentiable", "composition", composed.__doc__.splitlines()[0]
     if how == "callable":
         rule = rules.lookup_callable(obj)
     elif how == "member":
