@@ -29,6 +29,7 @@ from srcgrad.frontend.scope import TraceObject, Undecided
 from srcgrad.ir.core import Const, Graph, Var
 from srcgrad.ir.expand import Expander, Namer, describe, may_call
 from srcgrad.ir.tree import LEAF, flatten
+from srcgrad.rules import compositions
 
 # Builtins evaluated at compile time when all their arguments are static.
 FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, list, dict,
@@ -402,6 +403,10 @@ class Tracer(Inlining, Expander, ControlFlow):
         lowered = idioms.lower_call(self, callee, args, kwargs, node)  # Note [Lowered idioms]
         if lowered is not idioms.NOT_LOWERED:
             return lowered
+        composed = compositions.composition(callee)  # Note [Compositions]
+        if composed is not None:
+            from srcgrad.frontend.parse import parse_function
+            return self.inline(parse_function(composed), args, kwargs, node)
         rule = rules.lookup_callable(callee)
         if rule is not None:
             if "out" in kwargs:  # `np.add(a, b, out=c)`: c's storage now holds the result
@@ -421,7 +426,8 @@ class Tracer(Inlining, Expander, ControlFlow):
             # arguments calls it: srcgrad.pipeline.vjp_jvp.given_arguments)
             return self.inline_generated(callee, args, kwargs, node)
         if isinstance(callee, types.FunctionType):
-            if _from_srcgrad(callee):  # never srcgrad's own Python
+            # never srcgrad's own Python, but the compositions' helpers (Note [Compositions])
+            if _from_srcgrad(callee) and callee.__module__ != compositions.__name__:
                 from srcgrad.frontend import transforms  # (not on a plain compile: issue 15)
                 transforms.internal_call(self, callee, node)
             from srcgrad.frontend.parse import parse_function

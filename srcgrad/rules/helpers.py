@@ -40,6 +40,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
+    "kron_bar",
 ]
 
 
@@ -823,3 +824,27 @@ def diag_bar(c, shape, k):
     column = xp.concat([xp.zeros((lo,), dtype=c.dtype), c,
                         xp.zeros((rows - lo - n,), dtype=c.dtype)])
     return xp.eye(rows, cols, k=k, dtype=c.dtype) * column[:, None]
+
+
+def kron_bar(c, other, shape, which):
+    """Cotangent of operand `which` (0: a, 1: b) of ``numpy.kron(a, b)``, given its shape.
+
+    `c` is the cotangent of the product, `other` the other operand. `kron` pads the
+    operand of fewer dimensions with leading ones, and its result reshaped to
+    ``(a0, b0, a1, b1, ...)`` is ``a[i0, i1, ...] * b[j0, j1, ...]`` at
+    ``(i0, j0, i1, j1, ...)``: the cotangent is that block array times the other operand,
+    summed over the other operand's axes."""
+    xp = _namespace(c)
+    nd = max(len(shape), other.ndim)
+    mine = (1,) * (nd - len(shape)) + tuple(shape)
+    theirs = (1,) * (nd - other.ndim) + tuple(other.shape)
+    ones = (1,) * nd
+    if which == 0:
+        blocks = xp.reshape(c, tuple(d for p in zip(mine, theirs) for d in p))
+        spread = xp.reshape(other, tuple(d for p in zip(ones, theirs) for d in p))
+        summed = tuple(range(1, 2 * nd, 2))
+    else:
+        blocks = xp.reshape(c, tuple(d for p in zip(theirs, mine) for d in p))
+        spread = xp.reshape(other, tuple(d for p in zip(theirs, ones) for d in p))
+        summed = tuple(range(0, 2 * nd, 2))
+    return xp.reshape(xp.sum(blocks * spread, axis=summed), tuple(shape))

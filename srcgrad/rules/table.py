@@ -990,3 +990,6 @@ defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect
 defrule("tape_pop", "tape", "tape.pop()", nondiff=True, effect=True)
 defrule("tape_len", "tape", "len(tape)", nondiff=True, static_out=True)
 defrule("tape_copy", "tape", "list(tape)", nondiff=True)  # in the backward: not static_out
+
+# Issue 29's NumPy sweep: its rows live in their own file (docs/numpy_coverage.md).
+import srcgrad.rules.table_sweep  # noqa: E402, F401

@@ -610,3 +610,38 @@ case("diag", ("vector", {"v": N(3)}), ("vector-k", {"v": N(2), "k": -1}),
 case("diag_bar", ("of-vector", {"c": N(4, 4), "shape": (3,), "k": 1}),
      ("of-matrix", {"c": N(2), "shape": (4, 3), "k": -2}),
      ("of-wide", {"c": N(2), "shape": (2, 4), "k": 1}))
+
+
+# ---------------------------------------------------------------- issue 29's sweep (table_sweep.py)
+case("sinc", *_unary(), ("near-zero", {"x": Fixed([0.0, 0.01, -0.03, 0.049, 0.051, 0.7])}))
+
+
+def Z(*shape):
+    """Normal with about half the elements exactly 0 (heaviside's x1)."""
+    return Spec(lambda rng: np.where(rng.random(shape) > 0.5, 0.0, rng.standard_normal(shape)),
+                f"Z{shape}")
+
+
+case("heaviside", *_binary(Z, N))
+case("copysign", *_binary(NZ, NZ))
+case("fmod", *_binary(NZ, lambda *s: U(0.3, 0.7, *s)))
+case("nan_to_num", ("finite", {"x": N(3, 4)}),
+     ("special", {"x": Fixed([1.0, np.nan, np.inf, -np.inf, -2.0]), "nan": N(), "posinf": N(5),
+                  "neginf": N()}))
+case("cross", ("same", {"a": N(4, 3), "b": N(4, 3)}), ("broadcast", {"a": N(3), "b": N(2, 3)}),
+     ("axis0", {"a": N(3, 2), "b": N(3, 2), "axis": 0}))
+case("kron", ("matrices", {"a": N(2, 3), "b": N(3, 2)}), ("vector-matrix", {"a": N(3), "b": N(2, 2)}),
+     ("3-d", {"a": N(2, 1, 2), "b": N(2, 2)}))
+case("kron_bar", ("first", {"c": N(6, 6), "other": N(3, 2), "shape": (2, 3), "which": 0}),
+     ("second", {"c": N(2, 6), "other": N(3), "shape": (2, 2), "which": 1}))
+case("ediff1d", ("vector", {"ary": N(5)}), ("matrix", {"ary": N(3, 2)}))
+_NAN = Fixed([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, np.nan, 1.5]])
+for _name in ("nansum", "nanmean", "nanmax", "nanmin"):
+    case(_name, *_reduce(), ("nan-all", {"x": _NAN}), ("nan-axis0", {"x": _NAN, "axis": 0}),
+         ("nan-axis1-keep", {"x": _NAN, "axis": 1, "keepdims": True}))
+case("polyval", ("matrix-x", {"p": N(4), "x": N(2, 3)}), ("scalar-x", {"p": N(3), "x": N()}),
+     ("constant-poly", {"p": N(1), "x": N(3)}))
+case("trapezoid", ("vector", {"y": N(5)}), ("axis0", {"y": N(4, 3), "axis": 0, "dx": P()}),
+     ("last-axis", {"y": N(2, 3, 4), "dx": 0.5}))
+case("convolve", ("longer-a", {"a": N(5), "v": N(3)}), ("longer-v", {"a": N(2), "v": N(4)}),
+     ("equal", {"a": N(3), "v": N(3)}), ("one", {"a": N(1), "v": N(3)}))
