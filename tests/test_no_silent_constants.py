@@ -360,3 +360,20 @@ def test_every_numpy_function_of_one_array_is_right_or_refused(sweep_module, x):
             right += 1
     assert not wrong and not crashed, "\n".join(wrong + crashed)
     assert checked > 100 and right > 60  # (the sweep reaches the table, not only refusals)
+
+
+def average_returned(x):
+    avg, total = np.average(x, weights=x ** 2 + 1.0, returned=True)
+    return avg * total
+
+
+def average_returned_plain(A):
+    avg, count = np.average(A, axis=0, returned=True)
+    return np.sum(avg * count)
+
+
+@pytest.mark.parametrize("fn, x", [(average_returned, x2), (average_returned_plain, A23)],
+                         ids=["weights", "no_weights"])
+def test_average_returned_gives_numpys_pair(fn, x):
+    assert_close(sg.jvp(fn, (x,), (np.ones_like(x),))[0], fn(x))
+    assert_close(sg.grad(fn)(x), numeric_grad(fn, [x], 0), rtol=1e-5, atol=1e-6)
