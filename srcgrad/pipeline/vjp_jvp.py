@@ -18,7 +18,7 @@ import numpy
 from srcgrad import arguments, backend, contexts
 from srcgrad.arguments import check_cotangents
 from srcgrad.codegen.loader import load_module
-from srcgrad.errors import CompileError, ProbeFailed, note_user_line
+from srcgrad.errors import CompileError, ProbeFailed
 from srcgrad.pipeline import modules
 from srcgrad.pipeline.modules import Compiled, _module, _programs, guard_value, mutation_allowed
 
@@ -361,10 +361,7 @@ def jvp(f, primals, tangents, has_aux: bool):
     compiled = compiled_jvp(fn, trees=trees if nested else None)
     target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
     impl = compiled.entry_at(p_leaves) if target is backend.NUMPY else compiled.entry_for(target)
-    try:
-        outs, touts = impl(*p_leaves, *t_leaves)
-    except Exception as err:  # an error of a generated line names the user's line too
-        raise note_user_line(err) from None
+    outs, touts = impl(*p_leaves, *t_leaves)
     tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
     if has_aux:
