@@ -59,8 +59,14 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        return self._call(args)
+
+    def _call(self, args, parts: bool = False):
+        """The Jacobian at `args`; with `parts`, (out tree, its leaves) before unflattening."""
         if isinstance(self.of, Jacobian) or isinstance(self.f, Jacobian):
             return self._of_jacobian(args)
+        if any(a.__class__ is not numpy.ndarray and pytree.is_node(a) for a in args):
+            return self._of_containers(args)
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
             transform = "jacobian" if self.of is None else "hessian"
@@ -87,7 +93,8 @@ class Jacobian:
             if self.of is not None:
                 self._check_scalar(args)
             tree, outs, blocks = jacobian_blocks(self.f, args, self.indices, mode)
-        return self._assemble(args, tree, outs, blocks)
+        leaves = self._assemble(args, outs, blocks)
+        return (tree, leaves) if parts else pytree.unflatten(tree, leaves)
 
     def _check_scalar(self, args):
         """A TypeError where a Hessian's function is not scalar at these argument shapes.
@@ -122,6 +129,42 @@ class Jacobian:
                                                                    set(inner.indices))))
         return nested_jacobian(inner, self.indices, self.single, args)
 
+    def _of_containers(self, args):
+        """This Jacobian where an argument is a tuple, list or dict (Note [Jacobians of
+        container arguments]): the Jacobian of a function of their leaves, regrouped."""
+        transform = "jacobian" if self.of is None else "hessian"
+        check_float_arguments(transform, self.of or self.f, args, self.indices)
+        leaves, trees = pytree.flatten_args(args)
+        flat = self.__dict__.setdefault("_flat", {}).get(trees)
+        if flat is None:
+            fn = self.of if self.of is not None else self.f
+            stand_in = _leaf_function(fn, trees, transform)
+            starts = numpy.cumsum([0] + [len(pytree.flatten(a)[0]) for a in args])
+            wrt = tuple(k for i in self.indices for k in range(starts[i], starts[i + 1]))
+            if self.of is not None:
+                api = sys.modules["srcgrad.api"]  # (above this module: it made this Hessian)
+                jac = Jacobian(api.grad(stand_in, wrt), wrt, False, "forward", self.chunk_size,
+                               of=stand_in, hooked_mode="reverse")
+            else:
+                jac = Jacobian(stand_in, wrt, False, self.mode, self.chunk_size)
+            flat = self._flat[trees] = (jac, starts)
+        jac, starts = flat
+        out_tree, out_leaves = jac._call(tuple(leaves), parts=True)  # noqa: SLF001 (its own class)
+        # one per output leaf: a block per differentiated leaf
+        regrouped = [self._group(blocks, trees, starts) for blocks in out_leaves]
+        if self.of is not None:  # a Hessian's outer level is its gradient's: regrouped too
+            return self._group(regrouped, trees, starts)
+        return pytree.unflatten(out_tree, regrouped)
+
+    def _group(self, values, trees, starts):
+        """`values` (one per leaf of the `wrt` arguments) nested like those arguments."""
+        per_arg, k = [], 0
+        for i in self.indices:
+            n = starts[i + 1] - starts[i]
+            per_arg.append(pytree.unflatten(trees[i], list(values[k:k + n])))
+            k += n
+        return per_arg[0] if self.single else tuple(per_arg)
+
     def _plan(self, args, mode):
         """The batched program for these argument shapes (None: one pass per seed)."""
         if any(pytree.is_node(a) for a in args):
@@ -141,14 +184,15 @@ class Jacobian:
         self.fallback_reason = self._reasons[key]
         return self._plans[key]
 
-    def _assemble(self, args, tree, outs, blocks):
-        """blocks[k][j]: the (out k size, arg j size) matrix; reshaped and nested like jax."""
+    def _assemble(self, args, outs, blocks):
+        """blocks[k][j]: the (out k size, arg j size) matrix; reshaped like jax's: the
+        leaves of the result, which nests them like f's output."""
         leaves = []
         for k, out in enumerate(outs):
             per_arg = tuple(blocks[k][j].reshape(numpy.shape(out) + numpy.shape(args[i]))
                             for j, i in enumerate(self.indices))
             leaves.append(per_arg[0] if self.single else per_arg)
-        return pytree.unflatten(tree, leaves)
+        return leaves
 
 
 # Seeds per pass when the caller names no chunk_size: as many as keep the per-chunk
@@ -484,4 +528,52 @@ def _contract(inner, g, n: int, k: int, path: str):
     ns = {"_fn": g, "_np": numpy, "__name__": getattr(g, "__module__", None) or "__main__"}
     exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
     made[n, k] = ns[name]
+    return ns[name]
+
+
+# Note [Jacobians of container arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The per-seed and batched code take arrays, one seed space per argument; a tuple, list
+# or dict argument (an IndexError in generated code before issue 28) is handled by a
+# stand-in function of its leaves, `def f_leaves(a0, a1_0, a1_1): return _fn(a0,
+# {'w': a1_0, 'b': a1_1})`, whose Jacobian (or Hessian) w.r.t. the leaves of the `wrt`
+# arguments is regrouped like JAX's: for each output leaf, each argument's block is
+# nested like the argument (a dict of out.shape + leaf.shape arrays). A Hessian's blocks
+# nest twice: its outer level is its gradient's, so H['w']['b'] is d2f / dw db. A
+# namedtuple or dataclass argument is refused (its fields would need a constructor).
+
+
+def _leaf_function(fn, trees, transform):
+    """The stand-in of `fn` taking the leaves of container arguments (the Note above)."""
+    params, calls = [], []
+    for j, tree in enumerate(trees):
+        names = iter(f"a{j}_{k}" for k in range(10 ** 6))
+
+        def build(t, names=names):
+            if t[0] == "leaf":
+                name = next(names)
+                params.append(name)
+                return name
+            if t[0] == "tuple":
+                return "(" + "".join(build(c) + ", " for c in t[1]) + ")"
+            if t[0] == "list":
+                return "[" + ", ".join(build(c) for c in t[1]) + "]"
+            if t[0] == "dict" and all(isinstance(key, (str, int)) for key in t[1]):
+                return "{" + ", ".join(f"{key!r}: {build(c)}" for key, c in zip(t[1], t[2])) + "}"
+            raise TypeError(f"{transform}: an argument holds a namedtuple, dataclass or a "
+                            "dict with keys other than str and int; pass its arrays as "
+                            "separate arguments, or in tuples, lists or dicts")
+
+        if tree == pytree.LEAF:
+            params.append(f"a{j}")
+            calls.append(f"a{j}")
+        else:
+            calls.append(build(tree))
+    base = getattr(inspect_unwrap(fn), "__name__", "f")
+    name = f"{base}_leaves" if f"{base}_leaves".isidentifier() else "_lambda_leaves"
+    text = f"def {name}({', '.join(params)}):\n    return _fn({', '.join(calls)})\n"
+    filename = f"<srcgrad leaves {name} {id(fn):x} {abs(hash(trees)):x}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    ns = {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
+    exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
     return ns[name]
