@@ -22,7 +22,14 @@ from srcgrad import arguments, contexts
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import compile_module, render_dispatcher  # not emit: a hit renders nothing else
 from srcgrad.digest import sha256
-from srcgrad.errors import CompileError, ProbeFailed, hide_internal_frames, note_user_line
+from srcgrad.errors import (
+    CompileError,
+    ProbeFailed,
+    at_user_call,
+    hide_internal_frames,
+    note_user_call,
+    note_user_line,
+)
 from srcgrad.pipeline import modules  # (no frontend, no IR: a disk-cache hit compiles nothing)
 
 
@@ -99,7 +106,7 @@ class _Dispatch:
         try:
             return self._miss(*args, **kwargs)
         except CompileError as err:  # the user's line, not the compiler's frames under it
-            raise hide_internal_frames(err) from None
+            raise hide_internal_frames(at_user_call(err, self.compiled.kind)) from None
 
     def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
@@ -132,6 +139,8 @@ class _Dispatch:
                 try:
                     return self.compiled.entry()(*args)
                 except Exception as err:
+                    if isinstance(err, TypeError):  # (a non-scalar output: the line that asked)
+                        note_user_call(err, self.compiled.kind)
                     raise note_user_line(err) from None
         if not contexts.SPECIAL_MODES[0]:  # (in one, every call comes here: Note [Modes the guards test])
             self._retarget(key, impl)
@@ -259,7 +268,10 @@ def vjp(f, *primals, has_aux=False):
                 return result
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
+    try:
+        return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
+    except CompileError as err:  # one naming no line (sg.vjp of a Jacobian): the user's call
+        raise hide_internal_frames(at_user_call(err, "vjp")) from None
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -272,7 +284,10 @@ def jvp(f, primals, tangents, *, has_aux=False):
     """
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    return vjp_jvp.jvp(f, primals, tangents, has_aux)
+    try:
+        return vjp_jvp.jvp(f, primals, tangents, has_aux)
+    except CompileError as err:  # one naming no line (sg.jvp of a Jacobian): the user's call
+        raise hide_internal_frames(at_user_call(err, "jvp")) from None
 
 
 
