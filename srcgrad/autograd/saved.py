@@ -34,7 +34,13 @@ def saved_value(node, j: int, as_tensor: bool, unpack: bool = True):
         operand = node._operands[i]
         return operand if isinstance(operand, Tensor) else raw
     if kind == "output":  # torch's SavedVariable of an output: no reference cycle
-        return Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
+        t = Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
+        versions = node._versions
+        if versions is not None and versions[j] is not None:
+            # torch's unpacked variable shares the saved tensor's version counter: after
+            # `y.exp_()`, `y.grad_fn._saved_result._version` is 1, as `y._version`
+            t._vc = versions[j][0]
+        return t
     if kind == "shape" or not isinstance(raw, numpy.ndarray):
         return raw  # a shape, a dtype, a Python number: facts, not tensors
     return Tensor._make(raw)
