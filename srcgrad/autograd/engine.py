@@ -470,6 +470,13 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
     return out
 
 
+# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
+# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
+# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
+# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused).
+ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint"})
+
+
 def node_backward(node, cts, create_graph) -> tuple:
     """The node's gradients, one per next edge (Note [One node per op])."""
     saved = node._saved
@@ -477,6 +484,10 @@ def node_backward(node, cts, create_graph) -> tuple:
         raise RuntimeError(SECOND_TIME)
     if node._kernel is None:  # a custom Function's node (srcgrad.autograd.custom)
         return node.run_backward(cts, create_graph)
+    if getattr(node._kernel, "rule", None) in ZERO_DERIVATIVE_ROWS:
+        zeros = numpy.zeros_like(_arr(cts[0]))
+        return tuple(None if e is None else Tensor._make(zeros) if create_graph else zeros
+                     for e in node._next)
     if node._nout > 1 and any(c is None for c in cts):  # kernels read every cotangent
         cts = [numpy.zeros(s, d) if c is None else c for c, (s, d) in zip(cts, node._meta_out)]
     if create_graph:

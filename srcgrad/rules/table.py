@@ -989,3 +989,6 @@ defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect
 defrule("tape_pop", "tape", "tape.pop()", nondiff=True, effect=True)
 defrule("tape_len", "tape", "len(tape)", nondiff=True, static_out=True)
 defrule("tape_copy", "tape", "list(tape)", nondiff=True)  # in the backward: not static_out
+
+# The eager runtime's torch rows (Note [Eager rows at kinks and poles]); no targets.
+from srcgrad.rules import torch_rows  # noqa: E402,F401
