@@ -91,3 +91,127 @@ def test_is_inference_after_inplace_ops():
         inference.add_(1)
         normal.add_(1)
     assert inference.is_inference() and not normal.is_inference()  # observed in torch 2.14.1
+
+
+# ---------------------------------------------------------------- saved-tensor hooks that change values
+def _hooked_cube(hooks_in_backward: bool):
+    seen = []
+
+    def pack(x):
+        seen.append(("pack", x.tolist()))
+        return 2 * x
+
+    def unpack(x):
+        seen.append(("unpack", x.tolist()))
+        return x
+
+    a = _t([1.0, 2.0], True)
+    with saved_tensors_hooks(pack, unpack):
+        y = a ** 3
+        if hooks_in_backward:
+            (g,) = sg.autograd.grad(y.sum(), a, create_graph=True)
+            g.sum().backward()
+    if not hooks_in_backward:
+        (g,) = sg.autograd.grad(y.sum(), a, create_graph=True)
+        g.sum().backward()
+    return g.tolist(), a.grad.tolist(), seen
+
+
+def test_value_changing_pack_hook_around_a_double_backward():
+    # observed in torch 2.14.1: pow saves a ([1, 2]); the create_graph backward
+    # `grad * (3 * self.pow(2))` saves the unpacked self ([2, 4]) and grad ([1, 1]); the
+    # gradient through an unpacked tensor reaches `a` itself, not the hook's `2 * x`
+    first, grad, seen = _hooked_cube(hooks_in_backward=True)
+    assert first == [12.0, 48.0]
+    assert grad == [48.0, 96.0]
+    assert seen == [("pack", [1.0, 2.0]), ("unpack", [2.0, 4.0]), ("pack", [2.0, 4.0]),
+                    ("pack", [1.0, 1.0]), ("unpack", [2.0, 2.0]), ("unpack", [4.0, 8.0])]
+
+
+def test_value_changing_pack_hook_in_the_forward_only():
+    first, grad, seen = _hooked_cube(hooks_in_backward=False)
+    # observed in torch 2.14.1
+    assert (first, grad) == ([12.0, 48.0], [12.0, 24.0])
+    assert seen == [("pack", [1.0, 2.0]), ("unpack", [2.0, 4.0])]
+
+
+# ---------------------------------------------------------------- forward AD, in-place on views
+def _dual(values, tangent):
+    from srcgrad.autograd import forward_ad as fw
+
+    return fw.make_dual(_t(values), _t(tangent))
+
+
+def _tangent(t):
+    from srcgrad.autograd import forward_ad as fw
+
+    tangent = fw.unpack_dual(t).tangent
+    return None if tangent is None else tangent.tolist()
+
+
+def _no_grad_view_of_dual():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    with sg.no_grad():
+        v = p[:2]
+    v.mul_(_dual([3.0, 3.0], [5.0, 5.0]))
+    return _tangent(v), _tangent(p)
+
+
+def _detached_view_of_dual():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    v = p.detach()[:2]
+    v.mul_(_dual([3.0, 3.0], [5.0, 5.0]))
+    return _tangent(v), _tangent(p)
+
+
+def _view_of_detached_plain():
+    b = _t([1.0, 2.0, 3.0])
+    d = b.detach()
+    v = d[:2]
+    v.mul_(_dual([3.0, 3.0], [5.0, 5.0]))
+    return _tangent(v), _tangent(d), _tangent(b)
+
+
+def _no_grad_view_of_plain_then_more():
+    b = _t([1.0, 2.0, 3.0])
+    with sg.no_grad():
+        v = b[:2]
+    v.add_(_dual([1.0, 1.0], [2.0, 3.0]))
+    v.mul_(2.0)
+    return _tangent(v), _tangent(b)
+
+
+def _detached_view_unary():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    v = p.detach()[:2]
+    v.exp_()
+    return _tangent(v), _tangent(p)
+
+
+def _no_grad_view_copy():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    with sg.no_grad():
+        v = p[:2]
+    v.copy_(_t([5.0, 5.0]))
+    return _tangent(v), _tangent(p)
+
+
+_FORWARD_INPLACE = {  # observed in torch 2.14.1
+    "no_grad view of a dual": (_no_grad_view_of_dual, ([8.0, 13.0], [8.0, 13.0, 1.0])),
+    "detached view of a dual": (_detached_view_of_dual, ([5.0, 10.0], [1.0, 1.0, 1.0])),
+    "view of a detached plain tensor": (_view_of_detached_plain,
+                                        ([5.0, 10.0], [5.0, 10.0, 0.0], None)),
+    "no_grad view, add_ then mul_": (_no_grad_view_of_plain_then_more,
+                                     ([4.0, 6.0], [4.0, 6.0, 0.0])),
+    "detached view, exp_": (_detached_view_unary, (None, [1.0, 1.0, 1.0])),
+    "no_grad view, copy_": (_no_grad_view_copy, ([0.0, 0.0], [0.0, 0.0, 1.0])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FORWARD_INPLACE))
+def test_forward_ad_inplace_on_non_differentiable_views(case):
+    from srcgrad.autograd import forward_ad as fw
+
+    run, expected = _FORWARD_INPLACE[case]
+    with fw.dual_level():
+        assert run() == expected
