@@ -198,7 +198,9 @@ class Tensor:
         """A new leaf over the same array and version counter, not requiring grad. Not a
         view (torch: a non-differentiable view): `_base` is None, writes through it bump
         the shared counter and change no graph."""
-        return Tensor._make(self._data, vc=self._vc)
+        t = Tensor._make(self._data, vc=self._vc)
+        t._inference = self._inference  # an alias of an inference tensor is one (torch)
+        return t
 
     def detach_(self):
         if self._base is not None:
@@ -216,7 +218,9 @@ class Tensor:
     @property
     def data(self):
         """A detached alias whose in-place changes do not bump the version counter."""
-        return Tensor._make(self._data)
+        t = Tensor._make(self._data)
+        t._inference = self._inference
+        return t
 
     @data.setter
     def data(self, value):
@@ -326,6 +330,7 @@ def share_storage(view, source, multi=None) -> None:
     import weakref
 
     view._vc = source._vc
+    view._inference = source._inference  # torch: a view is an inference tensor iff its base is
     base = source._base if source._base is not None else source
     view._base = base
     views = base._views

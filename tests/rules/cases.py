@@ -291,6 +291,25 @@ case("clip",
      ("max-only", {"x": N(5), "a_min": None, "a_max": U(0.0, 0.5, 5)}),
      ("scalar-x", {"x": N(), "a_min": U(-1.0, -0.2, 3), "a_max": 1.5}))
 
+# The eager runtime's torch rows (srcgrad/rules/torch_rows.py): the same cases as the
+# rows they stand in for, away from the kinks (tests/autograd/test_kinks_vs_torch.py
+# holds torch's values at them).
+case("torch_power", *_binary(P, N))
+case("torch_power_scalar", ("int", {"x": N(3, 4), "y": 3}), ("float", {"x": P(3, 4), "y": 2.5}),
+     ("negative-int", {"x": NZ(5), "y": -2}), ("zero", {"x": N(4), "y": 0}))
+case("torch_arctan2", *_binary(NZ, NZ))
+case("torch_hypot", *_binary(NZ, NZ))
+case("torch_clip",
+     ("arrays", {"x": N(3, 4), "a_min": U(-1.0, -0.2, 4), "a_max": U(0.2, 1.0, 3, 1)}),
+     ("min-only", {"x": N(3, 4), "a_min": U(-0.5, 0.0), "a_max": None}),
+     ("max-only", {"x": N(5), "a_min": None, "a_max": U(0.0, 0.5, 5)}),
+     ("scalar-x", {"x": N(), "a_min": U(-1.0, -0.2, 3), "a_max": U(1.2, 1.5, 3)}))
+case("torch_clamp_scalar",
+     ("both", {"x": N(3, 4), "a_min": -0.5, "a_max": 0.5}),
+     ("min-only", {"x": N(3, 4), "a_min": -0.25, "a_max": None}),
+     ("max-only", {"x": N(5), "a_min": None, "a_max": 0.25}))
+case("torch_sigmoid", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
+
 # ---------------------------------------------------------------- not differentiable
 for _name in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
               "logical_not"):
