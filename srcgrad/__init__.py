@@ -179,12 +179,13 @@ _HOMES = {
                      "from_numpy"], "srcgrad.autograd.tensor"),
 }
 
-__all__ = [*_HOMES, "autograd", "__version__"]
+_SUBPACKAGES = ("autograd", "optim")  # (imported on first use too)
+__all__ = [*_HOMES, *_SUBPACKAGES, "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "autograd":
-        value = importlib.import_module("srcgrad.autograd")
+    if name in _SUBPACKAGES:
+        value = importlib.import_module("srcgrad." + name)
     elif name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
     else:
