@@ -179,7 +179,7 @@ _HOMES = {
                      "from_numpy"], "srcgrad.autograd.tensor"),
 }
 
-_SUBPACKAGES = ("autograd", "optim")  # (imported on first use too)
+_SUBPACKAGES = ("autograd", "optim", "nn")  # (imported on first use too)
 __all__ = [*_HOMES, *_SUBPACKAGES, "__version__"]
 
 
