@@ -15,6 +15,7 @@ import warnings
 
 import numpy
 
+from srcgrad.autograd import torch_methods
 from srcgrad.autograd.function import Function
 from srcgrad.autograd.tensor import _RNG, Tensor
 
@@ -103,44 +104,16 @@ def softplus(input, beta=1.0, threshold=20.0):
     return numpy.where(scaled._data > threshold, input, soft)
 
 
-def _softmax_dim(ndim: int, name: str) -> int:
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def _shift(input, dim):
-    """The largest entry along `dim`, a constant (a finite stand-in where it is not)."""
-    m = numpy.max(input._data, axis=dim, keepdims=True) if input._data.ndim else input._data
-    return Tensor._make(numpy.where(numpy.isfinite(m), m, 0).astype(input._data.dtype))
-
-
 def logsumexp(input, dim, keepdim=False):
-    dims = tuple(dim) if isinstance(dim, (list, tuple)) else dim
-    m = _shift(input, dims)
-    out = (input - m).exp().sum(dims, keepdim=True).log() + m
-    return out if keepdim or input._data.ndim == 0 else out.squeeze(dims)
+    return torch_methods.logsumexp(input, dim, keepdim)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    if dim is None:
-        dim = _softmax_dim(input.ndim, "softmax")
-    if input._data.ndim == 0:
-        return (input - input).exp()
-    e = (input - _shift(input, dim)).exp()
-    return e / e.sum(dim, keepdim=True)
+    return torch_methods.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    if dim is None:
-        dim = _softmax_dim(input.ndim, "log_softmax")
-    if input._data.ndim == 0:
-        return input - input
-    return input - logsumexp(input, dim, keepdim=True)
+    return torch_methods.log_softmax(input, dim, dtype)
 
 
 # ---------------------------------------------------------------- losses
