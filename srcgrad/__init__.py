@@ -194,7 +194,7 @@ _HOMES = {
     ).split(), "srcgrad.autograd.namespace"),
 }
 
-_SUBPACKAGES = ("autograd", "optim", "nn")  # (imported on first use too)
+_SUBPACKAGES = ("autograd", "optim", "nn", "utils")  # (imported on first use too)
 __all__ = [*_HOMES, *_SUBPACKAGES, "__version__"]
 
 
