@@ -154,7 +154,7 @@ _METHOD_FUNCTIONS = (
     "median var_mean std_mean flip roll tril triu norm reshape flatten squeeze unsqueeze permute "
     "transpose t narrow select split split_with_sizes chunk unbind movedim "
     "isnan isinf isfinite logical_not lt le gt ge eq ne scatter scatter_add index_add lerp "
-    "addcmul addcdiv nonzero clone detach trace"
+    "addcmul addcdiv nonzero clone detach trace scatter_reduce"
 ).split()
 _NO_OUT = {"split", "split_with_sizes", "chunk", "unbind", "reshape", "flatten", "squeeze",
            "unsqueeze", "permute", "transpose", "t", "narrow", "select", "detach", "movedim",

@@ -50,6 +50,28 @@ def index_select(self, dim, index):
     return apply("take", {"axis": dim}, dim, (self, idx.reshape(-1)), "IndexSelectBackward0")
 
 
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """torch's scatter_reduce for reduce="sum" and "mean": scatter_add onto self (its
+    scattered positions zeroed first without include_self), "mean" divided by how many
+    values met at each position. "prod", "amax", "amin" are refused, not approximated."""
+    if reduce not in ("sum", "mean"):
+        if reduce in ("prod", "amax", "amin"):
+            raise NotImplementedError(f"srcgrad: scatter_reduce(reduce={reduce!r}) is not "
+                                      "supported yet (reduce='sum' and 'mean' are)")
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    from srcgrad.autograd.inplace import _scatter_index
+
+    counts = numpy.zeros(self._data.shape, self._data.dtype)
+    numpy.add.at(counts, _scatter_index(dim, _index(index)), 1)
+    base = self if include_self else self.masked_fill(counts > 0, 0.0)
+    total = base.scatter_add(dim, index, src)
+    if reduce == "sum":
+        return total
+    denominator = counts + (1 if include_self else 0)
+    return total / Tensor._make(numpy.where(denominator == 0, 1, denominator))
+
+
 def _shift(x, dim):
     """The largest entry along `dim`, a constant (0 where it is not finite)."""
     m = numpy.max(x._data, axis=dim, keepdims=True) if x._data.ndim else x._data
@@ -248,7 +270,8 @@ def element_size(self) -> int:
 
 
 _INSTALL = dict(
-    gather=gather, index_select=index_select, softmax=softmax, log_softmax=log_softmax,
+    gather=gather, index_select=index_select, scatter_reduce=scatter_reduce, softmax=softmax,
+    log_softmax=log_softmax,
     logsumexp=logsumexp, topk=topk, median=median, var_mean=var_mean, std_mean=std_mean,
     argmax=argmax, argmin=argmin, roll=roll, split_with_sizes=split_with_sizes, tril=tril,
     triu=triu, movedim=movedim, masked_select=masked_select, nonzero=nonzero, new_zeros=new_zeros,

@@ -7,10 +7,12 @@ import numpy as np
 X = np.sin(np.arange(12.0).reshape(3, 4) * 1.7) * 2
 Y = np.cos(np.arange(12.0).reshape(3, 4) * 0.9)
 IDX = np.array([[0, 3], [2, 2], [1, 0]])
+SIDX = np.array([[0, 0, 2], [1, 3, 1], [2, 2, 2]])
 
 
 def cases(t):
     idx = t.tensor(IDX)
+    sidx = t.tensor(SIDX)  # repeated positions
     return {
         "cat1": lambda x, y: t.cat([x, y], dim=1),
         "cat0": lambda x, y: t.cat((x, y * 2)),
@@ -32,6 +34,10 @@ def cases(t):
         "gather_method": lambda x, y: x.gather(0, t.tensor([[2, 0, 1, 1], [0, 0, 2, 1]])),
         "scatter_add": lambda x, y: t.scatter_add(x, 1, idx, y[:, :2]),
         "scatter": lambda x, y: t.scatter(x, 1, t.tensor([[0, 3], [2, 1], [1, 0]]), y[:, 1:3]),
+        "scatter_reduce_sum": lambda x, y: t.scatter_reduce(x, 1, sidx, y[:, :3], "sum"),
+        "scatter_reduce_mean_excl": lambda x, y: x.scatter_reduce(1, sidx, y[:, :3], "mean",
+                                                                  include_self=False),
+        "scatter_reduce_mean": lambda x, y: t.scatter_reduce(x, 1, sidx, y[:, :3], reduce="mean"),
         "index_select": lambda x, y: t.index_select(x, 1, t.tensor([3, 0, 3])),
         "masked_fill": lambda x, y: t.masked_fill(x, y > 0.2, -1.0),
         "var": lambda x, y: t.var(x, dim=1),

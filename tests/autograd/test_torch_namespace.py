@@ -43,7 +43,8 @@ def test_same_program_as_torch(name):
 
 
 @pytest.mark.parametrize("name", ["logsumexp", "softmax", "gather", "scatter_add", "scatter",
-                                  "index_select", "var_mean", "topk", "median_dim", "roll_dims",
+                                  "index_select", "scatter_reduce_mean_excl", "var_mean", "topk",
+                                  "median_dim", "roll_dims",
                                   "einsum_list", "cat0", "where", "masked_select"])
 def test_gradcheck_first_and_second_order(name):
     x = sg.tensor(observe.X + 0.05, requires_grad=True)  # (X[0, 0] is 0: where's kink)
@@ -111,6 +112,12 @@ def test_randint_signatures():
     assert set(b.tolist()) == {5, 6}
 
 
+def test_scatter_reduce_refuses_the_reductions_it_lacks():
+    x = sg.ones(3, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="scatter_reduce.reduce='amax'. is not supported"):
+        x.scatter_reduce(0, sg.tensor([0, 0]), sg.ones(2), "amax")
+
+
 def test_where_condition_only_and_non_boolean_condition():
     x = sg.tensor([0.0, 1.5, 0.0, 2.0])
     (i,) = sg.where(x != 0)
@@ -124,3 +131,11 @@ def test_softmax_without_dim_warns_as_torch():
         warnings.simplefilter("always")
         sg.nn.functional.softmax(sg.ones(2, 3))
     assert "Implicit dimension choice for softmax has been deprecated" in str(w[0].message)
+
+
+def test_every_namespace_function_is_a_public_name_of_sg():
+    import srcgrad.autograd.namespace as namespace
+
+    missing = set(namespace.__all__) - set(dir(sg))
+    assert not missing, f"add {sorted(missing)} to srcgrad/__init__.py's torch namespace names"
+    assert sg.gather is namespace.gather and sg.float64 is namespace.float64
