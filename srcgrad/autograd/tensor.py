@@ -304,10 +304,16 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self):
-        return float(self._data)
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self._data)
+        return int(self._scalar())
+
+    def _scalar(self):
+        """The one element (torch converts any one-element tensor; NumPy 2 only 0-d)."""
+        if self._data.size != 1:
+            raise RuntimeError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
 
     def __index__(self):
         return self._data.__index__()
@@ -501,7 +507,9 @@ def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device="
     if end is None:
         start, end = 0, start
     probe = numpy.arange(start, end, step)
-    return _leaf(probe.astype(_dtype_of(probe, dtype)), requires_grad)
+    if dtype is None:  # torch: float bounds give the default dtype, int bounds int64
+        dtype = DEFAULT_FLOAT if probe.dtype.kind == "f" else numpy.dtype(numpy.int64)
+    return _leaf(probe.astype(dtype), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, requires_grad=False, device="cpu") -> Tensor:
