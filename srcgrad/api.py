@@ -103,7 +103,10 @@ class _Dispatch:
 
     def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
-            bound = self.signature.bind(*args, **kwargs)
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as err:  # name the function and what it takes
+                raise arguments.call_error(self.compiled.kind, self.fn, args, kwargs, err) from None
             bound.apply_defaults()
             args = bound.args
         arguments.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)

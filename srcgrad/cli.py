@@ -1,7 +1,7 @@
 """The `srcgrad` command line.
 
     srcgrad emit FILE.py:FUNC [--wrt x,W] [--mode reverse|forward|both] [--no-optimize] [--ir] [-o OUT.py]
-    srcgrad check FILE.py:FUNC --args "(3,4), (4,)"
+    srcgrad check FILE.py:FUNC --args "(3,4), (4,)" [--mode reverse|forward|both]
     srcgrad graph FILE.py:FUNC [--mode reverse|forward] [--wrt x,W] [--format dot|svg|png] [-o OUT]
     srcgrad cache {info,clear}
     srcgrad --version
@@ -295,7 +295,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"--args gives {len(items)} shapes but {func.__name__}() takes "
                          f"{len(params)} arguments ({', '.join(params)})")
     try:
-        ok, report = check_cli(func, items)
+        modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
+        ok, report = check_cli(func, items, **({} if args.mode == "both" else {"modes": modes}))
     except CompileError:
         raise
     except Exception as err:  # the user's function fails at these shapes
@@ -482,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='one per argument: a shape for a random float64 array, e.g. '
                         '"(3,4), (4,), ()", or a number passed as it is (an int is not '
                         'differentiated)')
+    c.add_argument("--mode", choices=("reverse", "forward", "both"), default="both",
+                   help="which Jacobians to check against finite differences (default: both)")
     c.set_defaults(run=cmd_check)
 
     g = sub.add_parser("graph", help="the IR graph of FUNC (or of its derivative) as Graphviz DOT")

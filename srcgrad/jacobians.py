@@ -19,7 +19,7 @@ import threading
 import numpy
 
 from srcgrad import backend
-from srcgrad.arguments import check_float_arguments
+from srcgrad.arguments import check_arity, check_float_arguments
 from srcgrad.errors import CompileError
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.batch import Unbatchable
@@ -55,6 +55,8 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        # names the user's function (not the gradient a Hessian is the Jacobian of)
+        check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
             transform = "jacobian" if self.of is None else "hessian"
