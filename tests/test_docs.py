@@ -97,3 +97,20 @@ def test_the_readmes_30_second_output_is_what_it_prints(tmp_path, monkeypatch, c
     runpy.run_path(str(tmp_path / "readme.py"), run_name="__main__")
     printed = capsys.readouterr().out
     assert printed[printed.index("def grad_loss"):].strip() == shown.strip()
+
+
+def test_the_docs_build_as_a_site_with_every_page_in_nav(tmp_path):
+    config = (ROOT / "mkdocs.yml").read_text()
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f": {page.name}\n" in config, f"{page.name} is not in mkdocs.yml's nav"
+    assert "docs = [\"mkdocs" in (ROOT / "pyproject.toml").read_text()  # the `docs` extra
+    if (ROOT / ".ci" / "run").exists():  # (not in an sdist)
+        assert "mkdocs build --strict" in (ROOT / ".ci" / "run").read_text()
+    pytest.importorskip("mkdocs")  # (the `docs` extra; .ci/run installs it)
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()
