@@ -16,6 +16,10 @@ import-free helper `_record` (a namedtuple through its class, a dataclass made w
 arguments a parameter the body reads as a container (`params['W1']`, `p.w`) is refused
 with the `--args` to pass, never emitted as an array.
 
+A constant sg.grad binds as a module global (a folded `np.zeros(3)` a nested function
+writes into, a global array) is written as a literal assignment (`_const0 =
+numpy.asarray([...], dtype=numpy.float64)`); a constant with no literal form is refused.
+
 A function whose shape-generic code sg.grad cannot compile but whose variant for its
 first call's shapes it can (`u[0] = u[1]` on a 1-D `u`: `u[1]` is then a scalar, not a
 view of `u`) is emitted as that variant when example arguments are given, with a check
@@ -142,8 +146,7 @@ def _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args)
         sources.extend(program.sources)
         constants.update(program.constants)
     if constants:
-        raise ValueError(f"{fs.name} uses constants that have no literal form "
-                         f"({', '.join(constants)}); emit cannot write them into a module")
+        extra.append(_constant_lines(fs, constants))
     text = emit.render_module(extra + sources, version=VERSION,
                               origin=f"{short_path(fs.filename)}:{fs.name}",
                               key="standalone", helpers=emit.helpers_used(sources), standalone=True,
@@ -236,3 +239,23 @@ def _wrapper(func, name: str, impl: str, trees, wrt, single, args) -> str:
         '    nested as the arguments are."""',
         f"    _g = {impl}({', '.join(reads)})",
         f"    return {result}"])
+
+
+def _constant_lines(fs, constants: dict) -> str:
+    """Module-level assignments re-creating the arrays sg.grad binds as globals (a
+    folded `np.zeros(3)`, a global array), from their values: `float.__repr__` and
+    `int.__repr__` read back exactly. Other objects have no such form: refused."""
+    import numpy
+
+    lines = ["# the constants the code reads, as the values sg.grad binds"]
+    for name, value in constants.items():
+        if isinstance(value, (numpy.ndarray, numpy.generic)) and value.dtype.kind in "biuf" \
+                and value.size <= 100_000:
+            data = repr(numpy.asarray(value).tolist())
+            made = f"numpy.asarray({data}, dtype=numpy.{value.dtype.name})"
+            lines.append(f"{name} = {made}" if isinstance(value, numpy.ndarray) else
+                         f"{name} = {made}[()]")  # a NumPy scalar, not a 0-d array
+            continue
+        raise ValueError(f"{fs.name} uses a constant that has no literal form ({name}: "
+                         f"{type(value).__name__}); emit cannot write it into a module")
+    return "\n".join(lines)
