@@ -110,7 +110,10 @@ class _Dispatch:
 
     def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
-            bound = self.signature.bind(*args, **kwargs)
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as err:  # name the function and what it takes
+                raise arguments.call_error(self.compiled.kind, self.fn, args, kwargs, err) from None
             bound.apply_defaults()
             args = bound.args
         arguments.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
@@ -362,15 +365,19 @@ def cache_clear() -> None:
     default_cache().clear()
 
 
-def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="numpy") -> str:
+def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="numpy", args=None) -> str:
     """A module that runs without srcgrad: `grad_<func>` (mode "reverse"), `<func>_jvp`
     ("forward") or both (for `srcgrad emit`). `wrt` defaults to every argument.
-    `backend`: the namespace it imports, "numpy", "cupy" or "array-api"."""
+    `backend`: the namespace it imports, "numpy", "cupy" or "array-api". `args`: example
+    arguments, which give dict, list, tuple and record arguments their structure
+    (Note [Emitted container arguments] in srcgrad.pipeline.standalone)."""
     if wrt is None:
         indices, single = tuple(range(len(inspect.signature(func).parameters))), False
     else:
-        indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
+        if isinstance(wrt, (tuple, list)):  # `--wrt x`, one name: its gradient bare
+            wrt = tuple(wrt) if len(wrt) > 1 else wrt[0]
+        indices, single = _normalize_wrt(func, wrt)  # an int or a name, as sg.grad reads it
     from srcgrad.pipeline.standalone import standalone_module  # (`srcgrad emit`'s only)
 
-    return standalone_module(func, indices, single, mode, optimize, namespace=backend)
+    return standalone_module(func, indices, single, mode, optimize, namespace=backend, args=args)
 

@@ -21,7 +21,7 @@ import threading
 import numpy
 
 from srcgrad import backend
-from srcgrad.arguments import check_float_arguments
+from srcgrad.arguments import check_arity, check_float_arguments
 from srcgrad.errors import CompileError, at_user_call, note_user_call
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.batch import Unbatchable
@@ -59,6 +59,8 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        # names the user's function (not the gradient a Hessian is the Jacobian of)
+        check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
         return self._call(args)
 
     def _call(self, args, parts: bool = False):

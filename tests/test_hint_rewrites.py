@@ -1506,6 +1506,8 @@ PASSED_ON = "raises with the hint of the site that made it (tested in that site'
 ASYNC = "valid only inside an `async def`, which is refused first (the nested_async row)"
 NOT_YET = "refuses valid code and has no hint yet: no rewrite known to compile (issue 11)"
 
+BOUND = ("its rewrite differentiates another callable (`sg.grad(Model.loss, wrt=1)(model, x)`), "
+         "which a row's trigger does not express; tests/test_newcomer_errors.py checks the text")
 EXEMPT = {
     ("frontend/numpy_forms.py", "with a traced axis, returned or keepdims"): NOT_YET,
     ("frontend/numpy_forms.py", "whose ranks are not known when compiling"):
@@ -1516,6 +1518,8 @@ EXEMPT = {
     ("frontend/numpy_forms.py", "of a value that is not an array"): WRONG,
     ("ir/expand.py", "indexing the object `{}` with a traced value"):
         "internal: formulas index no objects; the tracer's override (numpy_forms) is the user's",
+    ("frontend/trace.py", "is the {} object the method `{}` is bound to"): BOUND,
+    ("frontend/trace.py", "compiled code reads the argument `{}` as an array, and an array"): BOUND,
     ("frontend/classes.py", "Implementing both 'backward' and 'vjp'"): TORCH,
     ("frontend/classes.py", "You must implement the forward function"): TORCH,
     ("frontend/function.py", "Function's jvp returned a gradient at position"): TORCH,

@@ -20,7 +20,7 @@ from srcgrad.arguments import bound_args
 from srcgrad.codegen import loader
 from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
-from srcgrad.errors import ProbeFailed
+from srcgrad.errors import ORIGINS, ProbeFailed
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
@@ -120,7 +120,7 @@ class Compiled:
         key = self.cache_key(self.options(shapes))
         # a disk hit's out tree: traced as the variant was (container arguments: their leaves),
         # with its shape facts (Note [Shape facts] in srcgrad.frontend.trace)
-        example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
+        example = tuple(args) if self.arg_trees else bound_args(self.fn, args, self.kind)
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
         if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
@@ -270,6 +270,7 @@ class Compiled:
         namespace = {**backend.module_globals(target, None if reads is None else reads - constants.keys()),
                      **constants}
         ns = load_module(source, filename, namespace, code)
+        ORIGINS[filename] = getattr(getattr(self.fn, "__code__", None), "co_filename", None)
         self.module_source, self.out_tree = source, out_tree
         if key:
             _MEMORY[key] = (ns, source, out_tree)
