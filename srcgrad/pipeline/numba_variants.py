@@ -265,7 +265,8 @@ def _replace(out, path, cls):
 # `stack_bar(c, [a, b], 0)` as `(c[0], c[1])`; `range(n)[::-1]` is `range(n - 1, -1, -1)`;
 # `xp.stack([a, b])` is `xp.array([a, b])` (numba's stack takes arrays only, NumPy's array
 # makes the same of numbers and of equal-shaped arrays); a scatter's newaxis items are
-# dropped from the index and their axes (index 0) from the value written.
+# dropped from the index and their axes (index 0) from the value written; `x.sum(axis=k,
+# keepdims=True)` (k an int) is `xp.expand_dims(x.sum(axis=k), k)` (numba's has no keepdims).
 # Any other call stays, numba refuses it, and the variant runs NumPy's code
 # (Note [The numba backend]). The first call's check compares the result with NumPy's
 # (a float32 `x` scattered into float64 zeros is a dtype that differs: NumPy's code).
@@ -308,6 +309,12 @@ def _newaxis_dropped(v, index):
     items = [ast.Constant(0) if _is_none(e) else ast.parse("slice(None)", mode="eval").body
              for e in index.elts if _is_none(e) or isinstance(e, ast.Call)]
     return ast.Subscript(v, ast.Tuple(items, ast.Load()), ast.Load())
+
+
+def _is_int_constant(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _is_none(node) -> bool:
@@ -353,6 +360,13 @@ class _ForNumba(ast.NodeTransformer):
                 and not node.keywords):  # numba's stack takes no numbers: array's does
             node.func.attr = "array"
             return node
+        kw = {k.arg: k.value for k in node.keywords}
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and not node.args
+                and kw.keys() == {"axis", "keepdims"} and _is_int_constant(kw["axis"])
+                and isinstance(kw["keepdims"], ast.Constant) and kw["keepdims"].value is True):
+            node.keywords = [k for k in node.keywords if k.arg == "axis"]  # numba: no keepdims
+            return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "expand_dims", ast.Load()),
+                            [node, kw["axis"]], [])
         if _helper_call(node, "setitem_bar", 2) and _is_basic(node.args[1]):
             return ast.Subscript(node.args[0], node.args[1], ast.Load())
         if (_helper_call(node, "stack_bar", 3) and isinstance(node.args[1], ast.List)

@@ -146,6 +146,7 @@ def test_helpers_written_out_for_numba():
         "    e = setitem_bar(c, -1)",
         "    p, q = stack_bar(c, [a, b], 0)",
         "    s = xp.stack([p, q])",
+        "    k = c.sum(axis=-1, keepdims=True)",
         "    for i in range(n)[::-1]:",
         "        pass",
         "    return a"])
@@ -155,6 +156,7 @@ def test_helpers_written_out_for_numba():
     assert "d = scatter_index(c, (4,), idx)" in out
     assert "e = c[-1]" in out and "p, q = (c[0], c[1])" in out and "xp.array([p, q])" in out
     assert "range(n - 1, -1, -1)" in out
+    assert "k = xp.expand_dims(c.sum(axis=-1), -1)" in out
 
 
 def test_a_scatter_numba_writes_out_equals_numpys():
