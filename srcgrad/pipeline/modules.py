@@ -138,7 +138,8 @@ class Compiled:
             from srcgrad.codegen import emit
 
             with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
-                return self._generate(self.parsed(), key or "uncached", example)
+                source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
+            return numba_variants.rewritten(source), constants, out_tree
         rendered = self._entries(self._load(key, generate, example=example))
         with COMPILING:
             return numba_variants.variant(self, rendered, example, fallback=self._entries(ns))

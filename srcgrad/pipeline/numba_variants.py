@@ -33,6 +33,7 @@ bound at load) is compiled without numba's cache.
 
 from __future__ import annotations
 
+import ast
 import copy
 import os
 import sys
@@ -109,10 +110,8 @@ def variant(compiled, rendered, args, fallback):
         note(compiled, args, "numpy", f"numba could not compile it: {_first_line(err)}")
         return impl
     try:
-        copies = _copies(args)
-        start = time.perf_counter()
-        want = impl(*copies)
-        numpy_time = time.perf_counter() - start
+        want = impl(*_copies(args))
+        numpy_time = _best_of_two(impl, args)
     except Exception:  # noqa: BLE001 - NumPy's code raises: the real call says why, from it
         note(compiled, args, "numpy", "the NumPy code raised on the first call's arguments")
         return impl
@@ -120,10 +119,7 @@ def variant(compiled, rendered, args, fallback):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = jitted(*_copies(args))
-            copies = _copies(args)
-            start = time.perf_counter()
-            jitted(*copies)
-            numba_time = time.perf_counter() - start
+            numba_time = _best_of_two(jitted, args)
     except Exception as err:  # noqa: BLE001
         note(compiled, args, "numpy", f"numba's code raised where NumPy's did not: {_first_line(err)}")
         return impl
@@ -163,6 +159,18 @@ def _in_named_module(impl):
     module.__dict__.update({k: v for k, v in impl.__globals__.items() if not k.startswith("__")})
     return types.FunctionType(impl.__code__, module.__dict__, impl.__name__, impl.__defaults__,
                               impl.__closure__)
+
+
+def _best_of_two(fn, args) -> float:
+    """The better of two timed runs on copies (the first run of a fresh buffer's pages counts
+    against whichever runs first)."""
+    best = float("inf")
+    for _ in range(2):
+        copies = _copies(args)
+        start = time.perf_counter()
+        fn(*copies)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def _unsupported_argument(args) -> str:
@@ -245,3 +253,136 @@ def _replace(out, path, cls):
         return cls(out)
     i = path[0]
     return (*out[:i], _replace(out[i], path[1:], cls), *out[i + 1:])
+
+
+# Note [Rewrites for numba]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# numba types none of the rule helpers (they ask for the array namespace, take any index)
+# and no slice of a `range`. Where a helper's index is a literal basic index (ints and
+# `slice(...)` of int constants: no array, no newaxis), its call is written out as the
+# NumPy it does: `t = setitem(x, i, v)` as `t = x.copy(); t[i] = v`, `t = scatter_index(x,
+# shape, i)` as `t = xp.zeros(shape); t[i] = x`, `setitem_bar(c, i)` as `c[i]`, and
+# `stack_bar(c, [a, b], 0)` as `(c[0], c[1])`; `range(n)[::-1]` is `range(n - 1, -1, -1)`;
+# `xp.stack([a, b])` is `xp.array([a, b])` (numba's stack takes arrays only, NumPy's array
+# makes the same of numbers and of equal-shaped arrays); a scatter's newaxis items are
+# dropped from the index and their axes (index 0) from the value written; `x.sum(axis=k,
+# keepdims=True)` (k an int) is `xp.expand_dims(x.sum(axis=k), k)` (numba's has no keepdims).
+# Any other call stays, numba refuses it, and the variant runs NumPy's code
+# (Note [The numba backend]). The first call's check compares the result with NumPy's
+# (a float32 `x` scattered into float64 zeros is a dtype that differs: NumPy's code).
+def rewritten(source: str) -> str:
+    """The module text for numba (Note [Rewrites for numba]); its leading comments kept."""
+    lines = source.split("\n")
+    head = []
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        head.append(lines.pop(0))
+    tree = _ForNumba().visit(ast.parse("\n".join(lines)))
+    return "\n".join(head) + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _is_basic(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Name) and node.func.id == "slice" and not node.keywords
+                and all(_is_int_or_none(a) for a in node.args))
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_is_basic(e) for e in node.elts)
+    return False
+
+
+def _no_newaxis(index):
+    """A tuple index without its `None` items (the axes they add are dropped from the value
+    written: `_newaxis_dropped`)."""
+    if isinstance(index, ast.Tuple) and any(_is_none(e) for e in index.elts):
+        return ast.Tuple([e for e in index.elts if not _is_none(e)], ast.Load())
+    return index
+
+
+def _newaxis_dropped(v, index):
+    """`v[...]` without the length-1 axes `index`'s `None` items made: 0 at each of those,
+    every axis of a slice kept, none for an int."""
+    if not (isinstance(index, ast.Tuple) and any(_is_none(e) for e in index.elts)):
+        return v
+    items = [ast.Constant(0) if _is_none(e) else ast.parse("slice(None)", mode="eval").body
+             for e in index.elts if _is_none(e) or isinstance(e, ast.Call)]
+    return ast.Subscript(v, ast.Tuple(items, ast.Load()), ast.Load())
+
+
+def _is_int_constant(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_int_or_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None or _is_basic(node) and not (
+        isinstance(node, (ast.Call, ast.Tuple)))
+
+
+def _helper_call(node, name, arity):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+            and len(node.args) == arity and not node.keywords)
+
+
+class _ForNumba(ast.NodeTransformer):
+    """Note [Rewrites for numba]."""
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            return node
+        name = node.targets[0].id
+        if _helper_call(value, "setitem", 3) and _is_basic(value.args[1]):
+            x, index, v = value.args
+            first = ast.parse(f"{name} = {ast.unparse(x)}.copy()").body[0]
+        elif _helper_call(value, "scatter_index", 3) and _is_basic(_no_newaxis(value.args[2])):
+            v, shape, index = value.args
+            index, v = _no_newaxis(index), _newaxis_dropped(v, index)
+            first = ast.parse(f"{name} = xp.zeros({ast.unparse(shape)})").body[0]
+        else:
+            return node
+        store = ast.Subscript(ast.Name(name, ast.Load()), index, ast.Store())
+        return [first, ast.Assign([store], v)]
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "stack"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "xp"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.List)
+                and not node.keywords):  # numba's stack takes no numbers: array's does
+            node.func.attr = "array"
+            return node
+        kw = {k.arg: k.value for k in node.keywords}
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and not node.args
+                and kw.keys() == {"axis", "keepdims"} and _is_int_constant(kw["axis"])
+                and isinstance(kw["keepdims"], ast.Constant) and kw["keepdims"].value is True):
+            node.keywords = [k for k in node.keywords if k.arg == "axis"]  # numba: no keepdims
+            return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "expand_dims", ast.Load()),
+                            [node, kw["axis"]], [])
+        if _helper_call(node, "setitem_bar", 2) and _is_basic(node.args[1]):
+            return ast.Subscript(node.args[0], node.args[1], ast.Load())
+        if (_helper_call(node, "stack_bar", 3) and isinstance(node.args[1], ast.List)
+                and isinstance(node.args[2], ast.Constant) and node.args[2].value == 0):
+            c = node.args[0]
+            return ast.Tuple([ast.Subscript(c, ast.Constant(i), ast.Load())
+                              for i in range(len(node.args[1].elts))], ast.Load())
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        s = node.slice
+        if (isinstance(node.value, ast.Call) and _helper_call(node.value, "range", 1)
+                and isinstance(s, ast.Slice) and s.lower is None and s.upper is None
+                and isinstance(s.step, ast.UnaryOp) and isinstance(s.step.op, ast.USub)
+                and isinstance(s.step.operand, ast.Constant) and s.step.operand.value == 1):
+            n = ast.unparse(node.value.args[0])
+            return ast.parse(f"range(({n}) - 1, -1, -1)", mode="eval").body
+        return node

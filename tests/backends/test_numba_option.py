@@ -133,3 +133,46 @@ def test_a_variant_numba_runs_slower_runs_numpys_code(monkeypatch):
     x = np.linspace(0, 1, 5)
     np.testing.assert_allclose(g(x), np.cos(x) - np.sin(x) * x, rtol=1e-12)
     assert "numba's code ran slower than NumPy's on the first call" in sg.explain(g)
+
+
+def test_helpers_written_out_for_numba():
+    """Note [Rewrites for numba]: literal basic indices only; an integer-array index (a
+    scatter-add that must accumulate repeats) keeps its helper, which numba refuses."""
+    src = "\n".join([
+        "def g(x, c, v, idx):",
+        "    a = setitem(x, slice(1, -1, None), v)",
+        "    b = scatter_index(c, (4, 3), (slice(None, None, None), None, 0))",
+        "    d = scatter_index(c, (4,), idx)",
+        "    e = setitem_bar(c, -1)",
+        "    p, q = stack_bar(c, [a, b], 0)",
+        "    s = xp.stack([p, q])",
+        "    k = c.sum(axis=-1, keepdims=True)",
+        "    for i in range(n)[::-1]:",
+        "        pass",
+        "    return a"])
+    out = numba_variants.rewritten(src)
+    assert "a = x.copy()\n    a[slice(1, -1, None)] = v" in out
+    assert "b = xp.zeros((4, 3))\n    b[slice(None, None, None), 0] = c[slice(None), 0]" in out
+    assert "d = scatter_index(c, (4,), idx)" in out
+    assert "e = c[-1]" in out and "p, q = (c[0], c[1])" in out and "xp.array([p, q])" in out
+    assert "range(n - 1, -1, -1)" in out
+    assert "k = xp.expand_dims(c.sum(axis=-1), -1)" in out
+
+
+def test_a_scatter_numba_writes_out_equals_numpys():
+    pytest.importorskip("numba")
+
+    def f(u, D):
+        u = u.copy()
+        for _ in range(5):
+            lap = u[:-2] - 2.0 * u[1:-1] + u[2:]
+            u[1:-1] += 0.1 * (D * lap + u[1:-1] * (1.0 - u[1:-1]))
+            u[0] = u[1]
+        return np.sum(u * u)
+
+    u = np.linspace(0.1, 0.9, 9)
+    g = sg.grad(f, wrt=(0, 1), backend="numba")
+    got, want = g(u, 0.2), sg.grad(f, wrt=(0, 1))(u, 0.2)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-15)
+    assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
+    assert ": numba" in sg.explain(g).splitlines()[-1]
