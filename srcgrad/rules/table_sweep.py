@@ -146,3 +146,25 @@ defrule("convolve", "a, v", "xp.convolve(a, v)", targets=("numpy.convolve",),
              "v": "xp.convolve(g, a[::-1])[xp.shape(a)[0] - 1:xp.shape(g)[0]]"},
         jvp={"a": "xp.convolve(a_t, v)", "v": "xp.convolve(a, v_t)"},
         doc="mode='full' (the default) only")
+
+# ---------------------------------------------------------------- QR (m >= n, reduced)
+# A = QR. With X = dA R^-1 and C = Q^T X = Q^T dQ + dR R^-1 (skew plus upper
+# triangular), Omega = tril(C, -1) - tril(C, -1)^T is Q^T dQ, so dR = (C - Omega) R and
+# dQ = X - Q (C - Omega). Transposed: with M = gR R^T - Q^T gQ and
+# N = M - tril(M - M^T, -1), gA = (gQ + Q N) R^-T. Wide matrices (m < n) have a
+# non-square R: its solve raises (never a silent value).
+def _t(m):
+    return f"xp.swapaxes({m}, -1, -2)"
+
+
+_Q, _R = "ans[0]", "ans[1]"
+_X = _t(f"xp.linalg.solve({_t(_R)}, {_t('a_t')})")
+_C = f"({_t(_Q)} @ {_X})"
+_C_OMEGA = f"({_C} - xp.tril({_C}, -1) + {_t(f'xp.tril({_C}, -1)')})"
+_MQR = f"(g[1] @ {_t(_R)} - {_t(_Q)} @ g[0])"
+_NQR = f"({_MQR} - xp.tril({_MQR} - {_t(_MQR)}, -1))"
+defrule("qr", "a", "xp.linalg.qr(a)", targets=("numpy.linalg.qr",), nout=2,
+        vjp={"a": _t(f"xp.linalg.solve({_R}, {_t(f'(g[0] + {_Q} @ {_NQR})')})")},
+        jvp={"a": f"({_X} - {_Q} @ {_C_OMEGA}, {_C_OMEGA} @ {_R})"},
+        doc="mode='reduced' (the default), m >= n, R invertible; Q and R as LAPACK "
+            "gives them (signs included)")

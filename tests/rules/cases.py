@@ -645,3 +645,4 @@ case("trapezoid", ("vector", {"y": N(5)}), ("axis0", {"y": N(4, 3), "axis": 0, "
      ("last-axis", {"y": N(2, 3, 4), "dx": 0.5}))
 case("convolve", ("longer-a", {"a": N(5), "v": N(3)}), ("longer-v", {"a": N(2), "v": N(4)}),
      ("equal", {"a": N(3), "v": N(3)}), ("one", {"a": N(1), "v": N(3)}))
+case("qr", ("square", {"a": WC(3)}), ("tall", {"a": N(5, 3)}), ("batch", {"a": N(2, 4, 2)}))
