@@ -168,3 +168,52 @@ defrule("qr", "a", "xp.linalg.qr(a)", targets=("numpy.linalg.qr",), nout=2,
         jvp={"a": f"({_X} - {_Q} @ {_C_OMEGA}, {_C_OMEGA} @ {_R})"},
         doc="mode='reduced' (the default), m >= n, R invertible; Q and R as LAPACK "
             "gives them (signs included)")
+
+# ---------------------------------------------------------------- SVD (distinct singular values)
+# The reduced factors' derivatives (HIPS autograd's grad_svd; JAX's svd_jvp_rule), with
+# both rectangular terms always present: (I - U U^T) is 0 where U is square and
+# (I - V V^T) where V is, so one formula covers tall, square and wide matrices.
+defrule("svd_reduced", "x, full_matrices", "svd_reduced(x, full_matrices)",
+        targets=("srcgrad.rules.helpers.svd_reduced",),
+        vjp={"x": "svd_reduced(g, full_matrices)"}, jvp={"x": "svd_reduced(x_t, full_matrices)"},
+        doc="identity; raises where np.linalg.svd's full U or Vh of a non-square matrix "
+            "would be differentiated")
+
+_U, _S, _VH = "ans[0]", "ans[1]", "ans[2]"
+_V = _t(_VH)
+_EYE_K = "xp.eye(xp.shape(ans[1])[-1], dtype=xp.result_type(ans[1]))"  # (float32 stays)
+_SROW, _SCOL = f"xp.expand_dims({_S}, -2)", f"xp.expand_dims({_S}, -1)"
+_FSVD = f"(1 / ({_SROW} ** 2 - {_SCOL} ** 2 + {_EYE_K}))"  # diagonal 1, met by zeros
+_UTGU = f"({_t(_U)} @ g[0])"
+_VTGV = f"({_VH} @ {_t('g[2]')})"
+_CORE = (f"({_U} @ (({_FSVD} * ({_UTGU} - {_t(_UTGU)})) * {_SROW}"
+         f" + {_EYE_K} * xp.expand_dims(g[1], -1)"
+         f" + {_SCOL} * ({_FSVD} * ({_VTGV} - {_t(_VTGV)}))) @ {_VH})")
+_GUT = _t("g[0]")
+_EYE_M = "xp.eye(xp.shape(ans[0])[-2], dtype=xp.result_type(ans[1]))"
+_EYE_N = "xp.eye(xp.shape(ans[2])[-1], dtype=xp.result_type(ans[1]))"
+_TALL = _t(f"({_V} / {_SROW}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
+_WIDE = f"(({_U} / {_SROW}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
+# JVP: dS = U^T dA V; F with a zero diagonal
+_DA = "svd_reduced(a_t, full_matrices)"
+_DS = f"({_t(_U)} @ {_DA} @ {_V})"
+_F0 = f"({_FSVD} - {_EYE_K})"
+_DU = (f"({_U} @ ({_F0} * ({_SROW} * {_DS} + {_t(f'({_SROW} * {_DS})')}))"
+       f" + ({_DA} @ {_V} - {_U} @ {_DS}) / {_SROW})")
+_DV = (f"({_V} @ ({_F0} * ({_SCOL} * {_DS} + {_t(f'({_SCOL} * {_DS})')}))"
+       f" + ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_SROW})")
+defrule("svd", "a, full_matrices=True", "xp.linalg.svd(a, full_matrices=full_matrices)",
+        targets=("numpy.linalg.svd",), nout=3,
+        # (the check first: a wide full Vh would fail to broadcast before it)
+        vjp={"a": f"xp.zeros_like(svd_reduced(a, full_matrices)) + {_CORE} + {_TALL} + {_WIDE}"},
+        jvp={"a": f"({_DU}, xp.diagonal({_DS}, axis1=-2, axis2=-1), {_t(_DV)})"},
+        doc="distinct, nonzero singular values; U and V as LAPACK gives them (signs "
+            "included); full_matrices=True only for square matrices (else it raises); "
+            "compute_uv=False is np.linalg.svdvals; hermitian= is not supported")
+
+# the singular values alone: d s_i = u_i^T dA v_i (the reduced SVD's factors)
+_UVH = "xp.linalg.svd(x, full_matrices=False)"
+defrule("svdvals", "x", "xp.linalg.svdvals(x)", targets=("numpy.linalg.svdvals",),
+        vjp={"x": f"({_UVH}[0] * xp.expand_dims(g, -2)) @ {_UVH}[2]"},
+        jvp={"x": f"xp.diagonal({_t(f'{_UVH}[0]')} @ x_t @ {_t(f'{_UVH}[2]')}, axis1=-2, axis2=-1)"},
+        doc="distinct singular values (a repeated one's derivative is not unique)")

@@ -83,9 +83,10 @@ def sweep_unary(e: str, s: tuple):
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
                   "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
     if len(s) == 2 and s[0] >= s[1]:  # Q of a well-conditioned tall matrix: shape s
-        forms.append(f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}, {s[1]}))[0]")
+        forms += [f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}, {s[1]}))[0]",
+                  "(({0}) * np.linalg.svdvals({0}))"]
     if len(s) == 2 and s[0] == s[1]:
-        forms += ["np.linalg.matrix_power(({0}) * 0.3, 3)",
+        forms += ["np.linalg.matrix_power(({0}) * 0.3, 3)", "np.linalg.svd({0})[0]",
                   f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}))[1]"]
         if s[0] >= 2:
             forms += ["np.cov({0})", "np.corrcoef({0})"]
