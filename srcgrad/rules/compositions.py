@@ -220,6 +220,21 @@ def dsplit(ary, indices_or_sections):
     return np.split(ary, indices_or_sections, axis=2)
 
 
+def interp(x, xp, fp):
+    """np.interp without left/right/period: NumPy's segment (the last knot at or below
+    x), its slope times the offset plus the left value, exact at knots and clamped
+    outside [xp[0], xp[-1]]. xp increasing with distinct knots, as NumPy requires."""
+    n = xp.shape[0]
+    j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, n - 2)
+    x0 = np.take(xp, j)
+    f0 = np.take(fp, j)
+    slope = (np.take(fp, j + 1) - f0) / (np.take(xp, j + 1) - x0)
+    y = slope * (x - x0) + f0
+    y = np.where(x == x0, f0, y)
+    y = np.where(x < xp[0], fp[0], y)
+    return np.where(x >= xp[n - 1], fp[n - 1], y)
+
+
 def real(val):
     """np.real of a real array: the array itself, as NumPy returns it."""
     return val
@@ -236,7 +251,7 @@ _BY_NAME = {
     "numpy.quantile": quantile, "numpy.percentile": percentile, "numpy.median": median,
     "numpy.append": append, "numpy.select": select, "numpy.real": real, "numpy.imag": imag,
     "numpy.array_split": array_split, "numpy.hsplit": hsplit, "numpy.vsplit": vsplit,
-    "numpy.dsplit": dsplit,
+    "numpy.dsplit": dsplit, "numpy.interp": interp,
 }
 _BY_ID: dict = {}
 

@@ -217,3 +217,9 @@ defrule("svdvals", "x", "xp.linalg.svdvals(x)", targets=("numpy.linalg.svdvals",
         vjp={"x": f"({_UVH}[0] * xp.expand_dims(g, -2)) @ {_UVH}[2]"},
         jvp={"x": f"xp.diagonal({_t(f'{_UVH}[0]')} @ x_t @ {_t(f'{_UVH}[2]')}, axis1=-2, axis2=-1)"},
         doc="distinct singular values (a repeated one's derivative is not unique)")
+
+# ---------------------------------------------------------------- searching
+# Indices into a sorted array: integers, whose derivative is 0 (the truth); np.interp's
+# composition (srcgrad/rules/compositions.py) finds its segments with it.
+defrule("searchsorted", "a, v, side='left'", "xp.searchsorted(a, v, side=side)",
+        targets=("numpy.searchsorted",), nondiff=True, doc="integer indices: no derivative")

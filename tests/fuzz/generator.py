@@ -78,7 +78,9 @@ def sweep_unary(e: str, s: tuple):
              "np.polyval(np.array([0.5, -1.0, 2.0]), {0})",
              # compositions (srcgrad/rules/compositions.py)
              "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
-             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})"]
+             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})",
+             "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.3, 1.2]))",
+             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))"]
     if len(s) == 2:
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
                   "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]

@@ -652,3 +652,5 @@ case("svd", ("square", {"a": N(3, 3)}), ("tall", {"a": N(4, 2), "full_matrices":
 case("svdvals", ("tall", {"x": N(4, 3)}), ("batch-wide", {"x": N(2, 2, 3)}))
 case("svd_reduced", ("square", {"x": N(3, 3), "full_matrices": True}),
      ("tall", {"x": N(3, 2), "full_matrices": False}))
+case("searchsorted", ("left", {"a": Fixed([0.1, 0.5, 0.9]), "v": N(2, 3)}),
+     ("right", {"a": Fixed([0.1, 0.5, 0.9]), "v": Fixed([0.5, 1.2]), "side": "right"}))

@@ -111,7 +111,7 @@ HAND = _merge(
              "numpy.allclose numpy.argpartition numpy.argwhere numpy.array_equal "
              "numpy.array_equiv numpy.digitize numpy.flatnonzero numpy.isclose numpy.isin "
              "numpy.iscomplex numpy.isneginf numpy.isposinf numpy.isreal numpy.lexsort "
-             "numpy.nanargmax numpy.nanargmin numpy.nonzero numpy.searchsorted numpy.signbit "
+             "numpy.nanargmax numpy.nanargmin numpy.nonzero numpy.signbit "
              "numpy.bincount numpy.linalg.matrix_rank numpy.fix numpy.spacing "
              "ndarray.argpartition ndarray.nonzero ndarray.searchsorted"),
     # ---------------------------------------------------------------- refused
@@ -150,7 +150,7 @@ HAND = _merge(
              "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
              "numpy.diagflat numpy.divmod numpy.float_power "
              "numpy.fmax numpy.fmin numpy.frexp numpy.geomspace numpy.gradient "
-             "numpy.i0 numpy.insert numpy.interp "
+             "numpy.i0 numpy.insert "
              "numpy.ldexp numpy.logspace numpy.matvec "
              "numpy.modf numpy.nancumprod numpy.nancumsum "
              "numpy.nanmedian numpy.nanpercentile "

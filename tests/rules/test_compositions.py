@@ -77,6 +77,8 @@ def f_vsplit(x):                                                          # noqa
 def f_dsplit(x):                                                          # noqa: E302
     a, b = np.dsplit(x, 2)
     return _out(a - b * a)
+def f_interp(x, fp): return _out(np.interp(x, np.array([-1.0, -0.2, 0.5, 1.3]), fp))  # noqa: E704
+def f_interp_knots(x, k): return _out(np.interp(x, np.cumsum(np.exp(k)), np.sin(k)))  # noqa: E704
 def f_real_imag(x): return _out(np.real(x) * x + np.imag(x))               # noqa: E704
 
 
@@ -107,6 +109,8 @@ CASES = [
     (f_array_split, [_R.standard_normal((2, 7))]), (f_array_split_points, [_R.standard_normal(5)]),
     (f_hsplit, [_R.standard_normal((3, 4))]), (f_vsplit, [_R.standard_normal((3, 2))]),
     (f_dsplit, [_R.standard_normal((2, 1, 4))]),
+    (f_interp, [np.array([[-1.5, -0.7, 0.1], [0.6, 1.1, 2.0]]), _R.standard_normal(4)]),
+    (f_interp_knots, [np.array([0.9, 1.7, 2.4, 3.1, 5.0]), _R.standard_normal(4) * 0.3]),
 ]
 IDS = [f.__name__.removeprefix("f_") for f, _ in CASES]
 
