@@ -189,6 +189,52 @@ def select(condlist, choicelist, default=0):
     return result
 
 
+def array_split(ary, indices_or_sections, axis=0):
+    """np.array_split: NumPy's division points (the first `total % sections` pieces one
+    longer), then a split at them."""
+    if np.ndim(indices_or_sections) != 0:
+        return np.split(ary, indices_or_sections, axis=axis)
+    sections = indices_or_sections
+    total = ary.shape[axis]
+    each, extras = total // sections, total % sections
+    points = []
+    point = 0
+    for i in range(sections - 1):
+        point = point + each + (i < extras)
+        points.append(point)
+    return np.split(ary, points, axis=axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """np.hsplit: split along axis 1 (axis 0 of a 1-D array)."""
+    return np.split(ary, indices_or_sections, axis=1 if np.ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    """np.vsplit: split along axis 0 (of an array of at least 2 dimensions)."""
+    return np.split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    """np.dsplit: split along axis 2 (of an array of at least 3 dimensions)."""
+    return np.split(ary, indices_or_sections, axis=2)
+
+
+def interp(x, xp, fp):
+    """np.interp without left/right/period: NumPy's segment (the last knot at or below
+    x), its slope times the offset plus the left value, exact at knots and clamped
+    outside [xp[0], xp[-1]]. xp increasing with distinct knots, as NumPy requires."""
+    n = xp.shape[0]
+    j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, n - 2)
+    x0 = np.take(xp, j)
+    f0 = np.take(fp, j)
+    slope = (np.take(fp, j + 1) - f0) / (np.take(xp, j + 1) - x0)
+    y = slope * (x - x0) + f0
+    y = np.where(x == x0, f0, y)
+    y = np.where(x < xp[0], fp[0], y)
+    return np.where(x >= xp[n - 1], fp[n - 1], y)
+
+
 def real(val):
     """np.real of a real array: the array itself, as NumPy returns it."""
     return val
@@ -204,6 +250,8 @@ _BY_NAME = {
     "numpy.meshgrid": meshgrid, "numpy.cov": cov, "numpy.corrcoef": corrcoef,
     "numpy.quantile": quantile, "numpy.percentile": percentile, "numpy.median": median,
     "numpy.append": append, "numpy.select": select, "numpy.real": real, "numpy.imag": imag,
+    "numpy.array_split": array_split, "numpy.hsplit": hsplit, "numpy.vsplit": vsplit,
+    "numpy.dsplit": dsplit, "numpy.interp": interp,
 }
 _BY_ID: dict = {}
 

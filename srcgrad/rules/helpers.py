@@ -40,7 +40,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
-    "kron_bar",
+    "kron_bar", "svd_reduced",
 ]
 
 
@@ -848,3 +848,14 @@ def kron_bar(c, other, shape, which):
         spread = xp.reshape(other, tuple(d for p in zip(theirs, ones) for d in p))
         summed = tuple(range(0, 2 * nd, 2))
     return xp.reshape(xp.sum(blocks * spread, axis=summed), tuple(shape))
+
+
+def svd_reduced(x, full_matrices):
+    """x itself, checked: the derivative of ``numpy.linalg.svd`` is that of the reduced
+    factors; with ``full_matrices=True`` a non-square matrix's U or Vh holds columns
+    that no derivative fixes, so a derivative through it raises instead."""
+    if full_matrices and x.shape[-1] != x.shape[-2]:
+        raise ValueError("srcgrad: the derivative of np.linalg.svd of a non-square matrix "
+                         "needs full_matrices=False (the extra columns of U or Vh are not "
+                         "unique)")
+    return x

@@ -146,3 +146,80 @@ defrule("convolve", "a, v", "xp.convolve(a, v)", targets=("numpy.convolve",),
              "v": "xp.convolve(g, a[::-1])[xp.shape(a)[0] - 1:xp.shape(g)[0]]"},
         jvp={"a": "xp.convolve(a_t, v)", "v": "xp.convolve(a, v_t)"},
         doc="mode='full' (the default) only")
+
+# ---------------------------------------------------------------- QR (m >= n, reduced)
+# A = QR. With X = dA R^-1 and C = Q^T X = Q^T dQ + dR R^-1 (skew plus upper
+# triangular), Omega = tril(C, -1) - tril(C, -1)^T is Q^T dQ, so dR = (C - Omega) R and
+# dQ = X - Q (C - Omega). Transposed: with M = gR R^T - Q^T gQ and
+# N = M - tril(M - M^T, -1), gA = (gQ + Q N) R^-T. Wide matrices (m < n) have a
+# non-square R: its solve raises (never a silent value).
+def _t(m):
+    return f"xp.swapaxes({m}, -1, -2)"
+
+
+_Q, _R = "ans[0]", "ans[1]"
+_X = _t(f"xp.linalg.solve({_t(_R)}, {_t('a_t')})")
+_C = f"({_t(_Q)} @ {_X})"
+_C_OMEGA = f"({_C} - xp.tril({_C}, -1) + {_t(f'xp.tril({_C}, -1)')})"
+_MQR = f"(g[1] @ {_t(_R)} - {_t(_Q)} @ g[0])"
+_NQR = f"({_MQR} - xp.tril({_MQR} - {_t(_MQR)}, -1))"
+defrule("qr", "a", "xp.linalg.qr(a)", targets=("numpy.linalg.qr",), nout=2,
+        vjp={"a": _t(f"xp.linalg.solve({_R}, {_t(f'(g[0] + {_Q} @ {_NQR})')})")},
+        jvp={"a": f"({_X} - {_Q} @ {_C_OMEGA}, {_C_OMEGA} @ {_R})"},
+        doc="mode='reduced' (the default), m >= n, R invertible; Q and R as LAPACK "
+            "gives them (signs included)")
+
+# ---------------------------------------------------------------- SVD (distinct singular values)
+# The reduced factors' derivatives (HIPS autograd's grad_svd; JAX's svd_jvp_rule), with
+# both rectangular terms always present: (I - U U^T) is 0 where U is square and
+# (I - V V^T) where V is, so one formula covers tall, square and wide matrices.
+defrule("svd_reduced", "x, full_matrices", "svd_reduced(x, full_matrices)",
+        targets=("srcgrad.rules.helpers.svd_reduced",),
+        vjp={"x": "svd_reduced(g, full_matrices)"}, jvp={"x": "svd_reduced(x_t, full_matrices)"},
+        doc="identity; raises where np.linalg.svd's full U or Vh of a non-square matrix "
+            "would be differentiated")
+
+_U, _S, _VH = "ans[0]", "ans[1]", "ans[2]"
+_V = _t(_VH)
+_EYE_K = "xp.eye(xp.shape(ans[1])[-1], dtype=xp.result_type(ans[1]))"  # (float32 stays)
+_SROW, _SCOL = f"xp.expand_dims({_S}, -2)", f"xp.expand_dims({_S}, -1)"
+_FSVD = f"(1 / ({_SROW} ** 2 - {_SCOL} ** 2 + {_EYE_K}))"  # diagonal 1, met by zeros
+_UTGU = f"({_t(_U)} @ g[0])"
+_VTGV = f"({_VH} @ {_t('g[2]')})"
+_CORE = (f"({_U} @ (({_FSVD} * ({_UTGU} - {_t(_UTGU)})) * {_SROW}"
+         f" + {_EYE_K} * xp.expand_dims(g[1], -1)"
+         f" + {_SCOL} * ({_FSVD} * ({_VTGV} - {_t(_VTGV)}))) @ {_VH})")
+_GUT = _t("g[0]")
+_EYE_M = "xp.eye(xp.shape(ans[0])[-2], dtype=xp.result_type(ans[1]))"
+_EYE_N = "xp.eye(xp.shape(ans[2])[-1], dtype=xp.result_type(ans[1]))"
+_TALL = _t(f"({_V} / {_SROW}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
+_WIDE = f"(({_U} / {_SROW}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
+# JVP: dS = U^T dA V; F with a zero diagonal
+_DA = "svd_reduced(a_t, full_matrices)"
+_DS = f"({_t(_U)} @ {_DA} @ {_V})"
+_F0 = f"({_FSVD} - {_EYE_K})"
+_DU = (f"({_U} @ ({_F0} * ({_SROW} * {_DS} + {_t(f'({_SROW} * {_DS})')}))"
+       f" + ({_DA} @ {_V} - {_U} @ {_DS}) / {_SROW})")
+_DV = (f"({_V} @ ({_F0} * ({_SCOL} * {_DS} + {_t(f'({_SCOL} * {_DS})')}))"
+       f" + ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_SROW})")
+defrule("svd", "a, full_matrices=True", "xp.linalg.svd(a, full_matrices=full_matrices)",
+        targets=("numpy.linalg.svd",), nout=3,
+        # (the check first: a wide full Vh would fail to broadcast before it)
+        vjp={"a": f"xp.zeros_like(svd_reduced(a, full_matrices)) + {_CORE} + {_TALL} + {_WIDE}"},
+        jvp={"a": f"({_DU}, xp.diagonal({_DS}, axis1=-2, axis2=-1), {_t(_DV)})"},
+        doc="distinct, nonzero singular values; U and V as LAPACK gives them (signs "
+            "included); full_matrices=True only for square matrices (else it raises); "
+            "compute_uv=False is np.linalg.svdvals; hermitian= is not supported")
+
+# the singular values alone: d s_i = u_i^T dA v_i (the reduced SVD's factors)
+_UVH = "xp.linalg.svd(x, full_matrices=False)"
+defrule("svdvals", "x", "xp.linalg.svdvals(x)", targets=("numpy.linalg.svdvals",),
+        vjp={"x": f"({_UVH}[0] * xp.expand_dims(g, -2)) @ {_UVH}[2]"},
+        jvp={"x": f"xp.diagonal({_t(f'{_UVH}[0]')} @ x_t @ {_t(f'{_UVH}[2]')}, axis1=-2, axis2=-1)"},
+        doc="distinct singular values (a repeated one's derivative is not unique)")
+
+# ---------------------------------------------------------------- searching
+# Indices into a sorted array: integers, whose derivative is 0 (the truth); np.interp's
+# composition (srcgrad/rules/compositions.py) finds its segments with it.
+defrule("searchsorted", "a, v, side='left'", "xp.searchsorted(a, v, side=side)",
+        targets=("numpy.searchsorted",), nondiff=True, doc="integer indices: no derivative")

@@ -78,14 +78,24 @@ def sweep_unary(e: str, s: tuple):
              "np.polyval(np.array([0.5, -1.0, 2.0]), {0})",
              # compositions (srcgrad/rules/compositions.py)
              "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
-             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})"]
+             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})",
+             "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.3, 1.2]))",
+             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))"]
     if len(s) == 2:
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
                   "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
+    if len(s) == 2 and s[0] >= s[1]:  # Q of a well-conditioned tall matrix: shape s
+        forms += [f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}, {s[1]}))[0]",
+                  "(({0}) * np.linalg.svdvals({0}))"]
     if len(s) == 2 and s[0] == s[1]:
-        forms.append("np.linalg.matrix_power(({0}) * 0.3, 3)")
+        forms += ["np.linalg.matrix_power(({0}) * 0.3, 3)", "np.linalg.svd({0})[0]",
+                  f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}))[1]"]
         if s[0] >= 2:
             forms += ["np.cov({0})", "np.corrcoef({0})"]
+    if s:
+        forms.append("np.concatenate(np.array_split({0}, 2))")
+    if len(s) == 2:
+        forms.append("np.concatenate(np.vsplit({0}, 1) + np.hsplit({0}, 1), axis=0)[:" + str(s[0]) + "]")
     if len(s) == 1:
         forms += ["np.kron({0}, ({0})[:1])", "np.ediff1d(np.concatenate(({0}, ({0})[:1])))"]
         if s[0] >= 2:

@@ -664,3 +664,12 @@ case("trapezoid", ("vector", {"y": N(5)}), ("axis0", {"y": N(4, 3), "axis": 0, "
      ("last-axis", {"y": N(2, 3, 4), "dx": 0.5}))
 case("convolve", ("longer-a", {"a": N(5), "v": N(3)}), ("longer-v", {"a": N(2), "v": N(4)}),
      ("equal", {"a": N(3), "v": N(3)}), ("one", {"a": N(1), "v": N(3)}))
+case("qr", ("square", {"a": WC(3)}), ("tall", {"a": N(5, 3)}), ("batch", {"a": N(2, 4, 2)}))
+case("svd", ("square", {"a": N(3, 3)}), ("tall", {"a": N(4, 2), "full_matrices": False}),
+     ("wide", {"a": N(2, 3), "full_matrices": False}),
+     ("batch", {"a": N(2, 3, 2), "full_matrices": False}))
+case("svdvals", ("tall", {"x": N(4, 3)}), ("batch-wide", {"x": N(2, 2, 3)}))
+case("svd_reduced", ("square", {"x": N(3, 3), "full_matrices": True}),
+     ("tall", {"x": N(3, 2), "full_matrices": False}))
+case("searchsorted", ("left", {"a": Fixed([0.1, 0.5, 0.9]), "v": N(2, 3)}),
+     ("right", {"a": Fixed([0.1, 0.5, 0.9]), "v": Fixed([0.5, 1.2]), "side": "right"}))

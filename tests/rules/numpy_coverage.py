@@ -111,7 +111,7 @@ HAND = _merge(
              "numpy.allclose numpy.argpartition numpy.argwhere numpy.array_equal "
              "numpy.array_equiv numpy.digitize numpy.flatnonzero numpy.isclose numpy.isin "
              "numpy.iscomplex numpy.isneginf numpy.isposinf numpy.isreal numpy.lexsort "
-             "numpy.nanargmax numpy.nanargmin numpy.nonzero numpy.searchsorted numpy.signbit "
+             "numpy.nanargmax numpy.nanargmin numpy.nonzero numpy.signbit "
              "numpy.bincount numpy.linalg.matrix_rank numpy.fix numpy.spacing "
              "ndarray.argpartition ndarray.nonzero ndarray.searchsorted"),
     # ---------------------------------------------------------------- refused
@@ -144,13 +144,13 @@ HAND = _merge(
              "ndarray.item ndarray.tolist ndarray.flat"),
     _group(R, "a matrix class (np.matrix)", "numpy.asmatrix numpy.bmat"),
     _group(R, NO_ROW,
-             "numpy.array_split numpy.asarray_chkfinite numpy.ascontiguousarray "
+             "numpy.asarray_chkfinite numpy.ascontiguousarray "
              "numpy.asfortranarray numpy.average numpy.block numpy.broadcast_arrays "
              "numpy.choose "
              "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
-             "numpy.diagflat numpy.divmod numpy.dsplit numpy.float_power "
+             "numpy.diagflat numpy.divmod numpy.float_power "
              "numpy.fmax numpy.fmin numpy.frexp numpy.geomspace numpy.gradient "
-             "numpy.hsplit numpy.i0 numpy.insert numpy.interp "
+             "numpy.i0 numpy.insert "
              "numpy.ldexp numpy.logspace numpy.matvec "
              "numpy.modf numpy.nancumprod numpy.nancumsum "
              "numpy.nanmedian numpy.nanpercentile "
@@ -160,11 +160,11 @@ HAND = _merge(
              "numpy.polysub numpy.ptp numpy.require "
              "numpy.resize numpy.rollaxis numpy.rot90 numpy.row_stack "
              "numpy.unstack numpy.unwrap numpy.vander "
-             "numpy.vecdot numpy.vecmat numpy.vsplit "
+             "numpy.vecdot numpy.vecmat "
              "numpy.linalg.cond numpy.linalg.cross numpy.linalg.diagonal numpy.linalg.lstsq "
              "numpy.linalg.matrix_norm numpy.linalg.multi_dot "
-             "numpy.linalg.outer numpy.linalg.pinv numpy.linalg.qr numpy.linalg.svd "
-             "numpy.linalg.svdvals numpy.linalg.tensordot numpy.linalg.tensorinv "
+             "numpy.linalg.outer numpy.linalg.pinv "
+             "numpy.linalg.tensordot numpy.linalg.tensorinv "
              "numpy.linalg.tensorsolve numpy.linalg.trace numpy.linalg.vecdot "
              "numpy.linalg.vector_norm numpy.fft.fftshift numpy.fft.ifftshift "
              "numpy.lib.stride_tricks.sliding_window_view ndarray.choose"),

@@ -62,6 +62,23 @@ def f_median_keep(x): return _out(np.median(x, axis=1, keepdims=True))     # noq
 def f_append(x, y): return _out(np.append(x, y))                           # noqa: E704
 def f_append_axis(x, y): return _out(np.append(x, y, axis=0))              # noqa: E704
 def f_select(x, y): return _out(np.select([x > 0.3, y < 0.0], [x * y, y], 0.5))  # noqa: E704
+def f_array_split(x):                                                     # noqa: E302
+    a, b, c = np.array_split(x, 3, axis=1)
+    return _out(a) + _out(b * b) + _out(c * 3.0)
+def f_array_split_points(x):                                              # noqa: E302
+    a, b, c = np.array_split(x, [1, 3])
+    return _out(a) + _out(b * b) + _out(c * 3.0)
+def f_hsplit(x):                                                          # noqa: E302
+    a, b = np.hsplit(x, 2)
+    return _out(a * b)
+def f_vsplit(x):                                                          # noqa: E302
+    a, b = np.vsplit(x, [1])
+    return _out(a) + _out(b * b)
+def f_dsplit(x):                                                          # noqa: E302
+    a, b = np.dsplit(x, 2)
+    return _out(a - b * a)
+def f_interp(x, fp): return _out(np.interp(x, np.array([-1.0, -0.2, 0.5, 1.3]), fp))  # noqa: E704
+def f_interp_knots(x, k): return _out(np.interp(x, np.cumsum(np.exp(k)), np.sin(k)))  # noqa: E704
 def f_real_imag(x): return _out(np.real(x) * x + np.imag(x))               # noqa: E704
 
 
@@ -89,6 +106,11 @@ CASES = [
     (f_append_axis, [_R.standard_normal((2, 3)), _R.standard_normal((1, 3))]),
     (f_select, [_R.standard_normal((3, 4)), _R.standard_normal(4)]),
     (f_real_imag, [_R.standard_normal(4)]),
+    (f_array_split, [_R.standard_normal((2, 7))]), (f_array_split_points, [_R.standard_normal(5)]),
+    (f_hsplit, [_R.standard_normal((3, 4))]), (f_vsplit, [_R.standard_normal((3, 2))]),
+    (f_dsplit, [_R.standard_normal((2, 1, 4))]),
+    (f_interp, [np.array([[-1.5, -0.7, 0.1], [0.6, 1.1, 2.0]]), _R.standard_normal(4)]),
+    (f_interp_knots, [np.array([0.9, 1.7, 2.4, 3.1, 5.0]), _R.standard_normal(4) * 0.3]),
 ]
 IDS = [f.__name__.removeprefix("f_") for f, _ in CASES]
 
