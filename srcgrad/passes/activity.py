@@ -87,8 +87,9 @@ def tape_vars(ops: list) -> set:
 # and sweeps NumPy's public functions.
 
 # (row, parameter) pairs with no derivative formula whose operand may still be varied:
-# the true derivative through them is zero (a discrete index or condition) or the row
-# reads only their shape (or checks them).
+# the true derivative through them is zero (a discrete index or condition, the step of
+# heaviside, the sign copysign takes) or the row reads only their shape (or checks
+# them). A new row whose derivative through an array parameter is zero lists it here.
 NO_DERIVATIVE_NEEDED = frozenset({
     ("getitem", "index"), ("setitem", "index"), ("setitem_bar", "index"),
     ("take", "indices"), ("take_bar", "indices"), ("take_along_axis", "indices"),
@@ -96,7 +97,7 @@ NO_DERIVATIVE_NEEDED = frozenset({
     ("full_like", "x"), ("concat_bar", "arrays"), ("stack_bar", "arrays"),
     ("stacked_bar", "arrays"), ("no_alias", "base"), ("no_alias", "others"),
     ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
-    ("split", "indices_or_sections"),
+    ("split", "indices_or_sections"), ("heaviside", "x"), ("copysign", "y"),
 })
 # Rows marked nondiff whose value does move with a varied operand (`np.arange(a, a + 3)`).
 _MOVING_NONDIFF = frozenset({"arange"})
