@@ -425,16 +425,19 @@ class JacobianSource:
             self.module_source = "\n".join(parts)
         return self.module_source
 
+    def refusal(self) -> str:
+        kind = "jacobian" if self.jac.of is None else "hessian"
+        return (f"sg.{kind} of `{_name(self.jac)}` cannot be differentiated by sg.grad, "
+                "sg.value_and_grad or sg.hessian, nor called inside compiled code: a jacobian "
+                "or hessian has no generated source")
+
     def entry(self, index: int = 0):
         # no line here: srcgrad.api names the user's call (errors.at_user_call), the
         # tracer the line inside compiled code
-        kind = "jacobian" if self.jac.of is None else "hessian"
-        raise CompileError(f"sg.{kind} of `{_name(self.jac)}` cannot be differentiated by "
-                           "sg.grad, sg.value_and_grad, sg.vjp or sg.jvp, nor called inside "
-                           "compiled code: a jacobian or hessian has no generated source",
-                           hint="differentiate the function itself (sg.jacobian(sg.jacobian(f)) "
-                           "and sg.jacobian(sg.hessian(f)) are supported), or call sg.grad "
-                           "inside and build the matrix outside the compiled function")
+        raise CompileError(self.refusal(),
+                           hint="sg.jacobian, sg.vjp and sg.jvp of it are supported (Note "
+                           "[Transforms of a Jacobian]); or differentiate the function itself, "
+                           "or call sg.grad inside and build the matrix outside")
 
     def fingerprint(self):
         return None
