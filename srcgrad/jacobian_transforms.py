@@ -2,7 +2,7 @@
 
 Note [Transforms of a Jacobian]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A Jacobian has no generated source (Note [Jacobians of Jacobians] in srcgrad.jacobians),
+A Jacobian has no generated source (Note [Jacobians of Jacobians] in srcgrad.jacobian_trees),
 so sg.vjp and sg.jvp of one are computed from its own Jacobian, S = sg.jacobian(J,
 wrt=every primal), which srcgrad.jacobians computes from the function's second (for a
 Hessian, third) derivatives: vjp_fn(ct)[i] = sum over J's output leaves of

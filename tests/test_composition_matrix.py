@@ -31,7 +31,7 @@ Refused, by rule (`expected_refusal`), and nothing else is:
   * grad, value_and_grad or hessian OF a jacobian or hessian: a Jacobian is assembled
     from many passes and has no generated source to differentiate; a CompileError at
     the line of the outer call. (sg.jacobian of one is computed from the function's
-    higher derivatives, Note [Jacobians of Jacobians] in srcgrad.jacobians, and sg.vjp
+    higher derivatives, Note [Jacobians of Jacobians] in srcgrad.jacobian_trees, and sg.vjp
     and sg.jvp of one from that, Note [Transforms of a Jacobian].)
   * sg.vjp of a function with a loop called inside a function that is differentiated
     (its backward pops the loop's tape): a CompileError at the `sg.vjp` line;
