@@ -5,6 +5,9 @@ returns a lazy dask graph (Note [Array namespaces] in srcgrad.backend): each chu
 of X contributes its part of the gradient on whichever worker holds it, and only
 the 3-element gradient comes back to this process.
 
+It needs dask's `distributed` scheduler, which the `dask` extra installs:
+
+    pip install -e '.[dask]'
     python examples/dask_logistic.py              # a LocalCluster of 4 worker processes
     python examples/dask_logistic.py --workers 2 --rows 2000000
 

@@ -111,7 +111,10 @@ class _Dispatch:
 
     def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
-            bound = self.signature.bind(*args, **kwargs)
+            try:
+                bound = self.signature.bind(*args, **kwargs)
+            except TypeError as err:  # name the function and what it takes
+                raise arguments.call_error(self.compiled.kind, self.fn, args, kwargs, err) from None
             bound.apply_defaults()
             args = bound.args
         arguments.check_float_arguments(self.compiled.kind, self.fn, args, self.compiled.wrt)
@@ -206,10 +209,12 @@ def _unbound(*args, **kwargs):
     return _miss(*args, **kwargs)  # noqa: F821 (a global of each transform's own namespace)
 
 
-def _transform(fn, kind: str, wrt, has_aux: bool):
+def _transform(fn, kind: str, wrt, has_aux: bool, backend=None):
     fn = arguments.plain_function(fn)  # functools.partial: a function of its open parameters
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
+    if backend is not None:
+        compiled.backend_option = _backend_option(backend)
     transformed = _Dispatch(fn, compiled).function
     functools.update_wrapper(transformed, fn)
     transformed.__srcgrad__ = compiled
@@ -218,18 +223,30 @@ def _transform(fn, kind: str, wrt, has_aux: bool):
     return transformed
 
 
-def grad(f=None, wrt=0, *, has_aux=False):
-    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`."""
+def grad(f=None, wrt=0, *, has_aux=False, backend=None):
+    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`.
+    `backend="numba"`: each shape-specialised variant compiled by numba where it can be
+    (Note [The numba backend]; `sg.explain` says which)."""
     if f is None:
-        return lambda fn: grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "grad", wrt, has_aux)
+        return lambda fn: grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "grad", wrt, has_aux, backend)
 
 
-def value_and_grad(f=None, wrt=0, *, has_aux=False):
+def value_and_grad(f=None, wrt=0, *, has_aux=False, backend=None):
     """`(value, grads)` of scalar `f` (`((value, aux), grads)` with has_aux)."""
     if f is None:
-        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "value_and_grad", wrt, has_aux)
+        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "value_and_grad", wrt, has_aux, backend)
+
+
+def _backend_option(backend):
+    if backend != "numba":
+        raise ValueError(f"backend={backend!r}: srcgrad's transforms take backend=None (the "
+                         "arguments' array namespace) or backend='numba'")
+    from srcgrad.pipeline import numba_variants
+
+    numba_variants.require()  # an ImportError naming the extra, at the transform, not a call
+    return backend
 
 
 # function -> its guarded plain sg.vjp call, which answers None for arguments unlike
@@ -317,6 +334,14 @@ def hessian(f, wrt=0, *, chunk_size=None):
                               of=f, hooked_mode="reverse")
 
 
+def vmap(f, in_axes=0, out_axes=0):
+    """`f` mapped over a batch axis of its arguments, JAX's semantics: one generated
+    function over the batch (Note [Vmap as batching] in srcgrad.pipeline.vmap)."""
+    from srcgrad import vmapping  # the batching pass: imported when a vmap is asked for
+
+    return vmapping.VMapped(f, in_axes, out_axes)
+
+
 def source(g) -> str:
     """The generated Python source behind a function a transform returned."""
     compiled = getattr(g, "__srcgrad__", None)
@@ -327,6 +352,28 @@ def source(g) -> str:
     return compiled.module_source  # else the variant that ran last
 
 
+def explain(g) -> str:
+    """A short text: what a transform compiled (its variants), for which backend, and
+    where numba's was not taken, why (Note [The numba backend])."""
+    compiled = getattr(g, "__srcgrad__", None)
+    if compiled is None:
+        raise TypeError(f"sg.explain: {g!r} was not returned by a srcgrad transform")
+    miss = getattr(g, "__globals__", {}).get("_miss")
+    variants = getattr(getattr(miss, "__self__", None), "variants", {})
+    fn = compiled.fn
+    where = f"{getattr(fn, '__code__', None) and fn.__code__.co_filename}:" \
+            f"{getattr(getattr(fn, '__code__', None), 'co_firstlineno', '?')}"
+    lines = [f"{compiled.kind} of {fn.__qualname__} ({where}), backend: "
+             + (compiled.backend_option or "the arguments' array namespace (NumPy for NumPy arrays)"),
+             f"variants compiled: {len(variants)} (one per argument shapes, dtypes and classes)"]
+    records = getattr(compiled, "numba_records", {})
+    lines += [f"  {record.line()}" for record in records.values()]
+    if compiled.backend_option == "numba" and len(variants) > len(records):
+        lines.append(f"  {len(variants) - len(records)} other: NumPy (arguments that are not NumPy "
+                     "arrays and numbers, containers, or shapes the function fails on)")
+    return "\n".join(lines)
+
+
 def cache_clear() -> None:
     """Empty the in-memory and on-disk module caches."""
     modules.clear()
@@ -334,15 +381,19 @@ def cache_clear() -> None:
     default_cache().clear()
 
 
-def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="numpy") -> str:
+def emit_standalone(func, wrt=None, mode="reverse", optimize=True, backend="numpy", args=None) -> str:
     """A module that runs without srcgrad: `grad_<func>` (mode "reverse"), `<func>_jvp`
     ("forward") or both (for `srcgrad emit`). `wrt` defaults to every argument.
-    `backend`: the namespace it imports, "numpy", "cupy" or "array-api"."""
+    `backend`: the namespace it imports, "numpy", "cupy" or "array-api". `args`: example
+    arguments, which give dict, list, tuple and record arguments their structure
+    (Note [Emitted container arguments] in srcgrad.pipeline.standalone)."""
     if wrt is None:
         indices, single = tuple(range(len(inspect.signature(func).parameters))), False
     else:
-        indices, single = _normalize_wrt(func, tuple(wrt) if len(wrt) > 1 else wrt[0])
+        if isinstance(wrt, (tuple, list)):  # `--wrt x`, one name: its gradient bare
+            wrt = tuple(wrt) if len(wrt) > 1 else wrt[0]
+        indices, single = _normalize_wrt(func, wrt)  # an int or a name, as sg.grad reads it
     from srcgrad.pipeline.standalone import standalone_module  # (`srcgrad emit`'s only)
 
-    return standalone_module(func, indices, single, mode, optimize, namespace=backend)
+    return standalone_module(func, indices, single, mode, optimize, namespace=backend, args=args)
 

@@ -22,15 +22,49 @@ def plain_function(fn):
     return partial_function(fn)
 
 
-def bound_args(fn, args: tuple) -> tuple:
+def bound_args(fn, args: tuple, transform: str = "srcgrad") -> tuple:
     """`args` with `fn`'s defaults after them (`fn`'s positional arguments), without
     inspect.signature where `args` are all of them already: a first call's (issue 15)."""
     code = getattr(fn, "__code__", None)
     if code is None or code.co_argcount != len(args) or code.co_flags & 0x04:  # (*args)
-        full = inspect.signature(fn).bind(*args)
+        try:
+            full = inspect.signature(fn).bind(*args)
+        except TypeError as err:
+            raise call_error(transform, fn, args, {}, err) from None
         full.apply_defaults()
         args = full.args
     return tuple(args)
+
+
+def check_arity(transform: str, fn, args: tuple) -> None:
+    """A TypeError naming `fn` and what it takes where a transform of it is called with
+    positional `args` that `fn` cannot take (the common call is checked without
+    inspect.signature: issue 15)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_argcount == len(args) and not code.co_flags & 0x0C \
+            and not code.co_kwonlyargcount:
+        return
+    try:
+        inspect.signature(fn).bind(*args)
+    except TypeError as err:
+        raise call_error(transform, fn, args, {}, err) from None
+    except ValueError:  # no signature (a builtin): the call itself says what is wrong
+        return
+
+
+def call_error(transform: str, fn, args, kwargs, err: TypeError) -> TypeError:
+    """`err` (inspect's "too many positional arguments") as a TypeError that names the
+    function, its parameters and how many arguments the transform's call gave it."""
+    name = getattr(fn, "__name__", "f")
+    try:
+        signature = f"{name}{inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        signature = f"{name}()"
+    given = f"{len(args)} positional argument{'' if len(args) == 1 else 's'}"
+    if kwargs:
+        given += f" and the keyword{'' if len(kwargs) == 1 else 's'} {', '.join(kwargs)}"
+    return TypeError(f"{transform}: {signature} was called with {given}: {err}; pass the "
+                     f"arguments {signature} takes")
 
 
 def check_float_arguments(transform: str, fn, args, indices) -> None:
@@ -133,6 +167,21 @@ def check_cotangents(cotangent, out_tree, out_leaves, specialized: bool) -> list
             where = f" {k}" if len(cts) > 1 else ""
             raise ValueError(f"vjp_fn: cotangent{where} has shape {numpy.shape(ct)}, but the "
                              f"output{where} has shape {numpy.shape(o)}")
+    cts = [_float_cotangent(c, o) for c, o in zip(cts, out_leaves)]
     if specialized:  # its backward was compiled for arrays of the outputs' shapes
         cts = [c if c.__class__ is numpy.ndarray else numpy.asarray(c) for c in cts]
     return cts
+
+
+def _float_cotangent(ct, out):
+    """An integer or bool cotangent cast to its output's floating dtype, as torch casts
+    a `backward(gradient)` of another dtype to the output's (observed in torch 2.x:
+    `sin(x).backward(torch.tensor([1, 2, 3]))` gives float64 gradients): integer
+    arithmetic in the backward would otherwise give integer (truncated) gradients."""
+    kind = ct.dtype.kind if ct.__class__ is numpy.ndarray else \
+        "i" if isinstance(ct, (int, numpy.integer, numpy.bool_)) else "f"
+    if kind not in "iub":
+        return ct
+    dtype = numpy.result_type(out)
+    dtype = dtype if dtype.kind in "fc" else numpy.dtype(numpy.float64)
+    return numpy.asarray(ct, dtype=dtype) if ct.__class__ is numpy.ndarray else dtype.type(ct)

@@ -1,7 +1,7 @@
 """The `srcgrad` command line.
 
     srcgrad emit FILE.py:FUNC [--wrt x,W] [--mode reverse|forward|both] [--no-optimize] [--ir] [-o OUT.py]
-    srcgrad check FILE.py:FUNC --args "(3,4), (4,)"
+    srcgrad check FILE.py:FUNC --args "(3,4), (4,)" [--mode reverse|forward|both]
     srcgrad graph FILE.py:FUNC [--mode reverse|forward] [--wrt x,W] [--format dot|svg|png] [-o OUT]
     srcgrad cache {info,clear}
     srcgrad --version
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -85,7 +86,9 @@ def load_function(spec: str) -> Callable[..., Any]:
     module = importlib.util.module_from_spec(mod_spec)
     sys.modules[name] = module  # inspect.getsource and dataclasses look it up there
     try:
-        mod_spec.loader.exec_module(module)
+        # what the file's top level prints goes to stderr: stdout is the emitted module
+        with contextlib.redirect_stdout(sys.stderr):
+            mod_spec.loader.exec_module(module)
     except Exception as err:
         sys.modules.pop(name, None)
         raise UsageError(f"cannot import {file}: {_one_line(err)}") from None
@@ -209,6 +212,50 @@ def _spec_text(items: list) -> str:
 # -- commands ----------------------------------------------------------------------------
 
 
+# Note [emit --args]
+# ~~~~~~~~~~~~~~~~~~
+# emit's --args are example arguments: they give a dict, list, tuple or record argument
+# its structure (Note [Emitted container arguments] in srcgrad.pipeline.standalone), and
+# a function whose shape-generic code does not compile the shapes of the variant emitted.
+# The syntax is check's (a tuple of ints is the shape of a random float64 array, a number
+# is itself) nested in dict, list and tuple literals, and calls of the classes the file
+# defines: "{'W': (3, 4), 'b': (4,)}, (5, 3)" or "Params(w=(3,), b=(3,)), (3,)".
+
+
+def example_args(text: str, module_globals: dict) -> tuple:
+    """emit's --args `text` as arguments (Note [emit --args])."""
+    import numpy
+
+    rng = numpy.random.default_rng(0)
+    try:
+        tree = ast.parse(f"[{text}\n]", mode="eval").body
+    except SyntaxError:
+        raise UsageError(f"--args {text!r}: not Python literals") from None
+
+    def value(node):
+        if isinstance(node, ast.Tuple) and node.elts and all(
+                isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+            return rng.standard_normal(tuple(e.value for e in node.elts))
+        if isinstance(node, ast.Tuple) and not node.elts:
+            return rng.standard_normal(())
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = [value(e) for e in node.elts]
+            return tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+            return {k.value: value(v) for k, v in zip(node.keys, node.values)}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and callable(module_globals.get(node.func.id)):
+            return module_globals[node.func.id](*[value(a) for a in node.args],
+                                                **{k.arg: value(k.value) for k in node.keywords})
+        raise UsageError(f"--args: cannot read {ast.unparse(node)!r}: give shapes as tuples, "
+                         "numbers, dict/list/tuple literals of them, or a class of the file "
+                         "called on them")
+
+    return tuple(value(e) for e in tree.elts)
+
+
 def cmd_emit(args: argparse.Namespace) -> int:
     if args.ir:
         from srcgrad.frontend.parse import parse_function
@@ -226,10 +273,14 @@ def cmd_emit(args: argparse.Namespace) -> int:
     func = load_function(args.target)
     try:
         namespace = {"backend": args.backend} if args.backend != "numpy" else {}
+        if args.args is not None:
+            namespace["args"] = example_args(args.args, vars(sys.modules.get(func.__module__, object)))
         source = emit_standalone(func, wrt=_parse_wrt(args.wrt), mode=args.mode,
                                  optimize=not args.no_optimize, **namespace)
     except ValueError as err:  # e.g. --wrt names no argument, a mode not available yet
         raise Unsupported(str(err)) from err
+    if args.args is not None:  # the header's command line, runnable as it is
+        source = source.replace(" --args ...`", f" --args \"{args.args}\"`", 1)
     _write(source, args.output)
     return 0
 
@@ -244,7 +295,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"--args gives {len(items)} shapes but {func.__name__}() takes "
                          f"{len(params)} arguments ({', '.join(params)})")
     try:
-        ok, report = check_cli(func, items)
+        modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
+        ok, report = check_cli(func, items, **({} if args.mode == "both" else {"modes": modes}))
     except CompileError:
         raise
     except Exception as err:  # the user's function fails at these shapes
@@ -400,7 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="{emit,check,graph,cache}")
     sub.required = True
 
-    e = sub.add_parser("emit", help="print a standalone module computing FUNC's gradient")
+    e = sub.add_parser("emit", help="print a standalone module computing FUNC's gradient",
+                       description="Print a standalone module (it needs only NumPy) computing "
+                                   "FUNC's gradient. emit imports FILE.py, running its top "
+                                   "level once, as `import` would; what it prints goes to "
+                                   "stderr.")
     e.add_argument("target", metavar="FILE.py:FUNC")
     e.add_argument("--wrt", metavar="x,W",
                    help="comma-separated argument names (or positions) to differentiate "
@@ -413,6 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip simplify/cse/dce (shows the raw derivative)")
     e.add_argument("--ir", action="store_true",
                    help="print the derivative's IR (one op per line) instead of Python")
+    e.add_argument("--args", metavar="ARGS",
+                   help="example arguments, for a dict, list, tuple or dataclass argument's "
+                        "structure: \"{'W': (3, 4), 'b': (4,)}, (5, 3)\" (a tuple of ints is "
+                        "the shape of a random array; a class of FILE may be called: "
+                        "\"Params(w=(3,), b=(3,)), (3,)\")")
     e.add_argument("-o", "--output", metavar="OUT.py", help="write here instead of stdout")
     e.set_defaults(run=cmd_emit)
 
@@ -422,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='one per argument: a shape for a random float64 array, e.g. '
                         '"(3,4), (4,), ()", or a number passed as it is (an int is not '
                         'differentiated)')
+    c.add_argument("--mode", choices=("reverse", "forward", "both"), default="both",
+                   help="which Jacobians to check against finite differences (default: both)")
     c.set_defaults(run=cmd_check)
 
     g = sub.add_parser("graph", help="the IR graph of FUNC (or of its derivative) as Graphviz DOT")

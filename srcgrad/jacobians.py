@@ -20,7 +20,7 @@ import threading
 import numpy
 
 from srcgrad import backend
-from srcgrad.arguments import check_float_arguments
+from srcgrad.arguments import check_arity, check_float_arguments
 from srcgrad.errors import CompileError, at_user_call, note_user_call
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobian_trees import inspect_unwrap, leaf_function, nested_jacobian
@@ -59,6 +59,8 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        # names the user's function (not the gradient a Hessian is the Jacobian of)
+        check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
         return self._call(args)
 
     def _call(self, args, parts: bool = False):
@@ -228,7 +230,7 @@ class _Batched:
 
     def __init__(self, fn, kind, indices, single, args, chunk_size):
         self.kind, self.indices = kind, indices
-        fs = vjp_jvp.source_function(fn, len(args))  # (defaults: constants)
+        fs = vjp_jvp.source_function(fn, len(args), _shaped(fn, args))  # (defaults: constants)
         compiled = modules.Compiled(fs, kind, indices, single)
         parsed = compiled.parsed()
         if kind == "jacrev":
@@ -370,6 +372,12 @@ def _forward_blocks(f, args, indices):
     return tree, outs, blocks
 
 
+def _shaped(f, args):
+    """`args` where `f`'s generated code exists per argument shapes only (sg.vmap's), else
+    None: a gradient's shape-generic entry is the one these programs batch."""
+    return args if getattr(getattr(f, "__srcgrad__", None), "shape_specialised", False) else None
+
+
 def _hooks():
     from srcgrad import contexts  # the hook state; the eager runtime is not imported
 
@@ -378,7 +386,8 @@ def _hooks():
 
 def _reverse_blocks(f, args, indices):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
-    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args)), hooks=hooks is not None)
+    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args), _shaped(f, args)),
+                                    hooks=hooks is not None)
     fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])

@@ -14,6 +14,8 @@ import linecache
 import sys
 from typing import Any
 
+from srcgrad.errors import warn_at_user_lines
+
 
 def pseudo_filename(key: str) -> str:
     """The code filename of a module that has no cache file."""
@@ -38,6 +40,7 @@ def load_module(source: str, filename: str, namespace: dict | None = None, code=
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     linecache.cache[filename] = (len(source), None, lines, filename)
+    warn_at_user_lines()  # a NumPy warning in it names the user's line (srcgrad.errors)
     ns: dict[str, Any] = {"__name__": "srcgrad.generated", "__file__": filename}
     if namespace:
         ns.update(namespace)

@@ -20,7 +20,7 @@ from srcgrad.arguments import bound_args
 from srcgrad.codegen import loader
 from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
-from srcgrad.errors import ProbeFailed
+from srcgrad.errors import ORIGINS, ProbeFailed
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
@@ -56,6 +56,8 @@ class Compiled:
         self.fn_name = None  # the name of the parsed function (set by load)
         self._fs = None
         self.bindings: tuple = ()  # (namespace, name, value) read when parsed (Note [Bindings])
+
+    backend_option = None  # "numba": variants compiled by numba (srcgrad.pipeline.numba_variants)
 
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
@@ -118,10 +120,29 @@ class Compiled:
         key = self.cache_key(self.options(shapes))
         # a disk hit's out tree: traced as the variant was (container arguments: their leaves),
         # with its shape facts (Note [Shape facts] in srcgrad.frontend.trace)
-        example = tuple(args) if self.arg_trees else bound_args(self.fn, args)
+        example = tuple(args) if self.arg_trees else bound_args(self.fn, args, self.kind)
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
+        if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
+            return self._numba_variant(ns, shapes, example)
         return self._entries(ns)
+
+    def _numba_variant(self, ns, shapes, example):
+        """The variant rendered without `out=` buffers (numba's ufuncs take no keyword
+        `out`) and compiled by numba, NumPy's (`ns`) where numba cannot take it."""
+        from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+
+        key = self.cache_key(self.options(shapes) + (("backend", "numba"),))
+
+        def generate():
+            from srcgrad.codegen import emit
+
+            with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
+                source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
+            return numba_variants.rewritten(source), constants, out_tree
+        rendered = self._entries(self._load(key, generate, example=example))
+        with COMPILING:
+            return numba_variants.variant(self, rendered, example, fallback=self._entries(ns))
 
     def _entries(self, ns):
         entries = tuple(ns[name] for name in entry_names(self))
@@ -250,6 +271,7 @@ class Compiled:
         namespace = {**backend.module_globals(target, None if reads is None else reads - constants.keys()),
                      **constants}
         ns = load_module(source, filename, namespace, code)
+        ORIGINS[filename] = getattr(getattr(self.fn, "__code__", None), "co_filename", None)
         self.module_source, self.out_tree = source, out_tree
         if key:
             _MEMORY[key] = (ns, source, out_tree)

@@ -119,20 +119,33 @@ class _PlainVjpFn:
 
     __slots__ = ("bwd", "saved", "out", "shape", "specialized", "__srcgrad__")
     __name__ = "vjp_fn"  # as the general path's closure is named (gradcheck recognises it)
+    # what inspect (srcgrad check, gradcheck) reads: one cotangent (`*extra` is for the error)
+    __signature__ = inspect.Signature([inspect.Parameter(
+        "cotangent", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
 
     def __init__(self, bwd, saved, out, specialized, compiled):
         self.bwd, self.saved, self.out, self.specialized = bwd, saved, out, specialized
         self.shape = getattr(out, "shape", None)
         self.__srcgrad__ = compiled  # sg.source(vjp_fn)
 
-    def __call__(self, cotangent):
+    def __call__(self, cotangent, *extra):
         cls = cotangent.__class__
-        if cls is numpy.ndarray and cotangent.shape == self.shape:
+        if cls is numpy.ndarray and cotangent.shape == self.shape and not extra \
+                and cotangent.dtype.kind == "f":
             return self.bwd(self.saved, cotangent)
+        if extra:
+            raise extra_cotangents(1 + len(extra), self.__srcgrad__)
         if cls is float and self.shape == ():
             return self.bwd(self.saved, numpy.asarray(cotangent) if self.specialized else cotangent)
         cts = check_cotangents(cotangent, _LEAF, (self.out,), self.specialized)
         return self.bwd(self.saved, *cts)
+
+
+def extra_cotangents(n: int, compiled) -> TypeError:
+    """vjp_fn called with several cotangents: it takes one, shaped as the output."""
+    name = getattr(compiled, "fn_name", None) or getattr(getattr(compiled, "fn", None), "__name__", "f")
+    return TypeError(f"vjp_fn (of sg.vjp({name}, ...)) takes one cotangent, shaped as {name}'s "
+                     f"output; got {n}: for a tuple output pass one tuple of cotangents")
 
 
 def source_function(f, given: int | None = None, args: tuple | None = None):
@@ -318,7 +331,9 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     out = pytree.unflatten(out_tree, out_leaves[:n_out])
     aux_zeros = [numpy.zeros(numpy.shape(a)) for a in out_leaves[n_out:]]
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent, *extra):
+        if extra:
+            raise extra_cotangents(1 + len(extra), compiled)
         if recorded_in is not None and contexts.mutation_allowed() is not recorded_in:
             raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
                                  "contextin which the graph was originally recorded.")  # sic, torch
@@ -327,6 +342,7 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
         return pytree.group_gradients(flat, trees, range(len(trees))) if nested else flat
 
     vjp_fn.__srcgrad__ = compiled  # sg.source(vjp_fn)
+    vjp_fn.__signature__ = _PlainVjpFn.__signature__
     if has_aux:
         return out, vjp_fn, pytree.unflatten(*pytree.aux_part(compiled.out_tree, out_leaves))
     return out, vjp_fn
@@ -336,6 +352,12 @@ def jvp(f, primals, tangents, has_aux: bool):
     """srcgrad.api.jvp's call (its docstring says what it returns)."""
     from srcgrad.ir import tree as pytree
 
+    name = getattr(f, "__name__", "f")
+    for what, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):  # an array would be iterated as its rows
+            raise TypeError(f"jvp(f, primals, tangents): {what} is a tuple of {name}'s arguments "
+                            f"(one per parameter); got {type(value).__name__}: pass "
+                            f"sg.jvp({name}, (x,), (t,)) for one argument")
     primals, tangents = tuple(primals), tuple(tangents)
     arguments.check_not_complex("jvp", f, primals)
     arguments.check_not_complex("jvp", f, tangents, what="tangent")
@@ -358,8 +380,8 @@ def jvp(f, primals, tangents, has_aux: bool):
     fn = given_arguments(arguments.plain_function(source_function(f)), len(primals))
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
-        raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; "
-                        f"got {len(primals)} primals")
+        raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; got "
+                        f"{len(primals)} primals: primals is a tuple with one value per argument")
     nested = any(t != pytree.LEAF for t in trees)
     compiled = compiled_jvp(fn, trees=trees if nested else None)
     target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]

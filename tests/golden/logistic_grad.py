@@ -2,7 +2,7 @@
 # cache key: standalone
 # Standalone: needs only NumPy. Regenerate with `srcgrad emit examples/logistic.py:loss --wrt w,b`.
 import numpy
-import numpy as xp
+xp = numpy  # the array namespace
 
 
 def _namespace(x):

@@ -2,7 +2,7 @@
 # cache key: standalone
 # Standalone: needs only NumPy. Regenerate with `srcgrad emit examples/mlp.py:loss --wrt W1,b1,W2,b2`.
 import numpy
-import numpy as xp
+xp = numpy  # the array namespace
 
 
 def _namespace(x):
