@@ -20,7 +20,7 @@ import threading
 import numpy
 
 from srcgrad import backend
-from srcgrad.arguments import check_arity, check_float_arguments
+from srcgrad.arguments import any_container, check_arity, check_float_arguments
 from srcgrad.errors import CompileError, at_user_call, note_user_call
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobian_trees import inspect_unwrap, leaf_function, nested_jacobian
@@ -57,6 +57,7 @@ class Jacobian:
         functools.update_wrapper(self, f, updated=())
         self.__name__ = f"jacobian_{getattr(f, '__name__', 'f')}"
         self.__srcgrad__ = JacobianSource(self)
+        self._nested = isinstance(of, Jacobian) or isinstance(f, Jacobian)  # Note [Jacobians of Jacobians]
 
     def __call__(self, *args):
         # names the user's function (not the gradient a Hessian is the Jacobian of)
@@ -65,9 +66,9 @@ class Jacobian:
 
     def _call(self, args, parts: bool = False):
         """The Jacobian at `args`; with `parts`, (out tree, its leaves) before unflattening."""
-        if isinstance(self.of, Jacobian) or isinstance(self.f, Jacobian):
+        if self._nested:
             return self._of_jacobian(args)
-        if any(a.__class__ is not numpy.ndarray and pytree.is_node(a) for a in args):
+        if any_container(args):  # Note [Jacobians of container arguments]
             return self._of_containers(args)
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
