@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from types import FunctionType
 
 import numpy
@@ -272,6 +273,10 @@ def vjp(f, *primals, has_aux=False):
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
     try:
+        if _is_jacobian(f):  # Note [Transforms of a Jacobian]
+            from srcgrad import jacobian_transforms
+
+            return jacobian_transforms.vjp(f, primals, has_aux)
         return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
     except CompileError as err:  # one naming no line (sg.vjp of a Jacobian): the user's call
         raise hide_internal_frames(at_user_call(err, "vjp")) from None
@@ -288,10 +293,21 @@ def jvp(f, primals, tangents, *, has_aux=False):
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
     try:
+        if _is_jacobian(f):  # Note [Transforms of a Jacobian]
+            from srcgrad import jacobian_transforms
+
+            return jacobian_transforms.jvp(f, primals, tangents, has_aux)
         return vjp_jvp.jvp(f, primals, tangents, has_aux)
     except CompileError as err:  # one naming no line (sg.jvp of a Jacobian): the user's call
         raise hide_internal_frames(at_user_call(err, "jvp")) from None
 
+
+
+def _is_jacobian(f) -> bool:
+    """Whether sg.jacobian or sg.hessian returned `f` (none has, if their module is not
+    imported yet: no import on sg.vjp's path)."""
+    module = sys.modules.get("srcgrad.jacobians")
+    return module is not None and isinstance(f, module.Jacobian)
 
 
 def jacobian(f, wrt=0, *, mode="auto", chunk_size=None):

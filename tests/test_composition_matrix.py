@@ -28,10 +28,11 @@ derivative of h, shape h(x).shape + x.shape):
   hessian         sg.hessian(h)(x)                     == D of D (h must be scalar)
 
 Refused, by rule (`expected_refusal`), and nothing else is:
-  * grad, value_and_grad, vjp, jvp or hessian OF a jacobian or hessian: a Jacobian is
-    assembled from many passes and has no generated source to differentiate; a
-    CompileError at the line of the outer call (sg.jacobian of one is computed: Note
-    [Jacobians of Jacobians] in srcgrad.jacobians);
+  * grad, value_and_grad or hessian OF a jacobian or hessian: a Jacobian is assembled
+    from many passes and has no generated source to differentiate; a CompileError at
+    the line of the outer call. (sg.jacobian of one is computed from the function's
+    higher derivatives, Note [Jacobians of Jacobians] in srcgrad.jacobian_trees, and sg.vjp
+    and sg.jvp of one from that, Note [Transforms of a Jacobian].)
   * sg.vjp of a function with a loop called inside a function that is differentiated
     (its backward pops the loop's tape): a CompileError at the `sg.vjp` line;
   * grad, value_and_grad or hessian of a function whose output is not a scalar (JAX's
@@ -189,7 +190,8 @@ def expected(outer, h, x):
 
 def expected_refusal(inner_name, outer, F, h, x):
     """(error class, text its message holds) for a refused cell, else None."""
-    if (inner_name in JACOBIANS or inner_name == "hessian") and outer not in JACOBIANS:
+    if (inner_name in JACOBIANS or inner_name == "hessian") and outer in (
+            "grad", "value_and_grad", "hessian"):
         return CompileError, f"sg.{outer}"
     if outer == "hessian" and np.ndim(h(x)) != 0:  # checked before anything is traced
         return TypeError, "needs a scalar output"
@@ -353,13 +355,43 @@ def test_grad_grad_grad(F):
 
 
 def test_transform_of_a_jacobian_names_the_users_line():
-    """sg.vjp of a Jacobian was refused at `<unknown>:0:1`; now at the call's line."""
-    jac = sg.jacobian(g_line)
+    """sg.vjp of a Jacobian was refused at `<unknown>:0:1`; it is computed now, and what
+    is still refused (sg.grad of one, sg.vjp with has_aux) names the call's line."""
+    jac = sg.jacobian(f_line)
     with pytest.raises(CompileError) as info:
-        sg.vjp(jac, POINTS["vector"])  # the line named
+        sg.grad(jac)(POINTS["0-d"])  # the line named
     err = info.value
     assert err.filename == __file__ and "# the line named" in linecache.getline(__file__, err.lineno)
-    assert "sg.vjp" in str(err) and "sg.jacobian of `g_line`" in str(err)
+    assert "sg.grad" in str(err) and "sg.jacobian of `f_line`" in str(err)
+    with pytest.raises(CompileError) as info:
+        sg.vjp(sg.jacobian(g_line), POINTS["vector"], has_aux=True)  # the vjp line
+    err = info.value
+    assert err.filename == __file__ and "# the vjp line" in linecache.getline(__file__, err.lineno)
+    assert "has_aux" in str(err)
+
+
+@pytest.mark.parametrize("mode", list(JACOBIANS.values()))
+def test_vjp_and_jvp_of_a_jacobian_of_two_arguments(mode):
+    """Note [Transforms of a Jacobian]: every primal's gradient and a tangent per primal,
+    on a function of two arguments whose Jacobian is w.r.t. the second."""
+    x, y = np.array([0.3, -0.2, 0.6]), np.array([0.5, 1.5])
+
+    def two(x, y):
+        return np.sin(x[:2] * y) + y[0] * x[2] ** 2
+
+    jac = sg.jacobian(two, wrt=1, mode=mode)
+    out, back = sg.vjp(jac, x, y)
+    ct = constant(out.shape, 0.3)
+    gx, gy = back(ct)
+    assert gx.shape == x.shape and gy.shape == y.shape
+    assert_close(gx, fd(lambda u: np.sum(ct * jac(u, y)), x), rtol=1e-5, atol=1e-7)
+    assert_close(gy, fd(lambda v: np.sum(ct * jac(x, v)), y), rtol=1e-5, atol=1e-7)
+    tx, ty = constant(x.shape, 0.2), constant(y.shape, -0.4)
+    out2, tout = sg.jvp(jac, (x, y), (tx, ty))
+    assert_close(out2, jac(x, y))
+    want = np.tensordot(fd(lambda u: jac(u, y), x), tx, 1) + np.tensordot(fd(lambda v: jac(x, v), y), ty, 1)
+    assert tout.shape == out.shape
+    assert_close(tout, want, rtol=1e-5, atol=1e-7)
 
 
 def test_hessian_of_a_vector_function_is_refused():

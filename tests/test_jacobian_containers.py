@@ -127,3 +127,23 @@ def test_a_record_argument_is_refused():
     Params = namedtuple("Params", "w b")
     with pytest.raises(TypeError, match="namedtuple, dataclass"):
         sg.jacobian(lambda q: np.sin(q.w) * q.b[0])(Params(W, B))
+
+
+def scaled(x, cfg):
+    y = np.sin(x) * cfg["scale"]
+    if cfg["flag"] is None:
+        y = y * 2.0
+    return y + cfg["shift"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_dict_of_options_not_differentiated(mode):
+    """A dict argument outside wrt, holding None, an int and an array: before, forward
+    mode decided `cfg["flag"] is None` wrongly (the Jacobian of the other branch: half
+    the true value) and reverse mode raised an IndexError."""
+    x = np.array([0.1, 0.2])
+    cfg = {"scale": 3, "flag": None, "shift": np.zeros(2)}
+    jac = sg.jacobian(scaled, mode=mode)(x, cfg)
+    assert_close(jac, fd(lambda u: scaled(u, cfg), x), rtol=1e-6, atol=1e-8)
+    hess = sg.hessian(lambda u, c: np.sum(scaled(u, c)))(x, cfg)
+    assert_close(hess, np.diag(-6.0 * np.sin(x)), rtol=1e-10)
