@@ -11,6 +11,8 @@ import collections
 
 import numpy
 
+from srcgrad.autograd.methods import return_types_sort
+from srcgrad.autograd.methods import sort as _table_sort
 from srcgrad.autograd.ops import apply
 from srcgrad.autograd.tensor import Tensor, _leaf, _shape
 
@@ -128,6 +130,17 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     order = numpy.take(numpy.argsort(key, axis=dim, kind="stable"), numpy.arange(k), axis=dim)
     return return_types_topk(_gather_at(self, order.astype(numpy.int64), dim),
                              Tensor._make(order.astype(numpy.int64)))
+
+
+def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+    """torch's sort; `stable=True` keeps tied entries in their order (indices from a
+    stable argsort, values gathered at them, so the gradient follows the indices)."""
+    if not stable:
+        return _table_sort(self, dim, descending, axis=axis)
+    ax = (dim if axis is None else axis) % max(self._data.ndim, 1)
+    order = numpy.argsort(-self._data if descending else self._data, axis=ax, kind="stable")
+    order = order.astype(numpy.int64)
+    return return_types_sort(_gather_at(self, order, ax), Tensor._make(order))
 
 
 def median(self, dim=None, keepdim=False):
@@ -272,7 +285,7 @@ def element_size(self) -> int:
 _INSTALL = dict(
     gather=gather, index_select=index_select, scatter_reduce=scatter_reduce, softmax=softmax,
     log_softmax=log_softmax,
-    logsumexp=logsumexp, topk=topk, median=median, var_mean=var_mean, std_mean=std_mean,
+    logsumexp=logsumexp, topk=topk, sort=sort, median=median, var_mean=var_mean, std_mean=std_mean,
     argmax=argmax, argmin=argmin, roll=roll, split_with_sizes=split_with_sizes, tril=tril,
     triu=triu, movedim=movedim, masked_select=masked_select, nonzero=nonzero, new_zeros=new_zeros,
     new_ones=new_ones, new_empty=new_empty, new_full=new_full, new_tensor=new_tensor,
