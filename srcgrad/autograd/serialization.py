@@ -4,7 +4,8 @@ A pickled Tensor is its values (bytes, dtype, shape) and `requires_grad`: it unp
 as a new leaf, as torch's does (a non-leaf's graph and any `.grad` are not kept; nor is
 storage shared between two pickled views, unlike torch's). `sg.load` reads only tensors,
 containers and Python scalars unless `weights_only=False` (torch 2.6+'s default and
-error), because unpickling other objects can run arbitrary code.
+error), because unpickling other objects can run arbitrary code. `copy.deepcopy` is
+torch's: a leaf with its `.grad`; a non-leaf is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +34,26 @@ def _reduce_ex(self, protocol):
     return (_rebuild, (data.tobytes(), data.dtype.str, data.shape, bool(self._rg)))
 
 
+def _deepcopy(self, memo):
+    """torch's: a leaf's values, requires_grad and .grad copied; a non-leaf refused."""
+    if self._grad_fn is not None:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+            "because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001")
+    new = _leaf(self._data.copy(), False)
+    new._rg = self._rg
+    memo[id(self)] = new
+    if self._grad is not None:
+        import copy
+
+        new._grad = copy.deepcopy(self._grad, memo)
+    return new
+
+
 Tensor.__reduce_ex__ = _reduce_ex
+Tensor.__deepcopy__ = _deepcopy
 
 
 class _WeightsOnly(pickle.Unpickler):

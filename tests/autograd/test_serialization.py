@@ -24,6 +24,22 @@ def test_a_pickled_tensor_is_a_new_leaf_with_its_values_and_requires_grad():
     assert v.tolist() == [[0, 3], [1, 4], [2, 5]] and v.dtype == sg.int64
 
 
+def test_deepcopy_as_torch():
+    import copy
+
+    x = sg.ones(2, requires_grad=True)
+    x.grad = sg.full((2,), 3.0)
+    d = copy.deepcopy({"a": x, "b": x})
+    assert d["a"] is d["b"] and d["a"] is not x and d["a"].requires_grad and d["a"].is_leaf
+    assert d["a"].grad.tolist() == [3.0, 3.0] and d["a"].grad is not x.grad
+    d["a"].detach().add_(1.0)
+    assert x.tolist() == [1.0, 1.0]  # not shared
+    # torch 2.14.1's text
+    with pytest.raises(RuntimeError, match=r"Only Tensors created explicitly by the user \(graph "
+                                           r"leaves\) support the deepcopy protocol"):
+        copy.deepcopy(x * 2)
+
+
 def test_save_and_load_an_optimizer_state_dict(tmp_path):
     W = sg.tensor([1.0, 2.0], requires_grad=True)
     opt = sg.optim.Adam([W], lr=0.1)
