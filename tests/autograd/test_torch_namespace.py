@@ -139,3 +139,27 @@ def test_every_namespace_function_is_a_public_name_of_sg():
     missing = set(namespace.__all__) - set(dir(sg))
     assert not missing, f"add {sorted(missing)} to srcgrad/__init__.py's torch namespace names"
     assert sg.gather is namespace.gather and sg.float64 is namespace.float64
+
+
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad_and_in_a_function_forward():
+    x = sg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        x.numpy()
+    with sg.no_grad():
+        assert x.numpy().tolist() == [1.0, 1.0]  # torch 2.14.1 allows it
+
+    class AddOneInPlace(sg.autograd.Function):  # the seed, as torch 2.14.1 runs it
+        @staticmethod
+        def forward(ctx, x):
+            x_npy = x.numpy()
+            x_npy += 1
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    y = sg.ones(2, requires_grad=True).clone()
+    z = AddOneInPlace.apply(y)
+    assert z.tolist() == [2.0, 2.0] and z.grad_fn is not None
