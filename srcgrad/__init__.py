@@ -177,6 +177,7 @@ _HOMES = {
                      "arange", "linspace", "eye", "zeros_like", "ones_like", "empty_like",
                      "full_like", "rand_like", "randn_like", "manual_seed", "is_tensor",
                      "from_numpy"], "srcgrad.autograd.tensor"),
+    **dict.fromkeys(["save", "load"], "srcgrad.autograd.serialization"),
     # the torch namespace on tensors and torch's dtypes (API.md §3)
     **dict.fromkeys((
     "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort asin asinh atan atan2 "

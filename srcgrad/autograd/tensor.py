@@ -274,7 +274,7 @@ class Tensor:
         return self._data.flags.c_contiguous
 
     def numpy(self):
-        if self._rg:
+        if self._rg and _STATE.grad_enabled:  # torch: allowed under no_grad (a Function's forward)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._data

@@ -11,6 +11,8 @@ import collections
 
 import numpy
 
+from srcgrad.autograd.methods import return_types_sort
+from srcgrad.autograd.methods import sort as _table_sort
 from srcgrad.autograd.ops import apply
 from srcgrad.autograd.tensor import Tensor, _leaf, _shape
 
@@ -130,6 +132,17 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
                              Tensor._make(order.astype(numpy.int64)))
 
 
+def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+    """torch's sort; `stable=True` keeps tied entries in their order (indices from a
+    stable argsort, values gathered at them, so the gradient follows the indices)."""
+    if not stable:
+        return _table_sort(self, dim, descending, axis=axis)
+    ax = (dim if axis is None else axis) % max(self._data.ndim, 1)
+    order = numpy.argsort(-self._data if descending else self._data, axis=ax, kind="stable")
+    order = order.astype(numpy.int64)
+    return return_types_sort(_gather_at(self, order, ax), Tensor._make(order))
+
+
 def median(self, dim=None, keepdim=False):
     """torch's median: the lower of the two middle values; with `dim`, (values, indices)."""
     data = self._data
@@ -232,6 +245,36 @@ def nonzero(self, *, as_tuple=False):
                         numpy.zeros((1, 0), numpy.int64))
 
 
+# ---------------------------------------------------------------- in-place comparisons, shapes
+def _compare_inplace(name):
+    def op(self, other):
+        """torch's `x.eq_(y)`: x holds 1/0 in its own dtype; no gradient reaches x's past."""
+        return self.copy_(getattr(self, name)(other).to(self._data.dtype))
+
+    op.__name__ = name + "_"
+    return op
+
+
+def _shape_inplace(name):
+    def op(self, *args):
+        """torch's in-place shape ops: self becomes the view (its grad_fn the view's node);
+        the version moves, as torch's (observed in torch 2.14.1: unsqueeze_ bumps it)."""
+        from srcgrad.autograd.inplace import check_target
+
+        if self._base is not None or self._views and any(r() is not None for r in self._views):
+            raise NotImplementedError(f"srcgrad: {name}_() of a view or of a tensor with views "
+                                      f"is not supported yet; use {name}() instead")
+        check_target(self)
+        out = getattr(self, name)(*args)
+        self._data, self._grad_fn, self._output_nr = out._data, out._grad_fn, out._output_nr
+        self._views = None  # (only `out`, which is gone: self is that view now)
+        self._vc.v += 1
+        return self
+
+    op.__name__ = name + "_"
+    return op
+
+
 # ---------------------------------------------------------------- new_* and dtype facts
 def _new(fill):
     def make(self, *size, dtype=None, device=None, requires_grad=False, **_):
@@ -272,10 +315,14 @@ def element_size(self) -> int:
 _INSTALL = dict(
     gather=gather, index_select=index_select, scatter_reduce=scatter_reduce, softmax=softmax,
     log_softmax=log_softmax,
-    logsumexp=logsumexp, topk=topk, median=median, var_mean=var_mean, std_mean=std_mean,
+    logsumexp=logsumexp, topk=topk, sort=sort, median=median, var_mean=var_mean, std_mean=std_mean,
     argmax=argmax, argmin=argmin, roll=roll, split_with_sizes=split_with_sizes, tril=tril,
     triu=triu, movedim=movedim, masked_select=masked_select, nonzero=nonzero, new_zeros=new_zeros,
     new_ones=new_ones, new_empty=new_empty, new_full=new_full, new_tensor=new_tensor,
     is_floating_point=is_floating_point, is_complex=is_complex, element_size=element_size)
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _INSTALL[_name + "_"] = _compare_inplace(_name)
+for _name in ("t", "transpose", "squeeze", "unsqueeze"):
+    _INSTALL[_name + "_"] = _shape_inplace(_name)
 for _name, _fn in _INSTALL.items():
     setattr(Tensor, _name, _fn)

@@ -47,6 +47,8 @@ def cases(t):
         "std_mean": lambda x, y: t.stack(t.std_mean(x, dim=0, keepdim=True)),
         "sort_values": lambda x, y: t.sort(x, dim=1, descending=True).values,
         "sort_indices": lambda x, y: x + t.sort(x, 0).indices,
+        "sort_stable_ties": lambda x, y: t.sort(t.round(x), dim=1, stable=True, descending=True)[0] * x
+        + t.sort(t.round(x), dim=1, stable=True, descending=True)[1],
         "topk": lambda x, y: t.topk(x, 2, dim=1).values,
         "topk_small": lambda x, y: x.topk(2, dim=0, largest=False).values,
         "topk_indices": lambda x, y: x + t.topk(x, 3).indices.sum(),

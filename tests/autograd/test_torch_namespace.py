@@ -139,3 +139,52 @@ def test_every_namespace_function_is_a_public_name_of_sg():
     missing = set(namespace.__all__) - set(dir(sg))
     assert not missing, f"add {sorted(missing)} to srcgrad/__init__.py's torch namespace names"
     assert sg.gather is namespace.gather and sg.float64 is namespace.float64
+
+
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad_and_in_a_function_forward():
+    x = sg.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        x.numpy()
+    with sg.no_grad():
+        assert x.numpy().tolist() == [1.0, 1.0]  # torch 2.14.1 allows it
+
+    class AddOneInPlace(sg.autograd.Function):  # the seed, as torch 2.14.1 runs it
+        @staticmethod
+        def forward(ctx, x):
+            x_npy = x.numpy()
+            x_npy += 1
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    y = sg.ones(2, requires_grad=True).clone()
+    z = AddOneInPlace.apply(y)
+    assert z.tolist() == [2.0, 2.0] and z.grad_fn is not None
+
+
+def test_in_place_comparisons_and_shape_ops_as_torch():
+    # observed in torch 2.14.1: b.eq_(...) -> tensor([1., 0., 1.]), version 1, grad of a zeros;
+    # d.unsqueeze_(0) is d, shape (1, 3), version 1, a's grad ones
+    a = sg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1
+    c = b.eq_(sg.tensor([1.0, 0.0, 3.0]))
+    assert c is b and c.tolist() == [1.0, 0.0, 1.0] and c._version == 1 and c.grad_fn is not None
+    c.sum().backward()
+    assert a.grad.tolist() == [0.0, 0.0, 0.0]
+    a.grad = None
+    d = a * 1
+    e = d.unsqueeze_(0)
+    assert e is d and d.shape == (1, 3) and d._version == 1
+    (e * sg.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    assert a.grad.tolist() == [1.0, 2.0, 3.0]
+    m = sg.ones(2, 3) * 1
+    assert m.t_() is m and m.shape == (3, 2) and m.transpose_(0, 1).shape == (2, 3)
+    assert sg.ones(1, 3).squeeze_(0).shape == (3,)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        sg.ones(2, 3, requires_grad=True).t_()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        sg.ones(2, requires_grad=True).eq_(1.0)
