@@ -248,7 +248,10 @@ def vjp(f, *primals, has_aux=False):
                 return result
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
+    try:
+        return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
+    except CompileError as err:  # the user's line, not the compiler's frames under it
+        raise hide_internal_frames(err) from None
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -261,7 +264,10 @@ def jvp(f, primals, tangents, *, has_aux=False):
     """
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
-    return vjp_jvp.jvp(f, primals, tangents, has_aux)
+    try:
+        return vjp_jvp.jvp(f, primals, tangents, has_aux)
+    except CompileError as err:  # as sg.grad shows it: the user's line on top
+        raise hide_internal_frames(err) from None
 
 
 

@@ -20,7 +20,7 @@ import numpy
 
 from srcgrad import backend
 from srcgrad.arguments import check_arity, check_float_arguments
-from srcgrad.errors import CompileError
+from srcgrad.errors import CompileError, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.batch import Unbatchable
 from srcgrad.passes.shapes import ProbeFailed
@@ -55,6 +55,12 @@ class Jacobian:
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        try:
+            return self._call(args)
+        except CompileError as err:  # as sg.grad shows it: the user's line on top
+            raise hide_internal_frames(err) from None
+
+    def _call(self, args):
         # names the user's function (not the gradient a Hessian is the Jacobian of)
         check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
