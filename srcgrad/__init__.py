@@ -166,8 +166,8 @@ from srcgrad._version import __version__  # noqa: E402 (after the reader: the fi
 
 # public name -> the module that defines it
 _HOMES = {
-    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "source",
-                     "cache_clear"], "srcgrad.api"),
+    **dict.fromkeys(["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "vmap", "source",
+                     "cache_clear", "explain"], "srcgrad.api"),
     "CompileError": "srcgrad.errors",
     **dict.fromkeys(["compile", "CompiledFunction"], "srcgrad.autograd.compiled"),
     **dict.fromkeys(["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
@@ -177,14 +177,31 @@ _HOMES = {
                      "arange", "linspace", "eye", "zeros_like", "ones_like", "empty_like",
                      "full_like", "rand_like", "randn_like", "manual_seed", "is_tensor",
                      "from_numpy"], "srcgrad.autograd.tensor"),
+    # the torch namespace on tensors and torch's dtypes (API.md §3)
+    **dict.fromkeys((
+    "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort asin asinh atan atan2 "
+    "atanh bmm bool cat cdouble ceil cfloat chunk clamp clip clone complex128 complex64 concat "
+    "concatenate cos cosh cumprod cumsum detach div dot double einsum eq exp exp2 expm1 finfo flatten "
+    "flip float float16 float32 float64 floor fmod gather ge get_default_dtype gt half hstack iinfo "
+    "index_add index_select int int16 int32 int64 int8 is_complex is_floating_point isfinite isinf "
+    "isnan le lerp log log10 log1p log2 log_softmax logical_not logsumexp long lt masked_fill "
+    "masked_select matmul max maximum mean median min minimum mm movedim mul mv narrow ne neg "
+    "negative nonzero norm numel outer permute pow prod randint randperm reciprocal relu remainder "
+    "reshape roll round rsqrt scatter scatter_add scatter_reduce select set_default_dtype short "
+    "sigmoid sign sin "
+    "sinh softmax sort split split_with_sizes sqrt square squeeze stack std std_mean sub sum t tan "
+    "tanh topk trace transpose tril triu true_divide trunc uint8 unbind unsqueeze var var_mean vstack "
+    "where"
+    ).split(), "srcgrad.autograd.namespace"),
 }
 
-__all__ = [*_HOMES, "autograd", "__version__"]
+_SUBPACKAGES = ("autograd", "func", "optim", "nn", "utils")  # (imported on first use too)
+__all__ = [*_HOMES, *_SUBPACKAGES, "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "autograd":
-        value = importlib.import_module("srcgrad.autograd")
+    if name in _SUBPACKAGES:
+        value = importlib.import_module("srcgrad." + name)
     elif name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
     else:

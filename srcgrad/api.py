@@ -22,7 +22,14 @@ from srcgrad import arguments, contexts
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import compile_module, render_dispatcher  # not emit: a hit renders nothing else
 from srcgrad.digest import sha256
-from srcgrad.errors import CompileError, ProbeFailed, hide_internal_frames, note_user_line
+from srcgrad.errors import (
+    CompileError,
+    ProbeFailed,
+    at_user_call,
+    hide_internal_frames,
+    note_user_call,
+    note_user_line,
+)
 from srcgrad.pipeline import modules  # (no frontend, no IR: a disk-cache hit compiles nothing)
 
 
@@ -99,7 +106,7 @@ class _Dispatch:
         try:
             return self._miss(*args, **kwargs)
         except CompileError as err:  # the user's line, not the compiler's frames under it
-            raise hide_internal_frames(err) from None
+            raise hide_internal_frames(at_user_call(err, self.compiled.kind)) from None
 
     def _miss(self, *args, **kwargs):
         if kwargs or len(args) != len(self.signature.parameters):
@@ -135,6 +142,8 @@ class _Dispatch:
                 try:
                     return self.compiled.entry()(*args)
                 except Exception as err:
+                    if isinstance(err, TypeError):  # (a non-scalar output: the line that asked)
+                        note_user_call(err, self.compiled.kind)
                     raise note_user_line(err) from None
         if not contexts.SPECIAL_MODES[0]:  # (in one, every call comes here: Note [Modes the guards test])
             self._retarget(key, impl)
@@ -199,10 +208,12 @@ def _unbound(*args, **kwargs):
     return _miss(*args, **kwargs)  # noqa: F821 (a global of each transform's own namespace)
 
 
-def _transform(fn, kind: str, wrt, has_aux: bool):
+def _transform(fn, kind: str, wrt, has_aux: bool, backend=None):
     fn = arguments.plain_function(fn)  # functools.partial: a function of its open parameters
     indices, single = _normalize_wrt(fn, wrt)
     compiled = modules.Compiled(fn, kind, indices, single, has_aux)
+    if backend is not None:
+        compiled.backend_option = _backend_option(backend)
     transformed = _Dispatch(fn, compiled).function
     functools.update_wrapper(transformed, fn)
     transformed.__srcgrad__ = compiled
@@ -211,18 +222,30 @@ def _transform(fn, kind: str, wrt, has_aux: bool):
     return transformed
 
 
-def grad(f=None, wrt=0, *, has_aux=False):
-    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`."""
+def grad(f=None, wrt=0, *, has_aux=False, backend=None):
+    """The gradient of scalar `f` w.r.t. argument(s) `wrt` (API.md §1). Usable as `@grad`.
+    `backend="numba"`: each shape-specialised variant compiled by numba where it can be
+    (Note [The numba backend]; `sg.explain` says which)."""
     if f is None:
-        return lambda fn: grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "grad", wrt, has_aux)
+        return lambda fn: grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "grad", wrt, has_aux, backend)
 
 
-def value_and_grad(f=None, wrt=0, *, has_aux=False):
+def value_and_grad(f=None, wrt=0, *, has_aux=False, backend=None):
     """`(value, grads)` of scalar `f` (`((value, aux), grads)` with has_aux)."""
     if f is None:
-        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux)
-    return _transform(f, "value_and_grad", wrt, has_aux)
+        return lambda fn: value_and_grad(fn, wrt, has_aux=has_aux, backend=backend)
+    return _transform(f, "value_and_grad", wrt, has_aux, backend)
+
+
+def _backend_option(backend):
+    if backend != "numba":
+        raise ValueError(f"backend={backend!r}: srcgrad's transforms take backend=None (the "
+                         "arguments' array namespace) or backend='numba'")
+    from srcgrad.pipeline import numba_variants
+
+    numba_variants.require()  # an ImportError naming the extra, at the transform, not a call
+    return backend
 
 
 # function -> its guarded plain sg.vjp call, which answers None for arguments unlike
@@ -250,8 +273,8 @@ def vjp(f, *primals, has_aux=False):
 
     try:
         return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
-    except CompileError as err:  # the user's line, not the compiler's frames under it
-        raise hide_internal_frames(err) from None
+    except CompileError as err:  # one naming no line (sg.vjp of a Jacobian): the user's call
+        raise hide_internal_frames(at_user_call(err, "vjp")) from None
 
 
 def jvp(f, primals, tangents, *, has_aux=False):
@@ -266,8 +289,8 @@ def jvp(f, primals, tangents, *, has_aux=False):
 
     try:
         return vjp_jvp.jvp(f, primals, tangents, has_aux)
-    except CompileError as err:  # as sg.grad shows it: the user's line on top
-        raise hide_internal_frames(err) from None
+    except CompileError as err:  # one naming no line (sg.jvp of a Jacobian): the user's call
+        raise hide_internal_frames(at_user_call(err, "jvp")) from None
 
 
 
@@ -295,6 +318,14 @@ def hessian(f, wrt=0, *, chunk_size=None):
                               of=f, hooked_mode="reverse")
 
 
+def vmap(f, in_axes=0, out_axes=0):
+    """`f` mapped over a batch axis of its arguments, JAX's semantics: one generated
+    function over the batch (Note [Vmap as batching] in srcgrad.pipeline.vmap)."""
+    from srcgrad import vmapping  # the batching pass: imported when a vmap is asked for
+
+    return vmapping.VMapped(f, in_axes, out_axes)
+
+
 def source(g) -> str:
     """The generated Python source behind a function a transform returned."""
     compiled = getattr(g, "__srcgrad__", None)
@@ -303,6 +334,28 @@ def source(g) -> str:
     if getattr(compiled, "module_source", None) is None:  # not called yet: the generic variant
         compiled.load()
     return compiled.module_source  # else the variant that ran last
+
+
+def explain(g) -> str:
+    """A short text: what a transform compiled (its variants), for which backend, and
+    where numba's was not taken, why (Note [The numba backend])."""
+    compiled = getattr(g, "__srcgrad__", None)
+    if compiled is None:
+        raise TypeError(f"sg.explain: {g!r} was not returned by a srcgrad transform")
+    miss = getattr(g, "__globals__", {}).get("_miss")
+    variants = getattr(getattr(miss, "__self__", None), "variants", {})
+    fn = compiled.fn
+    where = f"{getattr(fn, '__code__', None) and fn.__code__.co_filename}:" \
+            f"{getattr(getattr(fn, '__code__', None), 'co_firstlineno', '?')}"
+    lines = [f"{compiled.kind} of {fn.__qualname__} ({where}), backend: "
+             + (compiled.backend_option or "the arguments' array namespace (NumPy for NumPy arrays)"),
+             f"variants compiled: {len(variants)} (one per argument shapes, dtypes and classes)"]
+    records = getattr(compiled, "numba_records", {})
+    lines += [f"  {record.line()}" for record in records.values()]
+    if compiled.backend_option == "numba" and len(variants) > len(records):
+        lines.append(f"  {len(variants) - len(records)} other: NumPy (arguments that are not NumPy "
+                     "arrays and numbers, containers, or shapes the function fails on)")
+    return "\n".join(lines)
 
 
 def cache_clear() -> None:

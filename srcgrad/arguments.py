@@ -88,6 +88,28 @@ def check_float_arguments(transform: str, fn, args, indices) -> None:
                                 "differentiation is not supported yet")
 
 
+def check_not_complex(transform: str, fn, args, what: str = "argument") -> None:
+    """A TypeError naming the first complex argument (or leaf of one) of `sg.vjp` or
+    `sg.jvp` (`what`: "argument", or "tangent" for jvp's tangents), as
+    check_float_arguments refuses them for the other transforms: the derivative table has
+    no conjugate convention yet, and a real formula on complex values is a plausible
+    wrong answer (`sg.jvp` of `np.abs(z)` gave a complex tangent for a real output,
+    issue 28). Integers stay accepted here: sg.vjp and sg.jvp treat them as constants."""
+    for i, a in enumerate(args):
+        for leaf in _leaves(a):
+            if leaf.__class__ is complex or getattr(getattr(leaf, "dtype", None), "kind", "") == "c":
+                name = _name(fn, i) if i < _arity(fn) else str(i)
+                raise TypeError(f"{transform}: {what} `{name}` is complex; complex "
+                                "differentiation is not supported yet")
+
+
+def _arity(fn) -> int:
+    try:
+        return len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _name(fn, i: int) -> str:
     """The name of `fn`'s parameter `i`, for a message (the signature is read only then:
     inspect.signature is a tenth of a millisecond of every first call, issue 15)."""

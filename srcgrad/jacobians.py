@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import copy
 import functools
+import linecache
+import sys
 import threading
 
 import numpy
 
 from srcgrad import backend
 from srcgrad.arguments import check_arity, check_float_arguments
-from srcgrad.errors import CompileError, hide_internal_frames
+from srcgrad.errors import CompileError, at_user_call, hide_internal_frames, note_user_call
 from srcgrad.ir import tree as pytree
 from srcgrad.passes.batch import Unbatchable
 from srcgrad.passes.shapes import ProbeFailed
@@ -50,19 +52,27 @@ class Jacobian:
         self._plans: dict = {}  # (argument guards, mode) -> a _Batched, or None: per column
         self._reasons: dict = {}  # the same keys -> why that plan runs one pass per seed
         self.fallback_reason = None  # the reason for the last call's arguments (None: batched)
-        functools.update_wrapper(self, f)
+        # (updated=(): not f's __dict__, which for a Jacobian of a Jacobian is the inner's
+        # state, f and mode included: the outer then computed the inner Jacobian, issue 28)
+        functools.update_wrapper(self, f, updated=())
         self.__name__ = f"jacobian_{getattr(f, '__name__', 'f')}"
         self.__srcgrad__ = JacobianSource(self)
 
     def __call__(self, *args):
+        # names the user's function (not the gradient a Hessian is the Jacobian of)
+        transform = "jacobian" if self.of is None else "hessian"
+        check_arity(transform, self.of or self.f, args)
         try:
             return self._call(args)
         except CompileError as err:  # as sg.grad shows it: the user's line on top
-            raise hide_internal_frames(err) from None
+            raise hide_internal_frames(at_user_call(err, transform)) from None
 
-    def _call(self, args):
-        # names the user's function (not the gradient a Hessian is the Jacobian of)
-        check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
+    def _call(self, args, parts: bool = False):
+        """The Jacobian at `args`; with `parts`, (out tree, its leaves) before unflattening."""
+        if isinstance(self.of, Jacobian) or isinstance(self.f, Jacobian):
+            return self._of_jacobian(args)
+        if any(a.__class__ is not numpy.ndarray and pytree.is_node(a) for a in args):
+            return self._of_containers(args)
         if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
             transform = "jacobian" if self.of is None else "hessian"
@@ -86,8 +96,80 @@ class Jacobian:
         if plan is not None:
             tree, outs, blocks = plan.blocks(args)
         else:
+            if self.of is not None:
+                self._check_scalar(args)
             tree, outs, blocks = jacobian_blocks(self.f, args, self.indices, mode)
-        return self._assemble(args, tree, outs, blocks)
+        leaves = self._assemble(args, outs, blocks)
+        return (tree, leaves) if parts else pytree.unflatten(tree, leaves)
+
+    def _check_scalar(self, args):
+        """A TypeError where a Hessian's function is not scalar at these argument shapes.
+        The batched program checks its own output; the per-seed code differentiates the
+        gradient's generated code, whose run-time check (`ensure_scalar`) no output reads,
+        so forward mode dropped it and returned the Hessian of the output's sum (issue 28)."""
+        key = ("scalar", tuple([modules.guard_value(a) for a in args]))
+        if key not in self._modes:
+            out = self.of(*copy.deepcopy(args))  # (copies: f may write into its arguments)
+            self._modes[key] = numpy.shape(out) if pytree.flatten(out)[1] == pytree.LEAF else "tree"
+        shape = self._modes[key]
+        if shape != ():
+            what = "a tuple, list or dict" if shape == "tree" else f"an array of shape {shape}"
+            raise note_user_call(TypeError(
+                f"hessian of {getattr(self.of, '__name__', 'f')}() needs a scalar output; it "
+                f"returned {what}. Use sg.jacobian(sg.jacobian(f)) for the second derivatives "
+                "of each element, or reduce it (e.g. .sum())"), "hessian")
+
+    def _of_jacobian(self, args):
+        """This Jacobian where `f` is itself a Jacobian or Hessian (Note [Jacobians of
+        Jacobians]); a Hessian of one is refused: its function is not scalar."""
+        transform = "jacobian" if self.of is None else "hessian"
+        inner = self.of if self.of is not None else self.f
+        if self.of is not None or isinstance(inner.f, Jacobian):
+            what = ("sg.hessian of a sg.jacobian or sg.hessian" if self.of is not None else
+                    "sg.jacobian nested three deep over sg.jacobian or sg.hessian")
+            raise at_user_call(CompileError(
+                f"{what} (of `{_name(inner)}`) is not supported",
+                hint="sg.jacobian(sg.jacobian(f)) and sg.jacobian(sg.hessian(f)) are; a "
+                "Hessian is of a scalar function"), transform)
+        check_float_arguments(transform, inner, args, tuple(sorted(set(self.indices) |
+                                                                   set(inner.indices))))
+        return nested_jacobian(inner, self.indices, self.single, args)
+
+    def _of_containers(self, args):
+        """This Jacobian where an argument is a tuple, list or dict (Note [Jacobians of
+        container arguments]): the Jacobian of a function of their leaves, regrouped."""
+        transform = "jacobian" if self.of is None else "hessian"
+        check_float_arguments(transform, self.of or self.f, args, self.indices)
+        leaves, trees = pytree.flatten_args(args)
+        flat = self.__dict__.setdefault("_flat", {}).get(trees)
+        if flat is None:
+            fn = self.of if self.of is not None else self.f
+            stand_in = _leaf_function(fn, trees, transform)
+            starts = numpy.cumsum([0] + [len(pytree.flatten(a)[0]) for a in args])
+            wrt = tuple(k for i in self.indices for k in range(starts[i], starts[i + 1]))
+            if self.of is not None:
+                api = sys.modules["srcgrad.api"]  # (above this module: it made this Hessian)
+                jac = Jacobian(api.grad(stand_in, wrt), wrt, False, "forward", self.chunk_size,
+                               of=stand_in, hooked_mode="reverse")
+            else:
+                jac = Jacobian(stand_in, wrt, False, self.mode, self.chunk_size)
+            flat = self._flat[trees] = (jac, starts)
+        jac, starts = flat
+        out_tree, out_leaves = jac._call(tuple(leaves), parts=True)  # noqa: SLF001 (its own class)
+        # one per output leaf: a block per differentiated leaf
+        regrouped = [self._group(blocks, trees, starts) for blocks in out_leaves]
+        if self.of is not None:  # a Hessian's outer level is its gradient's: regrouped too
+            return self._group(regrouped, trees, starts)
+        return pytree.unflatten(out_tree, regrouped)
+
+    def _group(self, values, trees, starts):
+        """`values` (one per leaf of the `wrt` arguments) nested like those arguments."""
+        per_arg, k = [], 0
+        for i in self.indices:
+            n = starts[i + 1] - starts[i]
+            per_arg.append(pytree.unflatten(trees[i], list(values[k:k + n])))
+            k += n
+        return per_arg[0] if self.single else tuple(per_arg)
 
     def _plan(self, args, mode):
         """The batched program for these argument shapes (None: one pass per seed)."""
@@ -108,14 +190,15 @@ class Jacobian:
         self.fallback_reason = self._reasons[key]
         return self._plans[key]
 
-    def _assemble(self, args, tree, outs, blocks):
-        """blocks[k][j]: the (out k size, arg j size) matrix; reshaped and nested like jax."""
+    def _assemble(self, args, outs, blocks):
+        """blocks[k][j]: the (out k size, arg j size) matrix; reshaped like jax's: the
+        leaves of the result, which nests them like f's output."""
         leaves = []
         for k, out in enumerate(outs):
             per_arg = tuple(blocks[k][j].reshape(numpy.shape(out) + numpy.shape(args[i]))
                             for j, i in enumerate(self.indices))
             leaves.append(per_arg[0] if self.single else per_arg)
-        return pytree.unflatten(tree, leaves)
+        return leaves
 
 
 # Seeds per pass when the caller names no chunk_size: as many as keep the per-chunk
@@ -151,7 +234,7 @@ class _Batched:
 
     def __init__(self, fn, kind, indices, single, args, chunk_size):
         self.kind, self.indices = kind, indices
-        fs = vjp_jvp.source_function(fn, len(args))  # (defaults: constants)
+        fs = vjp_jvp.source_function(fn, len(args), _shaped(fn, args))  # (defaults: constants)
         compiled = modules.Compiled(fs, kind, indices, single)
         parsed = compiled.parsed()
         if kind == "jacrev":
@@ -293,6 +376,12 @@ def _forward_blocks(f, args, indices):
     return tree, outs, blocks
 
 
+def _shaped(f, args):
+    """`args` where `f`'s generated code exists per argument shapes only (sg.vmap's), else
+    None: a gradient's shape-generic entry is the one these programs batch."""
+    return args if getattr(getattr(f, "__srcgrad__", None), "shape_specialised", False) else None
+
+
 def _hooks():
     from srcgrad import contexts  # the hook state; the eager runtime is not imported
 
@@ -301,7 +390,8 @@ def _hooks():
 
 def _reverse_blocks(f, args, indices):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
-    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args)), hooks=hooks is not None)
+    compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args), _shaped(f, args)),
+                                    hooks=hooks is not None)
     fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])
@@ -349,11 +439,154 @@ class JacobianSource:
         return self.module_source
 
     def entry(self, index: int = 0):
-        from srcgrad.errors import CompileError
-
-        raise CompileError("calling a jacobian or hessian from compiled code is not supported",
-                           hint="call sg.grad inside (a gradient of a scalar), and build the matrix "
-                           "outside the compiled function")
+        # no line here: srcgrad.api names the user's call (errors.at_user_call), the
+        # tracer the line inside compiled code
+        kind = "jacobian" if self.jac.of is None else "hessian"
+        raise CompileError(f"sg.{kind} of `{_name(self.jac)}` cannot be differentiated by "
+                           "sg.grad, sg.value_and_grad, sg.vjp or sg.jvp, nor called inside "
+                           "compiled code: a jacobian or hessian has no generated source",
+                           hint="differentiate the function itself (sg.jacobian(sg.jacobian(f)) "
+                           "and sg.jacobian(sg.hessian(f)) are supported), or call sg.grad "
+                           "inside and build the matrix outside the compiled function")
 
     def fingerprint(self):
         return None
+
+
+def _name(jac) -> str:
+    fn = jac.of if jac.of is not None else jac.f
+    while isinstance(fn, Jacobian):
+        fn = fn.of if fn.of is not None else fn.f
+    return getattr(inspect_unwrap(fn), "__name__", "f")
+
+
+def inspect_unwrap(fn):
+    while getattr(fn, "__wrapped__", None) is not None:
+        fn = fn.__wrapped__
+    return fn
+
+
+# Note [Jacobians of Jacobians]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A Jacobian has no generated source a transform could read (it is assembled from many
+# passes), so sg.jacobian(sg.jacobian(g)) is computed from g: its entries are g's second
+# derivatives, d2 g_k[e] / d x_i d x_o for the inner `wrt` i and the outer `wrt` o, and
+# for each output element e they are one Hessian, of `sum(g(...)[k] * ct)` with ct the
+# one-hot of e (a generated function, `contract`, of g's arguments and ct: one compile
+# for every e). sg.jacobian(sg.hessian(f)) is the same with g = sg.grad(f), the
+# Hessian's own function, whose generated gradient the Hessian's program differentiates
+# twice more. The result is shaped and nested as JAX's: each leaf of the inner
+# Jacobian's result (out_k.shape + arg_i.shape) gains the outer argument's shape, in a
+# tuple over the outer `wrt` when it is a tuple. Before issue 28 the outer Jacobian
+# copied the inner's state (functools.update_wrapper's __dict__) and returned the inner
+# Jacobian, a plausible wrong answer. Anything else over a Jacobian (sg.grad, sg.vjp,
+# sg.jvp, sg.hessian, three deep) is a CompileError at the user's call: JacobianSource.entry.
+
+
+def nested_jacobian(inner, outer_indices, outer_single, args):
+    """sg.jacobian(inner, wrt=outer_indices)(*args) for `inner` a Jacobian (of g) or a
+    Hessian (its g the gradient): Note [Jacobians of Jacobians]."""
+    api = sys.modules["srcgrad.api"]  # (above this module: it made `inner`, so it is imported)
+    g = inner.f
+    out = g(*copy.deepcopy(args))  # its output's structure (on copies: g may write into them)
+    leaves, tree = pytree.flatten(out)
+    wrt = tuple(sorted(set(inner.indices) | set(outer_indices)))
+    where = {i: n for n, i in enumerate(wrt)}
+    results = []
+    for k, path in enumerate(_leaf_paths(tree)):
+        hess = api.hessian(_contract(inner, g, len(args), k, path), wrt=wrt)
+        shape = numpy.shape(leaves[k])
+        ct = numpy.zeros(shape)
+        rows = []
+        for e in range(ct.size):
+            ct.reshape(-1)[e] = 1.0
+            rows.append(hess(*args, ct))
+            ct.reshape(-1)[e] = 0.0
+        per_inner = []
+        for i in inner.indices:
+            per_outer = []
+            for o in outer_indices:
+                block_shape = shape + numpy.shape(args[i]) + numpy.shape(args[o])
+                stacked = numpy.array([r[where[i]][where[o]] for r in rows]) if rows else \
+                    numpy.zeros(block_shape)
+                per_outer.append(stacked.reshape(block_shape))
+            per_inner.append(per_outer[0] if outer_single else tuple(per_outer))
+        results.append(per_inner[0] if inner.single else tuple(per_inner))
+    return pytree.unflatten(tree, results)
+
+
+def _leaf_paths(tree, prefix: str = "") -> list:
+    """The index expression of each leaf of an output tree, in pytree.flatten's order."""
+    if tree[0] == "leaf":
+        return [prefix]
+    if tree[0] in ("tuple", "list"):
+        return [p for n, c in enumerate(tree[1]) for p in _leaf_paths(c, f"{prefix}[{n}]")]
+    if tree[0] == "dict":
+        return [p for key, c in zip(tree[1], tree[2]) for p in _leaf_paths(c, f"{prefix}[{key!r}]")]
+    return [p for name, c in zip(tree[2], tree[3]) for p in _leaf_paths(c, f"{prefix}.{name}")]
+
+
+def _contract(inner, g, n: int, k: int, path: str):
+    """`def <g>_contract(a0, .., _ct): return _np.sum(_fn(a0, ..)<path> * _ct)`, kept on
+    `inner` per output leaf; its text in linecache, where the compiler reads it."""
+    made = inner.__dict__.setdefault("_contracts", {})
+    if (n, k) in made:
+        return made[n, k]
+    params = ", ".join(f"a{j}" for j in range(n))
+    name = f"{getattr(inspect_unwrap(g), '__name__', 'g')}_contract"
+    name = name if name.isidentifier() else "_lambda_contract"
+    text = f"def {name}({params}, _ct):\n    return _np.sum(_fn({params}){path} * _ct)\n"
+    filename = f"<srcgrad contract {name} {id(inner):x} {k}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    ns = {"_fn": g, "_np": numpy, "__name__": getattr(g, "__module__", None) or "__main__"}
+    exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
+    made[n, k] = ns[name]
+    return ns[name]
+
+
+# Note [Jacobians of container arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The per-seed and batched code take arrays, one seed space per argument; a tuple, list
+# or dict argument (an IndexError in generated code before issue 28) is handled by a
+# stand-in function of its leaves, `def f_leaves(a0, a1_0, a1_1): return _fn(a0,
+# {'w': a1_0, 'b': a1_1})`, whose Jacobian (or Hessian) w.r.t. the leaves of the `wrt`
+# arguments is regrouped like JAX's: for each output leaf, each argument's block is
+# nested like the argument (a dict of out.shape + leaf.shape arrays). A Hessian's blocks
+# nest twice: its outer level is its gradient's, so H['w']['b'] is d2f / dw db. A
+# namedtuple or dataclass argument is refused (its fields would need a constructor).
+
+
+def _leaf_function(fn, trees, transform):
+    """The stand-in of `fn` taking the leaves of container arguments (the Note above)."""
+    params, calls = [], []
+    for j, tree in enumerate(trees):
+        names = iter(f"a{j}_{k}" for k in range(10 ** 6))
+
+        def build(t, names=names):
+            if t[0] == "leaf":
+                name = next(names)
+                params.append(name)
+                return name
+            if t[0] == "tuple":
+                return "(" + "".join(build(c) + ", " for c in t[1]) + ")"
+            if t[0] == "list":
+                return "[" + ", ".join(build(c) for c in t[1]) + "]"
+            if t[0] == "dict" and all(isinstance(key, (str, int)) for key in t[1]):
+                return "{" + ", ".join(f"{key!r}: {build(c)}" for key, c in zip(t[1], t[2])) + "}"
+            raise TypeError(f"{transform}: an argument holds a namedtuple, dataclass or a "
+                            "dict with keys other than str and int; pass its arrays as "
+                            "separate arguments, or in tuples, lists or dicts")
+
+        if tree == pytree.LEAF:
+            params.append(f"a{j}")
+            calls.append(f"a{j}")
+        else:
+            calls.append(build(tree))
+    base = getattr(inspect_unwrap(fn), "__name__", "f")
+    name = f"{base}_leaves" if f"{base}_leaves".isidentifier() else "_lambda_leaves"
+    text = f"def {name}({', '.join(params)}):\n    return _fn({', '.join(calls)})\n"
+    filename = f"<srcgrad leaves {name} {id(fn):x} {abs(hash(trees)):x}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    ns = {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
+    exec(compile(text, filename, "exec", dont_inherit=True), ns)  # noqa: S102 (our own text)
+    return ns[name]

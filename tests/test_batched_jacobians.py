@@ -35,7 +35,6 @@ REFUSED = {
     ("einsum", "ellipsis-broadcast", "forward"): "with an ellipsis",
     ("einsum_bar", "diag", "forward"): "with an ellipsis or one operand",
     ("einsum_bar", "summed", "forward"): "a repeated or self-summed index",
-    ("matmul", "vector-batch", "forward"): "a batched vector and a stack of matrices",
     ("matmul_bar", "x-batch-broadcast", "forward"): "of stacks of matrices",
     ("tensordot_bar", "dot-scalar", "forward"): "of a scalar operand",
     ("take", "flat", "reverse"): "`take_bar`'s result depends on the data",

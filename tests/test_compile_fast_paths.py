@@ -15,7 +15,8 @@ import numpy as np
 
 from srcgrad.codegen import emit
 from srcgrad.codegen.names import numbered_base
-from srcgrad.ir.expand import Namer, _bound_plainly, parse_formula, to_gast
+from srcgrad.ir.expand import Namer, _bound_plainly, parse_formula
+from srcgrad.ir.gast_nodes import to_gast
 from srcgrad.rules import RULES
 from srcgrad.rules.core import compiled_signature, plain_signature
 
@@ -38,7 +39,7 @@ def _same_nodes(a, b, path="") -> str | None:
 
 
 def test_formulas_parse_as_gast_parses_them():
-    """srcgrad.ir.expand.to_gast (Note [Formulas without gast's converter]) makes the nodes
+    """srcgrad.ir.gast_nodes.to_gast (Note [Formulas without gast's converter]) makes the nodes
     gast.parse makes, on every formula and render of the table and the constructs of Note
     [Formula constructs] (and a few more: slices, starred arguments, a walrus)."""
     texts = {t for rule in RULES.values() for t in (*rule.vjp.values(), *rule.jvp.values(),
@@ -101,12 +102,12 @@ class K(Base, metaclass=Meta):
 
 
 def test_function_trees_are_gasts_where_it_converts_nothing():
-    """Where FUNCTIONS_WITHOUT_GAST (before Python 3.12), srcgrad.ir.expand.to_gast makes of
+    """Where FUNCTIONS_WITHOUT_GAST (before Python 3.12), srcgrad.ir.gast_nodes.to_gast makes of
     a parsed module what gast.parse makes (Note [Formulas without gast's converter]): on
     srcgrad's and the examples' Python files and on the constructs they do not use."""
     from pathlib import Path
 
-    from srcgrad.ir.expand import FUNCTIONS_WITHOUT_GAST
+    from srcgrad.ir.gast_nodes import FUNCTIONS_WITHOUT_GAST
     if not FUNCTIONS_WITHOUT_GAST:  # (gast.parse itself is used there)
         return
     root = Path(__file__).resolve().parent.parent

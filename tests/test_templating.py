@@ -8,7 +8,7 @@ import re
 import jinja2
 import pytest
 
-from srcgrad.codegen import emit, templating
+from srcgrad.codegen import skeletons, templating
 
 
 def _jinja(text: str, **context) -> str:
@@ -38,14 +38,14 @@ MODULES = [dict(functions=f, version="0.1.0", origin="m.py:f", key="k" * 64, hel
 
 @pytest.mark.parametrize("context", FUNCTIONS)
 def test_the_function_template_renders_as_jinja2_renders_it(context):
-    text = (emit._template_dir() / "function.py.j2").read_text()
-    assert emit._parsed_template("function.py.j2") is not None  # the subset covers it
+    text = (skeletons._template_dir() / "function.py.j2").read_text()
+    assert skeletons._parsed_template("function.py.j2") is not None  # the subset covers it
     assert _ours(text, **context) == _jinja(text, **context)
 
 
 def test_the_module_template_renders_as_jinja2_renders_it():
-    text = (emit._template_dir() / "module.py.j2").read_text()
-    assert emit._parsed_template("module.py.j2") is not None
+    text = (skeletons._template_dir() / "module.py.j2").read_text()
+    assert skeletons._parsed_template("module.py.j2") is not None
     for context in MODULES:
         assert _ours(text, **context) == _jinja(text, **context), context
 
@@ -90,7 +90,7 @@ def _texts(alphabet, n, seed):
 
 def test_tags_split_as_the_regular_expression_split_them():
     texts = _texts(["{", "}", "%", "#", "{{", "}}", "{%", "%}", "a", " ", "\n", "{#"], 20000, 1)
-    texts += [(emit._template_dir() / n).read_text() for n in ("function.py.j2", "module.py.j2")]
+    texts += [(skeletons._template_dir() / n).read_text() for n in ("function.py.j2", "module.py.j2")]
     for text in texts:
         assert templating.split_tags(text) == _TAG.split(text), repr(text)
 

@@ -34,6 +34,7 @@ from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import (
     SECOND_TIME,
     AccumulateGrad,
+    GradientEdge,
     Node,
     task_stack,
     torch_dtype,
@@ -72,7 +73,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         targets = set()
         for t in inputs:
-            if t._grad_fn is None:
+            if isinstance(t, GradientEdge):  # torch: the node only; no .grad is kept
+                targets.add(t.node)
+            elif t._grad_fn is None:
                 targets.add(t.accumulator())
             else:
                 t.retain_grad()
@@ -100,7 +103,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not seq:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for t in seq:
-        if not t._rg:
+        if not isinstance(t, GradientEdge) and not t._rg:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
@@ -117,7 +120,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "been used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
-                g = Tensor._make(numpy.zeros_like(t._data))
+                g = Tensor._make(numpy.zeros(*_meta(t)))
         out.append(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g)))
     return dict(zip(keys, out)) if keys is not None else tuple(out)
 
@@ -125,7 +128,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _grad_once(roots, grads, seq, retain_graph, create_graph):
     captures = {}
     for i, t in enumerate(seq):
-        edge = (t.accumulator(), 0) if t._grad_fn is None else (t._grad_fn, t._output_nr)
+        if isinstance(t, GradientEdge):
+            edge = tuple(t)
+        else:
+            edge = (t.accumulator(), 0) if t._grad_fn is None else (t._grad_fn, t._output_nr)
         captures.setdefault(edge, []).append(i)
     results = [None] * len(seq)
     _run(roots, grads, retain_graph, create_graph, False, set(), captures, results)
@@ -165,11 +171,20 @@ def _batched(outputs, seq, grad_outputs, retain_graph, create_graph):
 def _sequence(x) -> tuple:
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):
         return (x,)
     if isinstance(x, dict):
         return tuple(x.values())
     return tuple(x)
+
+
+def _meta(t) -> tuple:
+    """(shape, dtype) of an input: a Tensor, or the gradient an edge's node takes."""
+    if not isinstance(t, GradientEdge):
+        return t._data.shape, t._data.dtype
+    if isinstance(t.node, AccumulateGrad):
+        return t.node.variable._data.shape, t.node.variable._data.dtype
+    return t.node._meta_out[t.output_nr]
 
 
 def _arr(g):
@@ -455,6 +470,13 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
     return out
 
 
+# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
+# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
+# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
+# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused).
+ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint"})
+
+
 def node_backward(node, cts, create_graph) -> tuple:
     """The node's gradients, one per next edge (Note [One node per op])."""
     saved = node._saved
@@ -462,6 +484,10 @@ def node_backward(node, cts, create_graph) -> tuple:
         raise RuntimeError(SECOND_TIME)
     if node._kernel is None:  # a custom Function's node (srcgrad.autograd.custom)
         return node.run_backward(cts, create_graph)
+    if getattr(node._kernel, "rule", None) in ZERO_DERIVATIVE_ROWS:
+        zeros = numpy.zeros_like(_arr(cts[0]))
+        return tuple(None if e is None else Tensor._make(zeros) if create_graph else zeros
+                     for e in node._next)
     if node._nout > 1 and any(c is None for c in cts):  # kernels read every cotangent
         cts = [numpy.zeros(s, d) if c is None else c for c, (s, d) in zip(cts, node._meta_out)]
     if create_graph:

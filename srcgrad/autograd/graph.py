@@ -162,21 +162,9 @@ def increment_version(tensor) -> None:
 
 
 # ---------------------------------------------------------------- the eager graph's nodes
-from srcgrad.autograd.node import Node, RemovableHandle, current_task  # noqa: E402
+from srcgrad.autograd.node import GradientEdge, Node, RemovableHandle, current_task  # noqa: E402
 
 __all__ += ["Node", "register_multi_grad_hook", "get_gradient_edge", "GradientEdge"]
-
-
-class GradientEdge(tuple):
-    """`(node, output_nr)`: where a tensor's gradient enters the graph."""
-
-    __slots__ = ()
-
-    def __new__(cls, node, output_nr):
-        return super().__new__(cls, (node, output_nr))
-
-    node = property(lambda self: self[0])
-    output_nr = property(lambda self: self[1])
 
 
 def get_gradient_edge(tensor) -> GradientEdge:

@@ -283,10 +283,8 @@ def relu(self):
 
 
 def sigmoid(self):
-    # 1 / (1 + exp(-x)) written stably as exp(-logaddexp(0, -x)): two rows of the table
-    return apply("exp", _E, (), (apply("negative", _E, (), (apply(
-        "logaddexp", _E, (), (0.0, apply("negative", _E, (), (self,), "NegBackward0")),
-        "LogaddexpBackward0"),), "NegBackward0"),), "SigmoidBackward0")
+    # torch's formula, (1 - ans) * ans: 0 at -inf (Note [Eager rows at kinks and poles])
+    return apply("torch_sigmoid", _E, (), (self,), "SigmoidBackward0")
 
 
 def clamp(self, min=None, max=None):

@@ -31,7 +31,7 @@ import threading
 
 import numpy
 
-__all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "current_task"]
+__all__ = ["Node", "OpNode", "AccumulateGrad", "RemovableHandle", "current_task", "GradientEdge"]
 
 _SEQ = itertools.count()
 ACCUMULATE_SEQ = 1 << 64  # AccumulateGrad runs as soon as it is ready (torch: UINT64_MAX)
@@ -151,6 +151,21 @@ class AccumulateGrad(Node):
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
+
+
+class GradientEdge(tuple):
+    """`(node, output_nr)`: where a tensor's gradient enters the graph
+    (`sg.autograd.graph.get_gradient_edge`). `grad`/`backward` take one wherever they
+    take an input tensor (here, below the engine, so that the engine can tell one apart
+    from a sequence of inputs)."""
+
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr):
+        return super().__new__(cls, (node, output_nr))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
 
 
 _RAW = object()  # a saved entry that was not packed (a shape, a Python number)

@@ -81,8 +81,30 @@ def static_key(static: dict):
 INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
 
 
+# Rows whose value at a kink or pole is torch's, not the compiler's: the eager runtime
+# runs torch's formula instead (Note [Eager rows at kinks and poles] in
+# srcgrad.rules.torch_rows). Every path (operators, methods, NumPy protocols, the
+# generated backward of another row run on Tensors) reaches `apply`, so this is the one
+# place the swap is made.
+EAGER_ROWS = {"power": "torch_power", "arctan2": "torch_arctan2", "hypot": "torch_hypot",
+              "clip": "torch_clip"}
+_TENSORISH = (Tensor, _ndarray)
+
+
+def _eager_row(rule: str, operands: tuple) -> str:
+    rule = EAGER_ROWS[rule]
+    if rule == "torch_clip" and not any(isinstance(b, _TENSORISH) for b in operands[1:]):
+        return "torch_clamp_scalar"  # torch's clamp(Scalar min, Scalar max)
+    if rule == "torch_power" and isinstance(operands[0], _TENSORISH) and (
+            len(operands) == 1 or not isinstance(operands[1], _TENSORISH)):
+        return "torch_power_scalar"  # torch's pow(Tensor, Scalar) (a static y: one operand)
+    return rule
+
+
 def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: bool = False):
     """Run row `rule` on `operands` (its dynamic operands in signature order)."""
+    if rule in EAGER_ROWS:
+        rule = _eager_row(rule, operands)
     if INSTRUMENT is not None and not hooked:
         return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []

@@ -34,7 +34,13 @@ def saved_value(node, j: int, as_tensor: bool, unpack: bool = True):
         operand = node._operands[i]
         return operand if isinstance(operand, Tensor) else raw
     if kind == "output":  # torch's SavedVariable of an output: no reference cycle
-        return Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
+        t = Tensor._make(raw, rg=True, grad_fn=node, output_nr=i)
+        versions = node._versions
+        if versions is not None and versions[j] is not None:
+            # torch's unpacked variable shares the saved tensor's version counter: after
+            # `y.exp_()`, `y.grad_fn._saved_result._version` is 1, as `y._version`
+            t._vc = versions[j][0]
+        return t
     if kind == "shape" or not isinstance(raw, numpy.ndarray):
         return raw  # a shape, a dtype, a Python number: facts, not tensors
     return Tensor._make(raw)
@@ -45,7 +51,38 @@ def _unpacked(node, j, as_tensor):
     if not isinstance(value, Tensor):
         raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
                         f"result of type {type(value).__name__}")
-    return value if as_tensor else value._data
+    if not as_tensor:
+        return value._data
+    return _with_saved_identity(node, j, value)
+
+
+def _with_saved_identity(node, j, value):
+    """The unpack hook's values with the saved tensor's place in the graph (torch's
+    SavedVariable::unpack: `make_variable(data, Edge(grad_fn, output_nr))`, a leaf's grad
+    accumulator): a gradient through the unpacked tensor reaches what was saved, never
+    the graph the hooks built (`pack = lambda x: 2 * x` is not differentiated through)."""
+    kind, i = node._kernel.saved_from[j]
+    if kind == "output":
+        if value._grad_fn is node and value._output_nr == i:
+            return value
+        return Tensor._make(value._data, True, node, i)
+    if kind != "input" or node._operands is None:
+        return value
+    orig = node._operands[i]
+    if not isinstance(orig, Tensor) or value is orig:
+        return value
+    if not orig._rg:
+        return Tensor._make(value._data)
+    versions = node._versions
+    producer = versions[j][2] if versions is not None and versions[j] is not None else None
+    if producer is None and orig._grad_fn is not None:
+        producer = (orig._grad_fn, orig._output_nr)
+    if producer is not None:
+        return Tensor._make(value._data, True, producer[0], producer[1])
+    t = Tensor._make(value._data, True)
+    acc = orig.accumulator()
+    t._acc = lambda: acc  # the saved leaf's AccumulateGrad, held while t lives
+    return t
 
 
 def _check_version(node, j):

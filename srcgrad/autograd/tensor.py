@@ -198,7 +198,9 @@ class Tensor:
         """A new leaf over the same array and version counter, not requiring grad. Not a
         view (torch: a non-differentiable view): `_base` is None, writes through it bump
         the shared counter and change no graph."""
-        return Tensor._make(self._data, vc=self._vc)
+        t = Tensor._make(self._data, vc=self._vc)
+        t._inference = self._inference  # an alias of an inference tensor is one (torch)
+        return t
 
     def detach_(self):
         if self._base is not None:
@@ -216,7 +218,9 @@ class Tensor:
     @property
     def data(self):
         """A detached alias whose in-place changes do not bump the version counter."""
-        return Tensor._make(self._data)
+        t = Tensor._make(self._data)
+        t._inference = self._inference
+        return t
 
     @data.setter
     def data(self, value):
@@ -300,10 +304,16 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self):
-        return float(self._data)
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self._data)
+        return int(self._scalar())
+
+    def _scalar(self):
+        """The one element (torch converts any one-element tensor; NumPy 2 only 0-d)."""
+        if self._data.size != 1:
+            raise RuntimeError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
 
     def __index__(self):
         return self._data.__index__()
@@ -326,6 +336,7 @@ def share_storage(view, source, multi=None) -> None:
     import weakref
 
     view._vc = source._vc
+    view._inference = source._inference  # torch: a view is an inference tensor iff its base is
     base = source._base if source._base is not None else source
     view._base = base
     views = base._views
@@ -496,7 +507,9 @@ def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device="
     if end is None:
         start, end = 0, start
     probe = numpy.arange(start, end, step)
-    return _leaf(probe.astype(_dtype_of(probe, dtype)), requires_grad)
+    if dtype is None:  # torch: float bounds give the default dtype, int bounds int64
+        dtype = DEFAULT_FLOAT if probe.dtype.kind == "f" else numpy.dtype(numpy.int64)
+    return _leaf(probe.astype(dtype), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, requires_grad=False, device="cpu") -> Tensor:

@@ -10,57 +10,32 @@ checked with `ast.parse` before it leaves this module, its functions with it.
 from __future__ import annotations
 
 import ast
-import contextlib
-import contextvars
-import functools
 import inspect
 import math
 import os
-import re
 import warnings
-from pathlib import Path
 
 import numpy
 
 from srcgrad import rules
-from srcgrad.codegen import templating
-from srcgrad.digest import sha256  # (not OpenSSL's: its load is 3 ms of a compile)
-from srcgrad.errors import CompileError
+from srcgrad.codegen.namespaces import (  # the namespace a render is for, and what it knows
+    _NAMESPACE,
+    _is_static,
+    _Known,
+    _may_be_number,
+    _missing_names,
+    _note_kinds,
+    _operands_made_arrays,
+    _refused,
+    namespace,  # noqa: F401 - the pipelines' `emit.namespace(...)`
+)
+from srcgrad.codegen.skeletons import (  # noqa: F401 - the pipelines' `emit.render_module(...)`
+    helpers_used,
+    render_function,
+    render_module,
+    templates_fingerprint,
+)
 from srcgrad.ir.core import Const, Pack, Var
-
-# ---------------------------------------------------------------------- namespaces
-# What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
-# (spelling, mutable, label, what is known of the values so far, the namespace module).
-# NumPy's unless a pipeline renders inside `namespace()`.
-
-
-class _Known:
-    """What the code rendered so far for another namespace than NumPy holds, by name (a
-    name is bound once in a render): boolean arrays, arrays of the namespace, and Python
-    values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
-
-    __slots__ = ("bools", "arrays", "static", "ints")
-
-    def __init__(self):
-        self.bools: set = set()
-        self.arrays: set = set()
-        self.static: set = set()
-        self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
-
-
-_NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", _Known(), None))
-
-
-@contextlib.contextmanager
-def namespace(spelling: str, mutable: bool, label: str, module=None):
-    """Render for a namespace: its spelling (srcgrad.codegen.spellings), whether its
-    arrays may be written in place (`out=`), its name for error messages, and the
-    namespace `module` itself (when known) to check every `xp.<name>` against."""
-    token = _NAMESPACE.set((spelling, mutable, label, _Known(), module))
-    try:
-        yield
-    finally:
-        _NAMESPACE.reset(token)
 
 
 # ---------------------------------------------------------------------- operands
@@ -325,119 +300,6 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     return expr
 
 
-# Note [Python numbers in other namespaces]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# NumPy's functions take a Python number wherever they take an array; the Array API's
-# take arrays (`xp.tanh(0.5)`, `xp.minimum(c, c)` of two floats, `xp.stack([a, 3.0])`
-# and `c.shape` raise in array_api_strict). Another namespace runs the shape-generic
-# code, compiled once for every call, so whether an argument `c` is a float is not
-# known when rendering. What is known, by name as the ops are rendered in order
-# (`_Known`): a namespace call's result is an array (`_note_kinds`), so is arithmetic
-# or indexing on one, and a static row's result (a shape) never is. An operand the
-# namespace function takes as an array (`_array_params`: a differentiable parameter,
-# an elementwise row's operand) that is not known to be one is written
-# `xp.asarray(c)`, a float constant too, unless an elementwise call has an operand
-# known to be an array (one Python number beside it is taken everywhere, weak as in
-# NumPy); `xp.asarray(x)` of a known array is `x`. CuPy too, though spelled as NumPy:
-# its reductions and shape functions call the operand's method (`cupy.sum(c)` is
-# `c.sum()`, cupy.clip `c.clip`), which a float lacks.
-# The shape rows read `xp.asarray(x).shape` (srcgrad.codegen.spellings). A static
-# receiver's index (`_shape[0]`, a tuple) gets no Array-API ellipsis; an index known
-# to be a Python int (a `range` loop's index, int arithmetic on one, INT_RESULTS)
-# gets one as a constant index does (`x[i, ...]`: the Array API indexes every axis).
-# NumPy constants folded at compile time are converted for every namespace but NumPy's.
-
-_ARRAY_PARAMS: dict = {}  # rule name -> the parameters its function takes as arrays
-
-
-def _array_params(rule) -> frozenset:
-    params = _ARRAY_PARAMS.get(rule.name)
-    if params is None:
-        empty = inspect.Parameter.empty
-        operands = {n for n, p in rule.py_signature.parameters.items()
-                    if rule.elementwise and p.default is empty and p.kind is p.POSITIONAL_OR_KEYWORD}
-        params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands
-    return params
-
-
-def _operands_made_arrays(rule, operands: dict, known: _Known) -> frozenset:
-    """The parameters whose operands are written `xp.asarray(...)` unless known to be arrays:
-    the rule's array parameters, except in an elementwise call with an operand known to be
-    an array, where the other values (the differentiable operands) may stay Python numbers
-    (every namespace takes one beside an array, as NumPy's weak scalars: a float32 array
-    stays float32); a mask (where's condition) is always an array."""
-    params = _array_params(rule)
-    if rule.elementwise and any(isinstance(operands.get(p), Var) and operands[p].name in known.arrays
-                                for p in params):
-        return params - frozenset(rule.vjp) - frozenset(rule.jvp)
-    return params
-
-
-def _may_be_number(operand, known: _Known | None) -> bool:
-    """A Var that may hold a Python number (or bool): neither a known array nor a static value."""
-    return (known is not None and isinstance(operand, Var) and operand.name not in known.arrays
-            and operand.name not in known.static)
-
-
-def _is_static(operand, known: _Known) -> bool:
-    return isinstance(operand, Var) and operand.name in known.static
-
-
-def _note_kinds(op, expr, known: _Known) -> None:
-    from srcgrad.codegen import spellings
-
-    names = [o.name for o in op.outs]
-    if op.prim in spellings.INT_RESULTS or _makes_int(expr, known.ints):
-        known.ints.update(names)
-    if rules.RULES[op.prim].static_out:
-        known.static.update(names)
-    elif _makes_array(expr, known.arrays):
-        known.arrays.update(names)
-
-
-def _makes_int(node, ints: set) -> bool:
-    """Python int arithmetic on known ints and int literals (`i + 1` of a loop index)."""
-    if isinstance(node, ast.Name):
-        return node.id in ints
-    if isinstance(node, ast.Constant):
-        return type(node.value) is int
-    if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Div, ast.Pow)):
-        return _makes_int(node.left, ints) and _makes_int(node.right, ints)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _makes_int(node.operand, ints)
-    return False
-
-
-def _makes_array(node, arrays: set) -> bool:
-    """Is this expression (each of its values, for several outputs) the namespace's array?"""
-    if isinstance(node, ast.Call):
-        return _is_namespace_function(node.func)
-    if isinstance(node, ast.Name):
-        return node.id in arrays
-    if isinstance(node, ast.BinOp):
-        return _makes_array(node.left, arrays) or _makes_array(node.right, arrays)
-    if isinstance(node, ast.UnaryOp):
-        return _makes_array(node.operand, arrays)
-    if isinstance(node, ast.Subscript):
-        return _makes_array(node.value, arrays)
-    if isinstance(node, ast.Compare):  # (of two Python numbers: a bool)
-        return any(_makes_array(n, arrays) for n in (node.left, *node.comparators))
-    if isinstance(node, ast.IfExp):
-        return _makes_array(node.body, arrays) and _makes_array(node.orelse, arrays)
-    return False
-
-
-def _is_namespace_function(func) -> bool:
-    """`xp.f` or `xp.linalg.f`, f not a NumPy scalar type (`xp.float64(2.0)` is a NumPy
-    scalar under NumPy's spelling, CuPy's)."""
-    chain = []
-    while isinstance(func, ast.Attribute):
-        chain.append(func.attr)
-        func = func.value
-    return (isinstance(func, ast.Name) and func.id == "xp" and bool(chain)
-            and not isinstance(getattr(numpy, chain[0], None), type))
-
-
 def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
     other operand's dtype (NumPy reads True as 1; the Array API refuses), and an integer
@@ -478,30 +340,6 @@ class _AsNumber:
         else:
             dtype = ast.Attribute(ast.Name("xp", ast.Load()), self.dtype, ast.Load())
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "astype", ast.Load()), [node, dtype], [])
-
-
-def _missing_names(expr, module) -> str | None:
-    """The first `xp.a.b` the expression calls that `module` lacks (None: all there, or
-    no module to ask)."""
-    if module is None:
-        return None
-    for node in ast.walk(expr):
-        chain = []
-        while isinstance(node, ast.Attribute):
-            chain.append(node.attr)
-            node = node.value
-        if chain and isinstance(node, ast.Name) and node.id == "xp":
-            obj = module
-            for name in reversed(chain):
-                obj = getattr(obj, name, None)
-                if obj is None:
-                    return ".".join(reversed(chain))
-    return None
-
-
-def _refused(op, label: str, reason: str) -> CompileError:
-    return CompileError.at(op.loc, f"`{op.prim}` has no equivalent in {label}: {reason}",
-                           hint="compute this with NumPy, or write it with Array-API functions")
 
 
 class _NotNone(ast.NodeTransformer):
@@ -645,170 +483,3 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
         else:
             lines.append(op_statement(op, pool))
     return lines
-
-
-# ---------------------------------------------------------------------- templates
-@functools.cache
-def _template_dir() -> Path:
-    return Path(_template_folder())
-
-
-@functools.cache
-def _template_folder() -> str:
-    """templates/, found with os.path first (pathlib's objects and an import of
-    srcgrad.templates cost a first compile 0.35 ms: issue 15)."""
-    here = os.path.dirname(os.path.dirname(__file__))  # the srcgrad package
-    for path in (os.path.join(here, "templates"),  # a wheel
-                 os.path.join(os.path.dirname(here), "templates")):  # a source checkout
-        if os.path.isfile(os.path.join(path, "module.py.j2")):
-            return path
-    return str(_template_dir_elsewhere())
-
-
-def _template_dir_elsewhere() -> Path:
-    try:  # a directory in another layout: no importlib.resources where it need not (issue 15)
-        import srcgrad.templates as package
-
-        path = Path(package.__file__).parent
-        if (path / "module.py.j2").is_file():
-            return path
-    except (ImportError, AttributeError, TypeError):
-        pass
-    try:
-        import importlib.resources
-
-        path = Path(str(importlib.resources.files("srcgrad.templates")))
-        if path.is_dir():
-            return path
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parents[2] / "templates"  # a source checkout
-
-
-@functools.lru_cache(maxsize=1)
-def _environment():
-    import jinja2  # only when a module is rendered: a disk-cache hit never needs it
-
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(_template_folder()),
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined, autoescape=False)
-
-
-@functools.cache
-def _parsed_template(name: str):
-    """A template's nodes for srcgrad.codegen.templating, or None where it uses more of
-    Jinja2 than that subset (Note [Templates without jinja2])."""
-    try:
-        with open(os.path.join(_template_folder(), name), encoding="utf-8") as file:
-            return templating.parse(file.read())
-    except templating.Unsupported:
-        return None
-
-
-def _render(template: str, **context) -> str:
-    """Render templates/<name>: without jinja2 where the template allows (a fresh process's
-    first compile then never imports it), else with it."""
-    nodes = _parsed_template(template)
-    if nodes is None:
-        return _environment().get_template(template).render(**context)
-    return templating.render(nodes, context)
-
-
-@functools.lru_cache(maxsize=1)
-def templates_fingerprint() -> str:
-    h = sha256()
-    for path in sorted(_template_dir().glob("*.j2")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def render_function(name: str, params: list, body: list, result: str, doc: str = "") -> str:
-    text = _render("function.py.j2", name=name, params=params, body=body, result=result, doc=doc)
-    return text.rstrip("\n")  # (checked by ast.parse in its module: render_module)
-
-
-# What a standalone module imports, and how its helpers find their arrays' namespace.
-_STANDALONE = {
-    "numpy": ("NumPy", ["import math", "import numpy", "import numpy as xp"],
-              "def _namespace(x):\n    get = getattr(x, \"__array_namespace__\", None)\n"
-              "    return get() if get is not None else numpy"),
-    "cupy": ("CuPy and array_api_compat", ["import math", "import numpy", "import cupy as xp",
-                                           "import array_api_compat"],
-             "def _namespace(x):\n    return array_api_compat.array_namespace(x)"),
-    "array-api": ("an Array-API namespace: array_api_strict here; rebind `xp` to run on another",
-                  ["import math", "import array_api_strict as xp"],
-                  "def _namespace(x):\n    get = getattr(x, \"__array_namespace__\", None)\n"
-                  "    return get() if get is not None else xp"),
-}
-
-
-def render_module(functions: list, *, version: str, origin: str, key: str, helpers=(),
-                  constants=(), standalone: bool = False, backend: str = "numpy",
-                  command: str = "", check: bool = True) -> str:
-    """A module of `functions`. `standalone`: it imports its namespace (`backend`, one
-    of "numpy", "cupy", "array-api") and carries the helpers it calls (and only those,
-    with what they call), so it runs without srcgrad; `command` is the `srcgrad emit`
-    command line that writes it again. `check`: parse the text (a SyntaxError here is
-    srcgrad's bug); a caller that compiles it at once passes False, its compile checks."""
-    helper_sources, imports, needs = [], [], ""
-    if standalone:
-        needs, imports, namespace_def = _STANDALONE[backend]
-        helper_sources = [namespace_def if name == "_namespace" else _helper_source(name)
-                          for name in _helper_closure(helpers)]
-        used = "\n".join(helper_sources + list(functions))
-        imports = [line for line in imports if _import_used(line, used)]
-        if "numpy." in used and not any(line.split("#")[0].strip() == "import numpy"
-                                         for line in imports):
-            imports = imports + ["import numpy  # shape bookkeeping in the helpers"]
-    text = _render("module.py.j2",
-        functions=functions, version=version, origin=origin, key=key, helpers=list(helpers),
-        constants=list(constants), standalone=standalone, helper_sources=helper_sources,
-        imports=imports, needs=needs, backend=backend,
-        command=command or f"srcgrad emit {origin}")
-    if check:
-        ast.parse(text)
-    return text
-
-
-def _helper_closure(helpers) -> list:
-    """`helpers` and every function of srcgrad.rules.helpers they call, transitively:
-    private ones first, each in the order the helpers module defines them."""
-    from srcgrad.rules import helpers as module
-
-    defined = {name for name, value in vars(module).items()
-               if inspect.isfunction(value) and value.__module__ == module.__name__}
-    needed, stack = set(), list(helpers)
-    while stack:
-        name = stack.pop()
-        if name in needed:
-            continue
-        needed.add(name)
-        tree = ast.parse(_helper_source(name))
-        stack += [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in defined]
-    order = [name for name in vars(module) if name in needed]
-    return [n for n in order if n.startswith("_")] + [n for n in order if not n.startswith("_")]
-
-
-def _import_used(line: str, text: str) -> bool:
-    """Whether the module name an `import X [as Y]` line binds is used in `text`."""
-    words = line.split("#")[0].split()
-    bound = words[-1] if "as" in words else words[1]
-    return re.search(rf"\b{re.escape(bound)}\b", text) is not None
-
-
-def _helper_source(name: str) -> str:
-    from srcgrad.rules import helpers
-
-    return inspect.getsource(getattr(helpers, name)).rstrip("\n")
-
-
-def helpers_used(source_lines) -> list:
-    """Helper functions (srcgrad.rules.helpers) a body calls, in a stable order."""
-    text = "\n".join(source_lines)
-    if not any(h in text for h in rules.HELPER_NAMES):
-        return []  # (most specialised code calls none: no parse of it, issue 15)
-    tree = ast.parse(text)
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
-              and isinstance(n.func, ast.Name)}
-    return [h for h in rules.HELPER_NAMES if h in called]

@@ -128,6 +128,21 @@ ARRAY_API: dict = {
     "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
     "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
                           "implemented for the Array API)"),
+    # issue 29's sweep rows (srcgrad/rules/table_sweep.py)
+    "sinc": "xp.where(x == 0, 1.0, xp.sin(math.pi * x) / (math.pi * xp.where(x == 0, 1.0, x)))",
+    "heaviside": "xp.where(x < 0, 0.0, xp.where(x > 0, 1.0, y))",
+    "fmod": Refused("the Array API has no fmod (its remainder rounds toward -inf)"),
+    "nan_to_num": "xp.where(x == -xp.inf, (-xp.finfo(x.dtype).max if neginf is None else neginf), "
+                  "xp.where(x == xp.inf, (xp.finfo(x.dtype).max if posinf is None else posinf), "
+                  "xp.where(xp.isnan(x), nan, x)))",
+    # (the Array API's axis counts from the end of the broadcast shape: negative only)
+    "cross": "xp.linalg.cross(a, b, axis=-1 if axis is None else axis if axis < 0 "
+             "else axis - max(a.ndim, b.ndim))",
+    "kron": Refused("the Array API has no kron"),
+    "ediff1d": "xp.diff(xp.reshape(ary, (-1,)))",
+    "nansum": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims)",
+    "nanmean": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims) / "
+               "xp.sum(xp.astype(xp.logical_not(xp.isnan(x)), x.dtype), axis=axis, keepdims=keepdims)",
 }
 
 # Placeholders a render names on a static branch it cannot take: the reason it gives.

@@ -4,7 +4,7 @@ Note [Lowered idioms]
 ~~~~~~~~~~~~~~~~~~~~~
 Some ordinary calls are not one primitive, but a few rows in a row:
 
-* `np.hstack/vstack/dstack/column_stack` of one array (not a sequence) is refused
+* `np.hstack/vstack/dstack/column_stack/stack/concatenate` of one array (not a sequence) is refused
   with a rewrite: the rows take a sequence, whose VJP is one cotangent per element.
 * `np.array(seq)` / `np.asarray(seq)` of a (nested) list holding traced values is a
   `stack` per nesting level; of a traced array, `asarray` is the array itself (NumPy
@@ -31,13 +31,18 @@ import math
 import numpy
 
 from srcgrad import rules
+from srcgrad.frontend import numpy_forms
+from srcgrad.frontend.numpy_forms import _stack_nested, _static
 from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir.core import Const, Var
 
-NOT_LOWERED = object()
+NOT_LOWERED = numpy_forms.NOT_LOWERED
 
 _STACKING = {numpy.hstack: "hstack", numpy.vstack: "vstack", numpy.dstack: "dstack",
-             numpy.column_stack: "column_stack"}
+             numpy.column_stack: "column_stack", numpy.stack: "stack",
+             numpy.concatenate: "concatenate"}
+# NumPy call forms with traced arguments lowered (or refused) by srcgrad.frontend.numpy_forms
+_FORMS = {numpy.einsum: "einsum", numpy.linalg.norm: "norm", numpy.average: "average"}
 _SCATTER_UFUNCS = {numpy.add: "add", numpy.subtract: "subtract"}
 # Methods of a constant array that return a new value (never those that write into it).
 _PURE_METHODS = {"reshape", "sum", "mean", "prod", "max", "min", "transpose", "ravel", "flatten",
@@ -65,7 +70,20 @@ def lower_call(tracer, callee, args, kwargs, node):
     if getattr(callee, "__name__", None) == "at" and \
             getattr(callee, "__self__", None) in _SCATTER_UFUNCS:
         return _ufunc_at(tracer, _SCATTER_UFUNCS[callee.__self__], args, kwargs, node)
+    form = _FORMS.get(callee) if _hashable(callee) else None
+    if form is not None:  # Note [No silent constants] in srcgrad.passes.activity
+        lowered = getattr(numpy_forms, form)(tracer, args, kwargs, node)
+        if lowered is not NOT_LOWERED:
+            return lowered
     return _fold_constant(callee, args, kwargs, tracer)
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def lower_builtin(tracer, fn, args, kwargs, node):
@@ -84,7 +102,7 @@ def lower_builtin(tracer, fn, args, kwargs, node):
 # ---------------------------------------------------------------------- stacking
 def _stacking(tracer, name, args, node):
     """The stacking rows take a sequence; `np.vstack(x)` of one array is its rows."""
-    if len(args) == 1 and isinstance(args[0], Var):
+    if args and isinstance(args[0], Var):  # (np.stack(x): a KeyError, not this, before)
         tracer.fail(node, f"`np.{name}` of an array (a sequence of its rows)",
                     f"pass a list: `np.{name}([x[0], x[1]])`")
     return NOT_LOWERED
@@ -114,34 +132,6 @@ def _array(tracer, callee, args, kwargs, node):
     if dtype.value is not None:
         value = tracer.apply(rules.RULES["astype"], [value, dtype], {}, node)
     return value
-
-
-def _stack_nested(tracer, seq, node):
-    """A nested list/tuple of traced values and constants as one array."""
-    items = [_stack_nested(tracer, item, node) if isinstance(item, (tuple, list)) else item
-             for item in seq]
-    if not items:
-        tracer.fail(node, "an empty list inside `np.array` of traced values")
-    for item in items:
-        if not isinstance(item, (Var, Const)):
-            tracer.fail(node, "`np.array` of a list holding a dict or an object",
-                        "build the array from numbers and arrays")
-    return tracer.apply(rules.RULES["stack"], [items], {"axis": Const(0)}, node)
-
-
-def _static(value):
-    """The plain Python value of a tvalue made of constants only, else NOT_LOWERED."""
-    if isinstance(value, Const):
-        return value.value
-    if isinstance(value, (tuple, list)):
-        items = [_static(v) for v in value]
-        if any(i is NOT_LOWERED for i in items):
-            return NOT_LOWERED
-        return type(value)(items)
-    if isinstance(value, dict):
-        items = {k: _static(v) for k, v in value.items()}
-        return NOT_LOWERED if NOT_LOWERED in items.values() else items
-    return NOT_LOWERED
 
 
 # ---------------------------------------------------------------------- ufunc.at

@@ -20,15 +20,49 @@ class Inlining:
     """Mixed into the Tracer: `expr`, `error`, `trace_body`, `depth`, `scopes`, `loc`
     and `locate` are the Tracer's."""
 
-    def _generated_entry(self, compiled, node):
+    def _generated_entry(self, compiled, node, args=()):
         """The generated function a transform called from compiled code runs; an error
-        compiling it that names no line of its own is reported at this call."""
+        compiling it that names no line of its own is reported at this call. sg.vmap's
+        exists per argument shapes only: compiled for stand-ins of the traced arguments'
+        shapes and dtypes where this trace is a variant's (Note [Vmap as batching])."""
         try:
+            if getattr(compiled, "shape_specialised", False):
+                standins = self._stand_ins(args)
+                if standins is not None:
+                    try:
+                        return compiled.entry_at(standins)
+                    except (TypeError, ValueError) as err:
+                        self.error(node, str(err))
             return compiled.entry()
         except CompileError as err:
             if err.lineno:
                 raise
             self.error(node, err.message, err.hint)
+
+    def _stand_ins(self, args):
+        """Zero arrays (or scalars) of the shapes, classes and dtypes the variant's probe
+        gives `args`, else None (the shape-generic trace knows none)."""
+        probe = getattr(self, "example_probe", None)
+        if probe is None:
+            return None
+        import numpy
+
+        try:
+            found = probe([op for ops in [*self.enclosing, self.ops] for op in ops],
+                          list(self.mutation.inputs))
+        except Exception:  # noqa: BLE001 (the ops fail on these arguments: no facts)
+            return None
+        out = []
+        for a in args:
+            if isinstance(a, Const):
+                out.append(a.value)
+                continue
+            kind, shape = found.kinds.get(a), found.shapes.get(a)
+            if not isinstance(a, Var) or kind is None or shape is None:
+                return None
+            cls, dtype = kind
+            out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
+        return tuple(out)
 
     def inline_generated(self, fn, args, kwargs, node):
         """Trace a transform's generated function called at `node` (Note [Transforms in

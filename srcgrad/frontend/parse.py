@@ -15,7 +15,7 @@ import gast
 
 from srcgrad.errors import CompileError, last_line
 from srcgrad.ir.core import FACTORY, EqFields, Loc
-from srcgrad.ir.expand import FUNCTIONS_WITHOUT_GAST, to_gast
+from srcgrad.ir.gast_nodes import FUNCTIONS_WITHOUT_GAST, to_gast
 
 
 class FunctionSource(EqFields):
@@ -58,7 +58,7 @@ class FunctionSource(EqFields):
 
 
 def _parse(text: str):
-    """gast.parse(text), without gast's converter where srcgrad.ir.expand.to_gast makes its
+    """gast.parse(text), without gast's converter where srcgrad.ir.gast_nodes.to_gast makes its
     nodes (Note [Formulas without gast's converter])."""
     return to_gast(ast.parse(text)) if FUNCTIONS_WITHOUT_GAST else gast.parse(text)
 

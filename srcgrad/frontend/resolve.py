@@ -109,7 +109,8 @@ def _value_print(value, stack, parse_function) -> str | None:
         return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
     if isinstance(value, numpy.ndarray):
         return f"array:{value.dtype}:{value.shape}:" + sha256(value.tobytes()).hexdigest()
-    if isinstance(value, (numpy.generic, numpy.dtype)) or value in (numpy.float32, numpy.float64):
+    # (identity, not `in`: a Tensor global compares elementwise, and its __eq__ records a node)
+    if isinstance(value, (numpy.generic, numpy.dtype)) or value is numpy.float32 or value is numpy.float64:
         return f"np:{value!r}"
     rule = rules.lookup_callable(value) if callable(value) else None
     if rule is not None:

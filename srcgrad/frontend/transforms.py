@@ -9,7 +9,7 @@ outer transform differentiates the inner one's generated source). So a transform
 called inside compiled code is never traced through srcgrad's own Python (api.py
 checks arguments and raises, which compiled code cannot do); instead:
 
-* `sg.grad(f, wrt)`, `sg.value_and_grad`, `sg.jacobian`, `sg.hessian` of a static
+* `sg.grad(f, wrt)`, `sg.value_and_grad`, `sg.jacobian`, `sg.hessian`, `sg.vmap` of a static
   function run at compile time: the value is the transformed function, and a call of it
   traces its generated program (the tracer's `__srcgrad__` path), whether it is bound
   to a name first (`df = sg.grad(f)`, inside or outside) or called at once.
@@ -41,7 +41,7 @@ NOT_LOWERED = object()
 _TRANSFORMS: dict = {}  # api function -> its name ("grad", "jvp", ...)
 _PIPELINE = []  # [srcgrad.pipeline.vjp_jvp], once srcgrad.api is imported
 # transforms whose value is a function of static arguments (run at compile time)
-_STATIC = ("grad", "value_and_grad", "jacobian", "hessian")
+_STATIC = ("grad", "value_and_grad", "jacobian", "hessian", "vmap")
 
 
 def register(pipeline, **transforms) -> None:

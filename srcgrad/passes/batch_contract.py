@@ -27,11 +27,13 @@ def _matmul(b, op, x, y):
         if rx == 1 and ry == 1:
             prod = b.call("multiply", x, y, shape=b.shape(x))
             return b.keep(Op("sum", (), op.outs, op.loc), prod, Const(1), Const(False))
-        raise Unbatchable("`matmul` of two batched operands, one 1-D")
+        if rx == 1:  # a row against a stack: matmul of stacks, the unit axis dropped
+            return _vector_matmul(b, op, _unit(b, x, ry - 2, (1,) + b.shape(x)), b.pad(y, ry))
+        return _vector_matmul(b, op, b.pad(x, rx), _unit(b, y, rx - 2, b.shape(y) + (1,)))
     if bx:
         if rx >= 2 or ry <= 2:
             return b.keep(mm, b.pad(x, ry) if rx >= 2 else x, y)
-        raise Unbatchable("`matmul` of a batched vector and a stack of matrices")
+        return _vector_matmul(b, op, _unit(b, x, ry - 2, (1,) + b.shape(x)), y)
     if ry >= 2:
         return b.keep(mm, x, b.pad(y, rx) if rx > ry else y)
     if rx == 1:
@@ -39,7 +41,20 @@ def _matmul(b, op, x, y):
     if rx == 2:
         xt = b.expander.apply(rules.RULES["T"], [x], {})
         return b.keep(mm, y, xt)  # (A @ v_b)[k] = v_b[k] @ A.T
-    raise Unbatchable("`matmul` of a stack of matrices and a batched vector")
+    return _vector_matmul(b, op, x, _unit(b, y, rx - 2, b.shape(y) + (1,)))
+
+
+def _unit(b, v, lead, shape):
+    """A batched vector as a batched row `(1, n)` or column `(n, 1)` (`shape`), with
+    `lead` unit axes before it so that it broadcasts against a stack of matrices. Used
+    where a 1-D operand meets a stack, which sg.vmap's twice-batched Jacobians write."""
+    return b.call("reshape", v, (b.size,) + (1,) * lead + shape, shape=(1,) * lead + shape)
+
+
+def _vector_matmul(b, op, x, y):
+    """`x @ y` of stacks, reshaped to the result's batched shape (the unit axis gone)."""
+    prod = b.call("matmul", x, y)
+    b.keep(Op("reshape", (), op.outs, op.loc), prod, Const((b.size,) + b.shape(op.outs[0])))
 
 
 def _dot(b, op, x, y):

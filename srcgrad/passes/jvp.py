@@ -29,6 +29,7 @@ from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
+from srcgrad.passes.activity import refuse_silent_constants
 from srcgrad.passes.jvp_control import TAPE_OPS, forward_region, forward_tape
 from srcgrad.passes.simplify import _SCALAR_STATICS, _classify, _is_scalar
 
@@ -45,6 +46,7 @@ def forward(ops: list, tangents: dict, namer, scalars: set | None = None) -> tup
     derivative code that simplify may rewrite algebraically. `scalars`: static Vars
     known to be Python/0-d scalars (an enclosing loop's index), shared with the blocks.
     """
+    refuse_silent_constants(ops, tangents)  # Note [No silent constants] in passes.activity
     tangents = dict(tangents)
     out: list = []
     shape_class: dict = {}

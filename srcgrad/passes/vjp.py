@@ -24,7 +24,7 @@ from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.ir.expand import Expander, from_operand
-from srcgrad.passes.activity import active_vars
+from srcgrad.passes.activity import active_vars, refuse_silent_constants
 from srcgrad.passes.simplify import _classify, shape_classes
 
 
@@ -47,6 +47,7 @@ def reverse(ops: list, wrt: list, seeds: list, namer, hooks=None, zero_edges=fro
     def reverse_block(b_ops, b_wrt, b_seeds, b_namer):
         return reverse(b_ops, b_wrt, b_seeds, b_namer, tapes=tapes)
 
+    refuse_silent_constants(ops, wrt)  # Note [No silent constants] in srcgrad.passes.activity
     active = active_vars(ops, wrt, [v for v, _ in seeds])
     classes = shape_classes(ops)
     tracer = Expander(namer)

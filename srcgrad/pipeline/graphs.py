@@ -36,6 +36,7 @@ def trace_source(fs: FunctionSource, allow_mutation: bool, namer=None, args=None
     tracer.fence(fs)  # (before any tracing work: its first refusal is the user's first error)
     if args is not None:  # a variant for these argument shapes: Note [Shape facts] (H2)
         tracer.facts = lambda ops, inputs: probe(ops, inputs, args).values
+        tracer.example_probe = lambda ops, inputs: probe(ops, inputs, args)  # (sg.vmap's stand-ins)
         tracer.mutation.example = args  # its guard checks their layout (Note [Layout facts])
     tracer.mutation.allow = allow_mutation
     graph = tracer.trace_function(fs)

@@ -57,6 +57,8 @@ class Compiled:
         self._fs = None
         self.bindings: tuple = ()  # (namespace, name, value) read when parsed (Note [Bindings])
 
+    backend_option = None  # "numba": variants compiled by numba (srcgrad.pipeline.numba_variants)
+
     def options(self, shapes=None) -> tuple:
         return (self.kind, self.wrt, self.single, self.has_aux, shapes) + (
             ("allow_mutation_on_saved_tensors",) if mutation_allowed() else ()) + (
@@ -121,7 +123,26 @@ class Compiled:
         example = tuple(args) if self.arg_trees else bound_args(self.fn, args, self.kind)
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
+        if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
+            return self._numba_variant(ns, shapes, example)
         return self._entries(ns)
+
+    def _numba_variant(self, ns, shapes, example):
+        """The variant rendered without `out=` buffers (numba's ufuncs take no keyword
+        `out`) and compiled by numba, NumPy's (`ns`) where numba cannot take it."""
+        from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+
+        key = self.cache_key(self.options(shapes) + (("backend", "numba"),))
+
+        def generate():
+            from srcgrad.codegen import emit
+
+            with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
+                source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
+            return numba_variants.rewritten(source), constants, out_tree
+        rendered = self._entries(self._load(key, generate, example=example))
+        with COMPILING:
+            return numba_variants.variant(self, rendered, example, fallback=self._entries(ns))
 
     def _entries(self, ns):
         entries = tuple(ns[name] for name in entry_names(self))

@@ -378,9 +378,26 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int, budget=No
     Raises Unbatchable (an op with no batched form) or ProbeFailed (the arguments make
     `f` fail); the caller then runs one pass per seed.
     """
+    from srcgrad.pipeline.batched import batched_ops, emit_batched
+
+    graph, namer, ops, results, n_first, seeds, examples = seeded_program(fs, kind, wrt, args)
+    inputs = graph.inputs + seeds
+    ops, results, chunk = batched_ops(ops, seeds, results, inputs, args, examples, size, namer, budget)
+    if chunk > size:  # more seeds fit a chunk of the fused program: compiled for them
+        return batched_program(fs, kind, wrt, args, chunk)
+    sources, entries, pool = emit_batched(f"{fs.name}_{kind}", ops, graph.inputs, seeds, results, n_first,
+                                          args, examples, size, namer)
+    return Functions(sources, entries, dict(pool.values), graph.out_tree)
+
+
+def seeded_program(fs, kind: str, wrt: tuple, args: tuple) -> tuple:
+    """(graph, namer, ops, results, n_first, seeds, seed examples): one seed's derivative
+    program of `kind` (batched_program's), optimised and with the shapes' statics folded;
+    the first `n_first` results are the outputs (gradients for "hessian"), the rest the
+    derivatives along the seeds. sg.vmap of a Jacobian batches it twice (Note [Vmap as
+    batching] in srcgrad.pipeline.vmap)."""
     from srcgrad.passes.batch import Unbatchable, decide_none_tests, fold_static
     from srcgrad.passes.jvp import forward, tangent_name
-    from srcgrad.pipeline.batched import batched_ops, emit_batched
 
     graph, namer = trace(fs, args=args)
     if any(op.prim == "custom_call" for op in graph.ops):
@@ -424,12 +441,7 @@ def batched_program(fs, kind: str, wrt: tuple, args: tuple, size: int, budget=No
     ops, results = optimize(ops, results, found.shapes, found.values, found.floats)
     found = probe(ops, inputs, example_args)  # the optimised program's own values
     ops = dce(fold_static(ops, found.values), results)
-    ops, results, chunk = batched_ops(ops, seeds, results, inputs, args, examples, size, namer, budget)
-    if chunk > size:  # more seeds fit a chunk of the fused program: compiled for them
-        return batched_program(fs, kind, wrt, args, chunk)
-    sources, entries, pool = emit_batched(f"{fs.name}_{kind}", ops, graph.inputs, seeds, results, n_first,
-                                          args, examples, size, namer)
-    return Functions(sources, entries, dict(pool.values), graph.out_tree)
+    return graph, namer, ops, results, n_first, seeds, examples
 
 
 def _float_like(a):

@@ -303,6 +303,7 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     """srcgrad.api.vjp's call (its docstring says what it returns); `guards`: its table
     of guarded plain calls (Note [The plain sg.vjp call])."""
     given = f
+    arguments.check_not_complex("vjp", f, primals)
     f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
     if hooks is None and recorded_in is None and not has_aux:
@@ -358,6 +359,8 @@ def jvp(f, primals, tangents, has_aux: bool):
                             f"(one per parameter); got {type(value).__name__}: pass "
                             f"sg.jvp({name}, (x,), (t,)) for one argument")
     primals, tangents = tuple(primals), tuple(tangents)
+    arguments.check_not_complex("jvp", f, primals)
+    arguments.check_not_complex("jvp", f, tangents, what="tangent")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents; "
                          "give one tangent per primal")

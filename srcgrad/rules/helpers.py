@@ -40,6 +40,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
+    "kron_bar", "svd_reduced",
 ]
 
 
@@ -143,7 +144,7 @@ def inverse_axes(axes):
     return tuple(inverse)
 
 
-def vector_only(x, axis):
+def vector_only(x, axis, ord=None):
     """`x` itself; raises when `linalg.norm(x, ord, axis)` would be a matrix norm.
 
     The table differentiates vector norms of every `ord` but only the Frobenius
@@ -152,8 +153,9 @@ def vector_only(x, axis):
     """
     if isinstance(axis, tuple) or (axis is None and len(getattr(x, "shape", ())) != 1):
         raise NotImplementedError(
-            "srcgrad: the derivative of linalg.norm is implemented for vector norms and "
-            "the Frobenius norm only (pass an int axis, or ord=None/'fro')")
+            f"srcgrad: the derivative of the matrix norm linalg.norm(..., ord={ord!r}) is not "
+            "implemented (no singular-value rule); vector norms and the Frobenius norm are "
+            "(pass an int axis, or ord=None/'fro')")
     return x
 
 
@@ -365,6 +367,7 @@ def einsum_bar(c, other, subscripts, shape, which):
     diagonal with an identity).
     """
     xp = _namespace(c)
+    c = xp.asarray(c)  # a Python float: the seed of `grad` of a full contraction ('ii')
     spec = subscripts.replace(" ", "")
     lhs, arrow, out = spec.partition("->")
     inputs = lhs.split(",")
@@ -821,3 +824,38 @@ def diag_bar(c, shape, k):
     column = xp.concat([xp.zeros((lo,), dtype=c.dtype), c,
                         xp.zeros((rows - lo - n,), dtype=c.dtype)])
     return xp.eye(rows, cols, k=k, dtype=c.dtype) * column[:, None]
+
+
+def kron_bar(c, other, shape, which):
+    """Cotangent of operand `which` (0: a, 1: b) of ``numpy.kron(a, b)``, given its shape.
+
+    `c` is the cotangent of the product, `other` the other operand. `kron` pads the
+    operand of fewer dimensions with leading ones, and its result reshaped to
+    ``(a0, b0, a1, b1, ...)`` is ``a[i0, i1, ...] * b[j0, j1, ...]`` at
+    ``(i0, j0, i1, j1, ...)``: the cotangent is that block array times the other operand,
+    summed over the other operand's axes."""
+    xp = _namespace(c)
+    nd = max(len(shape), other.ndim)
+    mine = (1,) * (nd - len(shape)) + tuple(shape)
+    theirs = (1,) * (nd - other.ndim) + tuple(other.shape)
+    ones = (1,) * nd
+    if which == 0:
+        blocks = xp.reshape(c, tuple(d for p in zip(mine, theirs) for d in p))
+        spread = xp.reshape(other, tuple(d for p in zip(ones, theirs) for d in p))
+        summed = tuple(range(1, 2 * nd, 2))
+    else:
+        blocks = xp.reshape(c, tuple(d for p in zip(theirs, mine) for d in p))
+        spread = xp.reshape(other, tuple(d for p in zip(theirs, ones) for d in p))
+        summed = tuple(range(0, 2 * nd, 2))
+    return xp.reshape(xp.sum(blocks * spread, axis=summed), tuple(shape))
+
+
+def svd_reduced(x, full_matrices):
+    """x itself, checked: the derivative of ``numpy.linalg.svd`` is that of the reduced
+    factors; with ``full_matrices=True`` a non-square matrix's U or Vh holds columns
+    that no derivative fixes, so a derivative through it raises instead."""
+    if full_matrices and x.shape[-1] != x.shape[-2]:
+        raise ValueError("srcgrad: the derivative of np.linalg.svd of a non-square matrix "
+                         "needs full_matrices=False (the extra columns of U or Vh are not "
+                         "unique)")
+    return x

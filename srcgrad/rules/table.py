@@ -96,7 +96,7 @@ defrule("inverse_axes", "axes", "inverse_axes(axes)",
 defrule("linear_pad_mode", "mode", "linear_pad_mode(mode)",
         targets=("srcgrad.rules.helpers.linear_pad_mode",), nondiff=True, static_out=True)
 
-defrule("vector_only", "x, axis", "vector_only(x, axis)",
+defrule("vector_only", "x, axis, ord=None", "vector_only(x, axis, ord)",
         targets=("srcgrad.rules.helpers.vector_only",),
         vjp={"x": "g"}, jvp={"x": "x_t"},
         doc="identity; raises where linalg.norm would be a matrix norm other than 'fro'")
@@ -553,7 +553,7 @@ defrule("cumprod", "x, axis=None", "xp.cumprod(x, axis=axis)", targets=("numpy.c
         doc="exact with zeros: a linear recurrence, no division (Note [Zero-safe products])")
 
 # linalg.norm: the derivative factor d (x's shape); vjp = G * d, jvp = sum(x_t * d).
-_V = "vector_only(x, axis)"
+_V = "vector_only(x, axis, ord)"
 _SAFE_A = f"xp.where({_ANS} == 0, 1, {_ANS})"
 _NORM_D = (
     f"x / {_SAFE_A} if ord is None or ord == 'fro'"
@@ -641,7 +641,8 @@ defrule("diagonal", "x, offset=0, axis1=0, axis2=1",
 
 for _name in ("tril", "triu"):
     defrule(_name, "x, k=0", f"xp.{_name}(x, k)", targets=(f"numpy.{_name}",),
-            vjp={"x": f"xp.{_name}(g, k)"}, jvp={"x": f"xp.{_name}(x_t, k)"})
+            vjp={"x": f"unbroadcast(xp.{_name}(g, k), xp.shape(x))"},  # (1-d x: its rows)
+            jvp={"x": f"xp.{_name}(x_t, k)"})
 
 _AT = "xp.swapaxes(ans, -1, -2)"
 defrule("inv", "x", "xp.linalg.inv(x)", targets=("numpy.linalg.inv",),
@@ -989,3 +990,9 @@ defrule("tape_push", "tape, values", "tape.append(values)", nondiff=True, effect
 defrule("tape_pop", "tape", "tape.pop()", nondiff=True, effect=True)
 defrule("tape_len", "tape", "len(tape)", nondiff=True, static_out=True)
 defrule("tape_copy", "tape", "list(tape)", nondiff=True)  # in the backward: not static_out
+
+# Issue 29's NumPy sweep: its rows live in their own file (docs/numpy_coverage.md).
+import srcgrad.rules.table_sweep  # noqa: E402, F401
+
+# The eager runtime's torch rows (Note [Eager rows at kinks and poles]); no targets.
+from srcgrad.rules import torch_rows  # noqa: E402,F401

@@ -66,6 +66,45 @@ UNARY = ["np.sin({0})", "np.cos({0})", "np.tanh({0})", "np.exp(np.tanh({0}))",
          "-({0})", "np.abs({0})", "np.maximum({0}, 0.0)", "np.square({0})",
          "1.0 / (1.0 + np.exp(-({0})))", "np.arctan({0})", "np.log1p(np.exp(np.tanh({0})))",
          "np.clip({0}, -1.0, 1.0)", "np.exp(-({0}) * ({0}))"]
+# Issue 29's sweep rows (srcgrad/rules/table_sweep.py), each spelled as a function of one
+# expression e of the shape being built (its text repeated where a row takes two arrays),
+# and each away from its kinks and jumps on the fuzzer's data (fmod of a tanh by 1.5 never
+# jumps). Drawn from their own stream in place of a UNARY pick (Note [Idiom spellings]):
+# a seed's program keeps its structure and its other spellings. Only the rows the shape
+# s fits are offered.
+def sweep_unary(e: str, s: tuple):
+    forms = ["np.sinc({0})", "np.copysign({0}, 1.5)", "np.fmod(np.tanh({0}), 1.5)",
+             "np.nan_to_num({0})", "(np.heaviside({0}, 0.5) * {0})",
+             "np.polyval(np.array([0.5, -1.0, 2.0]), {0})",
+             # compositions (srcgrad/rules/compositions.py)
+             "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
+             "np.select([({0}) > 0.0], [({0}) * 2.0], {0})",
+             "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.3, 1.2]))",
+             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))"]
+    if len(s) == 2:
+        forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
+                  "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
+    if len(s) == 2 and s[0] >= s[1]:  # Q of a well-conditioned tall matrix: shape s
+        forms += [f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}, {s[1]}))[0]",
+                  "(({0}) * np.linalg.svdvals({0}))"]
+    if len(s) == 2 and s[0] == s[1]:
+        forms += ["np.linalg.matrix_power(({0}) * 0.3, 3)", "np.linalg.svd({0})[0]",
+                  f"np.linalg.qr(({{0}}) * 0.3 + 2.0 * np.eye({s[0]}))[1]"]
+        if s[0] >= 2:
+            forms += ["np.cov({0})", "np.corrcoef({0})"]
+    if s:
+        forms.append("np.concatenate(np.array_split({0}, 2))")
+    if len(s) == 2:
+        forms.append("np.concatenate(np.vsplit({0}, 1) + np.hsplit({0}, 1), axis=0)[:" + str(s[0]) + "]")
+    if len(s) == 1:
+        forms += ["np.kron({0}, ({0})[:1])", "np.ediff1d(np.concatenate(({0}, ({0})[:1])))"]
+        if s[0] >= 2:
+            forms += ["np.convolve(({0})[1:], ({0})[:2])", "np.append(({0})[1:], ({0})[:1])"]
+    if s and s[-1] == 3:
+        forms.append("np.cross({0}, np.roll({0}, 1, axis=-1))")
+    return forms
+
+
 MATH_UNARY = ["math.sin({0})", "math.cos({0})", "math.tanh({0})", "math.exp(math.tanh({0}))",
               "math.sqrt({0} * {0} + 1.0)", "math.log({0} * {0} + 1.0)", "{0} ** 2"]
 BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0))",
@@ -73,6 +112,12 @@ BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0)
           "np.add({a}, {b})", "np.multiply({a}, {b})"]
 REDUCE_AXIS = ["np.sum({e}, axis={k})", "({e}).sum(axis={k})", "np.mean({e}, axis={k})",
                "np.max({e}, axis={k})", "({e}).min(axis={k})", "np.prod(np.tanh({e}), axis={k})"]
+SWEEP_REDUCE_ALL = ["np.nansum({e})", "np.nanmean({e})", "np.nanmax({e})", "np.nanmin({e})",
+                    "np.median({e})", "np.quantile({e}, 0.3)", "np.percentile({e}, 70.0)"]
+SWEEP_REDUCE_AXIS = ["np.nansum({e}, axis={k})", "np.nanmean({e}, axis={k})",
+                     "np.nanmax({e}, axis={k})", "np.nanmin({e}, axis={k})",
+                     "np.trapezoid({e}, axis={k})", "np.median({e}, axis={k})",
+                     "np.quantile({e}, 0.3, axis={k})"]
 REDUCE_ALL = ["np.sum({e})", "({e}).sum()", "np.mean({e})", "({e}).mean()", "np.max({e})",
               "np.min({e})", "np.linalg.norm({e})", "np.sum(np.exp(np.tanh({e})))"]
 
@@ -103,6 +148,8 @@ class Generator:
         self.signature = random.Random(seed ^ 0x5167DE)
         # sg.jvp / sg.vjp of a helper inside f, its defaults left out: a fifth stream
         self.transforms_inside = random.Random(seed ^ 0x7E57ED)
+        # issue 29's sweep rows in place of a unary (sweep_unary): a sixth stream
+        self.sweep = random.Random(seed ^ 0x5EE29)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -231,7 +278,10 @@ class Generator:
             f"({base} * {self.e_float(depth - 1)} + {self.const()})")
 
     def e_unary(self, s, depth):
-        text = self.pick(UNARY).format(self.expr(s, depth))
+        form = self.pick(UNARY)
+        if self.sweep.random() < 0.15:  # an issue-29 sweep row instead (sweep_unary)
+            form = self.sweep.choice(sweep_unary("{0}", s))
+        text = form.format(self.expr(s, depth))
         return text if text.startswith("np.") and text.endswith(")") else f"({text})"
 
     def e_binary(self, s, depth):
@@ -254,7 +304,10 @@ class Generator:
                 return self.pick([f"({x} @ {y})", f"np.dot({x}, {y})", f"{paren(x)}.dot({y})",
                                   f"np.inner({x}, {y})"])
             inner = self.random_shape() or (self.pick(DIMS),)
-            return self.pick(REDUCE_ALL).format(e=self.expr(inner, depth))
+            form = self.pick(REDUCE_ALL)
+            if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
+                form = self.sweep.choice(SWEEP_REDUCE_ALL)
+            return form.format(e=self.expr(inner, depth))
         if len(s) >= 3:
             return None
         ones = [k for k, d in enumerate(s) if d == 1]
@@ -266,7 +319,10 @@ class Generator:
         k = self.rng.randint(0, len(s))
         inner = s[:k] + (self.known_dim(s, k),) + s[k:]
         axis = k - len(inner) if self.chance(0.25) else k
-        return self.pick(REDUCE_AXIS).format(e=self.expr(inner, depth), k=axis)
+        form = self.pick(REDUCE_AXIS)
+        if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
+            form = self.sweep.choice(SWEEP_REDUCE_AXIS)
+        return form.format(e=self.expr(inner, depth), k=axis)
 
     def known_dim(self, s: tuple, axis: int) -> int:
         """A size for a new axis at `axis` such that s with it inserted is a variable's shape."""

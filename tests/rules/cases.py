@@ -291,6 +291,25 @@ case("clip",
      ("max-only", {"x": N(5), "a_min": None, "a_max": U(0.0, 0.5, 5)}),
      ("scalar-x", {"x": N(), "a_min": U(-1.0, -0.2, 3), "a_max": 1.5}))
 
+# The eager runtime's torch rows (srcgrad/rules/torch_rows.py): the same cases as the
+# rows they stand in for, away from the kinks (tests/autograd/test_kinks_vs_torch.py
+# holds torch's values at them).
+case("torch_power", *_binary(P, N))
+case("torch_power_scalar", ("int", {"x": N(3, 4), "y": 3}), ("float", {"x": P(3, 4), "y": 2.5}),
+     ("negative-int", {"x": NZ(5), "y": -2}), ("zero", {"x": N(4), "y": 0}))
+case("torch_arctan2", *_binary(NZ, NZ))
+case("torch_hypot", *_binary(NZ, NZ))
+case("torch_clip",
+     ("arrays", {"x": N(3, 4), "a_min": U(-1.0, -0.2, 4), "a_max": U(0.2, 1.0, 3, 1)}),
+     ("min-only", {"x": N(3, 4), "a_min": U(-0.5, 0.0), "a_max": None}),
+     ("max-only", {"x": N(5), "a_min": None, "a_max": U(0.0, 0.5, 5)}),
+     ("scalar-x", {"x": N(), "a_min": U(-1.0, -0.2, 3), "a_max": U(1.2, 1.5, 3)}))
+case("torch_clamp_scalar",
+     ("both", {"x": N(3, 4), "a_min": -0.5, "a_max": 0.5}),
+     ("min-only", {"x": N(3, 4), "a_min": -0.25, "a_max": None}),
+     ("max-only", {"x": N(5), "a_min": None, "a_max": 0.25}))
+case("torch_sigmoid", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
+
 # ---------------------------------------------------------------- not differentiable
 for _name in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
               "logical_not"):
@@ -610,3 +629,47 @@ case("diag", ("vector", {"v": N(3)}), ("vector-k", {"v": N(2), "k": -1}),
 case("diag_bar", ("of-vector", {"c": N(4, 4), "shape": (3,), "k": 1}),
      ("of-matrix", {"c": N(2), "shape": (4, 3), "k": -2}),
      ("of-wide", {"c": N(2), "shape": (2, 4), "k": 1}))
+
+
+# ---------------------------------------------------------------- issue 29's sweep (table_sweep.py)
+case("sinc", *_unary(), ("near-zero", {"x": Fixed([0.0, 0.01, -0.03, 0.049, 0.051, 0.7])}))
+
+
+def Z(*shape):
+    """Normal with about half the elements exactly 0 (heaviside's x1)."""
+    return Spec(lambda rng: np.where(rng.random(shape) > 0.5, 0.0, rng.standard_normal(shape)),
+                f"Z{shape}")
+
+
+case("heaviside", *_binary(Z, N))
+case("copysign", *_binary(NZ, NZ))
+case("fmod", *_binary(NZ, lambda *s: U(0.3, 0.7, *s)))
+case("nan_to_num", ("finite", {"x": N(3, 4)}),
+     ("special", {"x": Fixed([1.0, np.nan, np.inf, -np.inf, -2.0]), "nan": N(), "posinf": N(5),
+                  "neginf": N()}))
+case("cross", ("same", {"a": N(4, 3), "b": N(4, 3)}), ("broadcast", {"a": N(3), "b": N(2, 3)}),
+     ("axis0", {"a": N(3, 2), "b": N(3, 2), "axis": 0}))
+case("kron", ("matrices", {"a": N(2, 3), "b": N(3, 2)}), ("vector-matrix", {"a": N(3), "b": N(2, 2)}),
+     ("3-d", {"a": N(2, 1, 2), "b": N(2, 2)}))
+case("kron_bar", ("first", {"c": N(6, 6), "other": N(3, 2), "shape": (2, 3), "which": 0}),
+     ("second", {"c": N(2, 6), "other": N(3), "shape": (2, 2), "which": 1}))
+case("ediff1d", ("vector", {"ary": N(5)}), ("matrix", {"ary": N(3, 2)}))
+_NAN = Fixed([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, np.nan, 1.5]])
+for _name in ("nansum", "nanmean", "nanmax", "nanmin"):
+    case(_name, *_reduce(), ("nan-all", {"x": _NAN}), ("nan-axis0", {"x": _NAN, "axis": 0}),
+         ("nan-axis1-keep", {"x": _NAN, "axis": 1, "keepdims": True}))
+case("polyval", ("matrix-x", {"p": N(4), "x": N(2, 3)}), ("scalar-x", {"p": N(3), "x": N()}),
+     ("constant-poly", {"p": N(1), "x": N(3)}))
+case("trapezoid", ("vector", {"y": N(5)}), ("axis0", {"y": N(4, 3), "axis": 0, "dx": P()}),
+     ("last-axis", {"y": N(2, 3, 4), "dx": 0.5}))
+case("convolve", ("longer-a", {"a": N(5), "v": N(3)}), ("longer-v", {"a": N(2), "v": N(4)}),
+     ("equal", {"a": N(3), "v": N(3)}), ("one", {"a": N(1), "v": N(3)}))
+case("qr", ("square", {"a": WC(3)}), ("tall", {"a": N(5, 3)}), ("batch", {"a": N(2, 4, 2)}))
+case("svd", ("square", {"a": N(3, 3)}), ("tall", {"a": N(4, 2), "full_matrices": False}),
+     ("wide", {"a": N(2, 3), "full_matrices": False}),
+     ("batch", {"a": N(2, 3, 2), "full_matrices": False}))
+case("svdvals", ("tall", {"x": N(4, 3)}), ("batch-wide", {"x": N(2, 2, 3)}))
+case("svd_reduced", ("square", {"x": N(3, 3), "full_matrices": True}),
+     ("tall", {"x": N(3, 2), "full_matrices": False}))
+case("searchsorted", ("left", {"a": Fixed([0.1, 0.5, 0.9]), "v": N(2, 3)}),
+     ("right", {"a": Fixed([0.1, 0.5, 0.9]), "v": Fixed([0.5, 1.2]), "side": "right"}))

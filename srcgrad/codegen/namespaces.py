@@ -1,0 +1,190 @@
+"""What the code being rendered calls: the array namespace a render is for, and what is
+known of the values rendered so far there (Note [Python numbers in other namespaces]).
+srcgrad.codegen.emit renders each op under the namespace set here.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+import inspect
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Var
+
+# ---------------------------------------------------------------------- namespaces
+# What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
+# (spelling, mutable, label, what is known of the values so far, the namespace module).
+# NumPy's unless a pipeline renders inside `namespace()`.
+
+
+class _Known:
+    """What the code rendered so far for another namespace than NumPy holds, by name (a
+    name is bound once in a render): boolean arrays, arrays of the namespace, and Python
+    values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
+
+    __slots__ = ("bools", "arrays", "static", "ints")
+
+    def __init__(self):
+        self.bools: set = set()
+        self.arrays: set = set()
+        self.static: set = set()
+        self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
+
+
+_NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", _Known(), None))
+
+
+@contextlib.contextmanager
+def namespace(spelling: str, mutable: bool, label: str, module=None):
+    """Render for a namespace: its spelling (srcgrad.codegen.spellings), whether its
+    arrays may be written in place (`out=`), its name for error messages, and the
+    namespace `module` itself (when known) to check every `xp.<name>` against."""
+    token = _NAMESPACE.set((spelling, mutable, label, _Known(), module))
+    try:
+        yield
+    finally:
+        _NAMESPACE.reset(token)
+
+
+
+# Note [Python numbers in other namespaces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy's functions take a Python number wherever they take an array; the Array API's
+# take arrays (`xp.tanh(0.5)`, `xp.minimum(c, c)` of two floats, `xp.stack([a, 3.0])`
+# and `c.shape` raise in array_api_strict). Another namespace runs the shape-generic
+# code, compiled once for every call, so whether an argument `c` is a float is not
+# known when rendering. What is known, by name as the ops are rendered in order
+# (`_Known`): a namespace call's result is an array (`_note_kinds`), so is arithmetic
+# or indexing on one, and a static row's result (a shape) never is. An operand the
+# namespace function takes as an array (`_array_params`: a differentiable parameter,
+# an elementwise row's operand) that is not known to be one is written
+# `xp.asarray(c)`, a float constant too, unless an elementwise call has an operand
+# known to be an array (one Python number beside it is taken everywhere, weak as in
+# NumPy); `xp.asarray(x)` of a known array is `x`. CuPy too, though spelled as NumPy:
+# its reductions and shape functions call the operand's method (`cupy.sum(c)` is
+# `c.sum()`, cupy.clip `c.clip`), which a float lacks.
+# The shape rows read `xp.asarray(x).shape` (srcgrad.codegen.spellings). A static
+# receiver's index (`_shape[0]`, a tuple) gets no Array-API ellipsis; an index known
+# to be a Python int (a `range` loop's index, int arithmetic on one, INT_RESULTS)
+# gets one as a constant index does (`x[i, ...]`: the Array API indexes every axis).
+# NumPy constants folded at compile time are converted for every namespace but NumPy's.
+
+_ARRAY_PARAMS: dict = {}  # rule name -> the parameters its function takes as arrays
+
+
+def _array_params(rule) -> frozenset:
+    params = _ARRAY_PARAMS.get(rule.name)
+    if params is None:
+        empty = inspect.Parameter.empty
+        operands = {n for n, p in rule.py_signature.parameters.items()
+                    if rule.elementwise and p.default is empty and p.kind is p.POSITIONAL_OR_KEYWORD}
+        params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands
+    return params
+
+
+def _operands_made_arrays(rule, operands: dict, known: _Known) -> frozenset:
+    """The parameters whose operands are written `xp.asarray(...)` unless known to be arrays:
+    the rule's array parameters, except in an elementwise call with an operand known to be
+    an array, where the other values (the differentiable operands) may stay Python numbers
+    (every namespace takes one beside an array, as NumPy's weak scalars: a float32 array
+    stays float32); a mask (where's condition) is always an array."""
+    params = _array_params(rule)
+    if rule.elementwise and any(isinstance(operands.get(p), Var) and operands[p].name in known.arrays
+                                for p in params):
+        return params - frozenset(rule.vjp) - frozenset(rule.jvp)
+    return params
+
+
+def _may_be_number(operand, known: _Known | None) -> bool:
+    """A Var that may hold a Python number (or bool): neither a known array nor a static value."""
+    return (known is not None and isinstance(operand, Var) and operand.name not in known.arrays
+            and operand.name not in known.static)
+
+
+def _is_static(operand, known: _Known) -> bool:
+    return isinstance(operand, Var) and operand.name in known.static
+
+
+def _note_kinds(op, expr, known: _Known) -> None:
+    from srcgrad.codegen import spellings
+
+    names = [o.name for o in op.outs]
+    if op.prim in spellings.INT_RESULTS or _makes_int(expr, known.ints):
+        known.ints.update(names)
+    if rules.RULES[op.prim].static_out:
+        known.static.update(names)
+    elif _makes_array(expr, known.arrays):
+        known.arrays.update(names)
+
+
+def _makes_int(node, ints: set) -> bool:
+    """Python int arithmetic on known ints and int literals (`i + 1` of a loop index)."""
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Div, ast.Pow)):
+        return _makes_int(node.left, ints) and _makes_int(node.right, ints)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _makes_int(node.operand, ints)
+    return False
+
+
+def _makes_array(node, arrays: set) -> bool:
+    """Is this expression (each of its values, for several outputs) the namespace's array?"""
+    if isinstance(node, ast.Call):
+        return _is_namespace_function(node.func)
+    if isinstance(node, ast.Name):
+        return node.id in arrays
+    if isinstance(node, ast.BinOp):
+        return _makes_array(node.left, arrays) or _makes_array(node.right, arrays)
+    if isinstance(node, ast.UnaryOp):
+        return _makes_array(node.operand, arrays)
+    if isinstance(node, ast.Subscript):
+        return _makes_array(node.value, arrays)
+    if isinstance(node, ast.Compare):  # (of two Python numbers: a bool)
+        return any(_makes_array(n, arrays) for n in (node.left, *node.comparators))
+    if isinstance(node, ast.IfExp):
+        return _makes_array(node.body, arrays) and _makes_array(node.orelse, arrays)
+    return False
+
+
+def _is_namespace_function(func) -> bool:
+    """`xp.f` or `xp.linalg.f`, f not a NumPy scalar type (`xp.float64(2.0)` is a NumPy
+    scalar under NumPy's spelling, CuPy's)."""
+    chain = []
+    while isinstance(func, ast.Attribute):
+        chain.append(func.attr)
+        func = func.value
+    return (isinstance(func, ast.Name) and func.id == "xp" and bool(chain)
+            and not isinstance(getattr(numpy, chain[0], None), type))
+
+
+
+def _missing_names(expr, module) -> str | None:
+    """The first `xp.a.b` the expression calls that `module` lacks (None: all there, or
+    no module to ask)."""
+    if module is None:
+        return None
+    for node in ast.walk(expr):
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if chain and isinstance(node, ast.Name) and node.id == "xp":
+            obj = module
+            for name in reversed(chain):
+                obj = getattr(obj, name, None)
+                if obj is None:
+                    return ".".join(reversed(chain))
+    return None
+
+
+def _refused(op, label: str, reason: str) -> CompileError:
+    return CompileError.at(op.loc, f"`{op.prim}` has no equivalent in {label}: {reason}",
+                           hint="compute this with NumPy, or write it with Array-API functions")

@@ -1,0 +1,260 @@
+"""NumPy call forms and index objects lowered onto rows, or refused (Note [No silent
+constants] in srcgrad.passes.activity).
+
+Each of these would otherwise turn a traced value into a constant or crash:
+
+* `np.r_[x, C]` / `np.c_[x, C]` are a `getitem` of a constant object with x in its
+  index: evaluated at run time, the derivative through x was lost. They are a
+  `concatenate` of `atleast_1d` items (r_) or of `column_stack`ed items along the last
+  axis (c_). `np.s_[i]` / `np.index_exp[i]` are the index itself. Any other constant
+  that is not an array, indexed with a traced value, is refused.
+* `np.einsum`'s sublist form (`np.einsum(A, (0, 1), (1, 0))`) becomes its subscript
+  string; three or more operands are contracted pairwise, left to right, each step
+  keeping the indices a later operand or the output still needs.
+* `np.linalg.norm` matrix norms other than Frobenius (ord 'nuc', 2, -2, 1, -1, inf,
+  -inf over two axes) have no row: refused naming the ord, where the matrix is known
+  when compiling (an axis pair, or a 2-d argument in a shape-specialised variant);
+  otherwise the row's `vector_only` refuses when the derivative runs, naming the ord
+  (srcgrad.errors.note_user_line adds the user's line to the error).
+* `np.average(x, axis, weights)` is `sum(x * w, axis) / sum(w, axis)`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy
+
+from srcgrad import rules
+from srcgrad.ir.core import Const, Pack, Var
+
+NOT_LOWERED = object()
+# NumPy's letters for sublist ints 0..51, in their order (an implicit output is sorted)
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def index_object(tracer, obj, index, node):
+    """`obj[index]` of a constant object with a traced value in `index`."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if obj is numpy.s_ or obj is numpy.index_exp:
+        if all(isinstance(i, (Var, Const)) for i in items):
+            return index if obj is numpy.s_ or isinstance(index, tuple) else (index,)
+        tracer.fail(node, f"`np.{'s_' if obj is numpy.s_ else 'index_exp'}` of a slice with "
+                    "traced bounds", "write the index in place: `x[a:b]`")
+    if obj is numpy.r_ or obj is numpy.c_:
+        name = "r_" if obj is numpy.r_ else "c_"
+        parts = []
+        for item in items:
+            if isinstance(item, Const) and isinstance(item.value, slice):
+                item = Const(numpy.r_[item.value])  # a static range of numbers
+            elif isinstance(item, Const) and isinstance(item.value, str) or isinstance(item, Pack):
+                tracer.fail(node, f"`np.{name}` with a directive string or a traced slice",
+                            "use np.concatenate / np.column_stack of the arrays")
+            elif isinstance(item, (list, tuple)):
+                item = _stack_nested(tracer, item, node)
+            elif not isinstance(item, (Var, Const)):
+                tracer.fail(node, f"`np.{name}` of a value that is not an array")
+            if name == "r_":
+                parts.append(tracer.apply(rules.RULES["atleast_1d"], [item], {}, node))
+            else:
+                parts.append(tracer.apply(rules.RULES["column_stack"], [[item]], {}, node))
+        return tracer.apply(rules.RULES["concatenate"], [parts],
+                            {"axis": Const(0 if name == "r_" else -1)}, node)
+    tracer.fail(node, f"indexing the object `{type(obj).__name__}` with a traced value "
+                "(srcgrad cannot read what its __getitem__ computes)",
+                "index it with constants only, or compute the value with NumPy functions")
+
+
+def _stack_nested(tracer, seq, node):
+    """A nested list/tuple of traced values and constants as one array."""
+    items = [_stack_nested(tracer, item, node) if isinstance(item, (tuple, list)) else item
+             for item in seq]
+    if not items:
+        tracer.fail(node, "an empty list inside `np.array` of traced values")
+    for item in items:
+        if not isinstance(item, (Var, Const)):
+            tracer.fail(node, "`np.array` of a list holding a dict or an object",
+                        "build the array from numbers and arrays")
+    return tracer.apply(rules.RULES["stack"], [items], {"axis": Const(0)}, node)
+
+
+def _static(value):
+    """The plain Python value of a tvalue made of constants only, else NOT_LOWERED."""
+    if isinstance(value, Const):
+        return value.value
+    if isinstance(value, (tuple, list)):
+        items = [_static(v) for v in value]
+        if any(i is NOT_LOWERED for i in items):
+            return NOT_LOWERED
+        return type(value)(items)
+    if isinstance(value, dict):
+        items = {k: _static(v) for k, v in value.items()}
+        return NOT_LOWERED if NOT_LOWERED in items.values() else items
+    return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- einsum
+def einsum(tracer, args, kwargs, node):
+    if set(kwargs) - {"optimize"} or not args:
+        return NOT_LOWERED
+    optimize = kwargs.get("optimize", Const(False))
+    first = args[0]
+    if isinstance(first, Const) and isinstance(first.value, str):
+        spec, operands = first.value.replace(" ", ""), list(args[1:])
+        if len(operands) <= 2:
+            return NOT_LOWERED
+    else:
+        spec, operands = _sublists(tracer, args, node)
+        if len(operands) <= 2:
+            return tracer.apply(rules.RULES["einsum"], [Const(spec), *operands],
+                                {"optimize": optimize}, node)
+    lhs, arrow, out = spec.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(operands):
+        tracer.error(node, f"`np.einsum('{spec}', ...)` names {len(inputs)} operands but is "
+                     f"given {len(operands)}")
+    if "." in spec:
+        tracer.fail(node, "`np.einsum` of three or more operands with '...'",
+                    "nest einsums of two operands each")
+    if not arrow:  # implicit output: the indices used once, sorted (as NumPy)
+        letters = "".join(inputs)
+        out = "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
+    acc, acc_sub = operands[0], inputs[0]
+    for k in range(1, len(operands)):
+        if k == len(operands) - 1:
+            keep = out
+        else:
+            needed = set(out) | set("".join(inputs[k + 1:]))
+            keep = "".join(dict.fromkeys(ch for ch in acc_sub + inputs[k] if ch in needed))
+        acc = tracer.apply(rules.RULES["einsum"],
+                           [Const(f"{acc_sub},{inputs[k]}->{keep}"), acc, operands[k]],
+                           {"optimize": optimize}, node)
+        acc_sub = keep
+    return acc
+
+
+def _sublists(tracer, args, node):
+    """(subscripts, operands) of `einsum(op0, sub0, op1, sub1, ..., [out])`."""
+    def letters(sub):
+        sub = _static(sub)
+        sub = Const(sub) if sub is not NOT_LOWERED else None
+        if sub is None or not isinstance(sub.value, (list, tuple)):
+            tracer.fail(node, "`np.einsum` with an operand where a sublist belongs "
+                        "(sublists must be constant tuples of ints)")
+        text = ""
+        for i in sub.value:
+            if i is Ellipsis:
+                text += "..."
+            elif isinstance(i, (int, numpy.integer)) and 0 <= i < len(_LETTERS):
+                text += _LETTERS[i]
+            else:
+                tracer.error(node, f"`np.einsum` sublist item {i!r} is not an int in [0, 52)")
+        return text
+
+    operands, subs = list(args[0::2]), [letters(s) for s in args[1::2]]
+    out = None
+    if len(args) % 2 == 1:  # the last item is the output sublist
+        out = letters(operands.pop())
+    return ",".join(subs) + ("" if out is None else "->" + out), operands
+
+
+# ---------------------------------------------------------------------- linalg.norm
+_NORM = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                             default=d) for n, d in
+                           (("x", inspect.Parameter.empty), ("ord", None), ("axis", None),
+                            ("keepdims", False))])
+
+
+def norm(tracer, args, kwargs, node):
+    try:
+        bound = _NORM.bind(*args, **kwargs)
+    except TypeError:
+        return NOT_LOWERED
+    ord_, axis = (_static(bound.arguments.get(n, Const(None))) for n in ("ord", "axis"))
+    if ord_ is NOT_LOWERED or axis is NOT_LOWERED:
+        return NOT_LOWERED
+    ord_, axis = Const(ord_), Const(axis)
+    x = bound.arguments["x"]
+    if not isinstance(x, Var):
+        return NOT_LOWERED
+    o, a = ord_.value, axis.value
+    if o is None or o == "fro":
+        return NOT_LOWERED
+    matrix = o == "nuc" or (isinstance(a, tuple) and len(a) == 2)
+    if not matrix and a is None:  # a 2-d x: known in a shape-specialised variant
+        ndim = tracer.shape_fact(tracer.apply(rules.RULES["ndim"], [x], {}, node))
+        matrix = isinstance(ndim, Const) and ndim.value == 2
+    if matrix:
+        tracer.fail(node, f"the derivative of the matrix norm `np.linalg.norm(..., ord={o!r})`",
+                    "srcgrad has no singular-value rule; the Frobenius norm (ord=None or "
+                    "'fro') and vector norms (an int axis) are differentiable")
+    return NOT_LOWERED
+
+
+# ---------------------------------------------------------------------- average
+_AVERAGE = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                default=d) for n, d in
+                              (("a", inspect.Parameter.empty), ("axis", None),
+                               ("weights", None), ("returned", False))]
+                             + [inspect.Parameter("keepdims", inspect.Parameter.KEYWORD_ONLY,
+                                                  default=False)])
+
+
+def average(tracer, args, kwargs, node):
+    try:
+        bound = _AVERAGE.bind(*args, **kwargs)
+    except TypeError:
+        return NOT_LOWERED
+    get = bound.arguments.get
+    a, w = bound.arguments["a"], get("weights", Const(None))
+    axis, returned, keepdims = (_static(get(n, Const(d))) for n, d in
+                                (("axis", None), ("returned", False), ("keepdims", False)))
+    if any(v is NOT_LOWERED for v in (axis, returned, keepdims)):
+        tracer.fail(node, "`np.average` with a traced axis, returned or keepdims")
+    axis, returned, keepdims = Const(axis), Const(returned), Const(keepdims)
+    static = {"axis": axis, "keepdims": keepdims}
+    if isinstance(w, Const) and w.value is None:
+        mean = tracer.apply(rules.RULES["mean"], [a], static, node)
+        if not returned.value:
+            return mean
+        count = tracer.apply(rules.RULES["divide"], [
+            tracer.apply(rules.RULES["size"], [a], {}, node),
+            tracer.apply(rules.RULES["size"], [mean], {}, node)], {}, node)
+        return mean, tracer.apply(rules.RULES["multiply"], [
+            tracer.apply(rules.RULES["ones_like"], [mean], {}, node), count], {}, node)
+    if axis.value is not None and not isinstance(axis.value, int):
+        tracer.fail(node, "`np.average` with weights over a tuple of axes",
+                    "write sum(x * w, axis) / sum(w, axis)")
+    # NumPy: weights of x's shape, or (with an int axis) 1-d along that axis; both are
+    # weights of x's shape once the 1-d ones lie on the axis (moveaxis of a broadcast)
+    if axis.value is None:
+        wfull = w
+    else:
+        wdim, adim = _ndim(tracer, w, node), _ndim(tracer, a, node)
+        if wdim is None or adim is None:
+            tracer.fail(node, "`np.average` with weights and an axis, of arrays whose ranks "
+                        "are not known when compiling", "write sum(x * w, axis) / sum(w, axis)")
+        wfull = w
+        if wdim == 1 and adim != 1:
+            moved = tracer.apply(rules.RULES["moveaxis"], [a, axis, Const(-1)], {}, node)
+            spread = tracer.apply(rules.RULES["broadcast_to"], [
+                w, tracer.apply(rules.RULES["shape"], [moved], {}, node)], {}, node)
+            wfull = tracer.apply(rules.RULES["moveaxis"], [spread, Const(-1), axis], {}, node)
+    wa = tracer.apply(rules.RULES["multiply"], [a, wfull], {}, node)
+    num = tracer.apply(rules.RULES["sum"], [wa], static, node)
+    den = tracer.apply(rules.RULES["sum"], [
+        tracer.apply(rules.RULES["broadcast_to"], [
+            wfull, tracer.apply(rules.RULES["shape"], [wa], {}, node)], {}, node)], static, node)
+    avg = tracer.apply(rules.RULES["divide"], [num, den], {}, node)
+    if returned.value:
+        return avg, tracer.apply(rules.RULES["broadcast_to"], [
+            den, tracer.apply(rules.RULES["shape"], [avg], {}, node)], {}, node)
+    return avg
+
+
+def _ndim(tracer, v, node):
+    """The rank of `v` when known while compiling (a constant, or a shape fact)."""
+    if isinstance(v, Const):
+        return numpy.ndim(v.value)
+    found = tracer.shape_fact(tracer.apply(rules.RULES["ndim"], [v], {}, node))
+    return found.value if isinstance(found, Const) else None

@@ -1,0 +1,216 @@
+"""Batched forms of `for`, `while` and `if` (Note [Batching control flow]), for `sg.vmap`.
+
+Note [Batching control flow]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The batching pass (Note [Batching] in srcgrad.passes.batch) refuses control flow: a
+Jacobian falls back to one pass per seed. `sg.vmap` has no fallback it may take
+silently, so the loops and branches whose batched form is plain are batched here, as
+JAX batches `fori_loop`, `while_loop` and `cond`:
+
+* a `for` over a range whose bounds read no mapped value, and a `while` whose test
+  reads none, run the same trip count for every example: the loop stays one loop, and
+  each carried value that a mapped value reaches (on entry or on any iteration, found
+  by iterating to a fixed point) carries the batch axis (its entry value broadcast
+  along the batch where it is unbatched), its body batched op by op;
+* an `if` whose test reads no mapped value stays an `if` with both branches batched
+  (an unbatched branch value broadcast where the other branch's is batched);
+* an `if` whose test is mapped runs both branches (they hold no effects and no control
+  flow) and selects per example with `where`, as JAX's `select` does.
+
+A `while` whose test reads a mapped value has a trip count per example: refused
+(Unbatchable, at its line), as is a carried value whose shape changes across
+iterations, and an `if` on a mapped test with effects or loops in a branch.
+"""
+
+from __future__ import annotations
+
+from srcgrad import rules
+from srcgrad.ir.core import Block, Const, Op, Pack, Var, operand_vars
+from srcgrad.passes.batch import _Batcher
+from srcgrad.passes.batch_base import Unbatchable
+
+CONTROL = ("for_range", "while_loop", "cond")
+
+
+def batch_ops(b: _Batcher, ops: list) -> None:
+    """Every op of `ops` batched into `b.out`; control flow by the forms above. An
+    Unbatchable carries the op's `loc` (its attribute `op`) for the caller's error."""
+    for op in ops:
+        try:
+            if op.prim in ("tape_push", "tape_pop"):
+                _tape(b, op)
+            elif op.prim in CONTROL and _reached(b, op):
+                op.args = tuple(b._map(a) for a in op.args)  # noqa: SLF001
+                (_cond if op.prim == "cond" else _loop)(b, op)
+            else:
+                b.op(op)
+        except Unbatchable as err:
+            if getattr(err, "op", None) is None:
+                err.op = op
+            raise
+
+
+def _tapes(b) -> dict:
+    if not hasattr(b, "tapes"):
+        b.tapes = {}  # tape Var -> which of the values pushed onto it are batched
+    return b.tapes
+
+
+def _tape(b, op):
+    """A loop's tape (Note [Batching control flow]): a batched value is pushed as it is,
+    and popped batched; one tape holds one pattern of batched values."""
+    op.args = tuple(b._map(a) for a in op.args)  # noqa: SLF001
+    tapes = _tapes(b)
+    tape = op.args[0]
+    if op.prim == "tape_push":
+        items = op.args[1].items if isinstance(op.args[1], Pack) else (op.args[1],)
+        pattern = tuple(b.is_b(v) for v in items)
+        if tapes.setdefault(tape, pattern) != pattern:
+            raise Unbatchable("a loop tape pushed with values batched in one place only")
+    elif any(tapes.get(tape, ())):
+        b.batched.update(o for o, is_b in zip(op.outs, tapes[tape]) if is_b)
+    b.out.append(op)
+
+
+def _reached(b, op) -> bool:
+    """Whether a mapped value reaches `op`: an operand, a value its blocks read, or a
+    batched value its blocks pop from a tape (a loop's adjoint)."""
+    tapes = _tapes(b)
+    return any(b.is_b(a) for a in op.args) or any(
+        b._map(v) in b.batched for blk in op.blocks for v in blk.free_vars()) or any(  # noqa: SLF001
+        inner.prim == "tape_pop" and any(tapes.get(inner.args[0], ()))
+        for blk in op.blocks for inner in _all_ops(blk.ops))
+
+
+def _depends(ops, batched: set, tapes: dict) -> set:
+    """The Vars of `ops` a value in `batched` reaches (an over-approximation of what the
+    batched program batches: broadcasting a carried value it would not is only slower),
+    popping a batched value from a tape included."""
+    reached = set(batched)
+    for op in ops:
+        if any(v in reached for v in op.operand_vars()) or (
+                op.prim == "tape_pop" and any(tapes.get(op.args[0], ()))):
+            reached.update(op.outs)
+        if op.prim == "tape_push" and any(v in reached for v in op.operand_vars()):
+            tapes.setdefault(op.args[0], (True,))  # (popped batched on a later iteration)
+    return reached
+
+
+def _sub(b) -> _Batcher:
+    sub = _Batcher(b.size, b.shapes, b.namer)
+    sub.batched = set(b.batched)
+    sub.rename = b.rename  # SSA names: one map for the program and its blocks
+    sub.tapes = _tapes(b)
+    return sub
+
+
+def _loop(b, op):
+    (block,) = op.blocks
+    if op.prim == "for_range":
+        start, stop, step, inits = op.args
+        if any(b.is_b(a) for a in (start, stop, step)):
+            raise Unbatchable("a `for` whose range reads a mapped value")
+        params, entries, offset = block.params[1:], list(inits.items), 0
+    else:
+        test, inits = op.args
+        params, entries, offset = block.params, [test] + list(inits.items), 1
+    results = [b._map(r) for r in block.results]  # noqa: SLF001
+    carried = {k for k, e in enumerate(entries) if b.is_b(e)}
+    while True:  # a fixed point: what a mapped value reaches on some iteration
+        reached = _depends(block.ops, b.batched | {params[k] for k in carried}, dict(_tapes(b)))
+        more = {k for k, r in enumerate(results) if any(v in reached for v in operand_vars(r))}
+        if more <= carried:
+            break
+        carried |= more
+    if offset and 0 in carried:
+        raise Unbatchable("a `while` whose test reads a mapped value (a trip count per "
+                          "example)")
+    for k in carried:
+        shapes = {b.shape(entries[k]), b.shape(results[k]), b.shape(params[k])}
+        if len(shapes) != 1:
+            raise Unbatchable(f"a loop-carried value (`{params[k]}`) whose shape changes "
+                              "across iterations")
+    new_entries = [_full(b, e) if k in carried else e for k, e in enumerate(entries)]
+    sub = _sub(b)
+    sub.batched.update(params[k] for k in carried)
+    batch_ops(sub, block.ops)
+    new_results = [sub._map(r) for r in results]  # noqa: SLF001
+    new_results = [_full(sub, r) if k in carried else r for k, r in enumerate(new_results)]
+    for k, r in enumerate(new_results):
+        if k not in carried and sub.is_b(r):
+            raise Unbatchable("a loop-carried value batched on a later iteration only")
+    body = Block(sub.out, new_results, list(block.params))
+    if op.prim == "for_range":
+        args = (start, stop, step, Pack(tuple(new_entries), inits.style))
+    else:
+        args = (new_entries[0], Pack(tuple(new_entries[1:]), inits.style))
+    b.out.append(Op(op.prim, args, op.outs, op.loc, dict(op.attrs), (body,)))
+    b.batched.update(o for k, o in enumerate(op.outs) if k + offset in carried)
+
+
+def _cond(b, op):
+    (pred,) = op.args
+    then, other = op.blocks
+    if b.is_b(pred):
+        return _select(b, op, pred, then, other)
+    blocks = []
+    for block in (then, other):
+        sub = _sub(b)
+        batch_ops(sub, block.ops)
+        blocks.append((sub, [sub._map(r) for r in block.results]))  # noqa: SLF001
+    batched = [any(s.is_b(rs[k]) for s, rs in blocks) for k in range(len(op.outs))]
+    new_blocks = []
+    for sub, rs in blocks:
+        rs = [_full(sub, r) if batched[k] else r for k, r in enumerate(rs)]
+        new_blocks.append(Block(sub.out, rs, []))
+    for k, o in enumerate(op.outs):
+        if batched[k]:
+            _same_shape(b, blocks[0][1][k], blocks[1][1][k])
+            b.shapes[o] = b.shape(blocks[0][1][k])
+    b.out.append(Op("cond", (pred,), op.outs, op.loc, dict(op.attrs), tuple(new_blocks)))
+    b.batched.update(o for k, o in enumerate(op.outs) if batched[k])
+
+
+def _same_shape(b, x, y):
+    if b.shape(x) != b.shape(y):
+        raise Unbatchable("an `if` whose branches give values of different shapes")
+
+
+def _select(b, op, pred, then, other):
+    """Both branches, then `where(pred, then, else)` per example."""
+    for block in (then, other):
+        for inner in _all_ops(block.ops):
+            rule = rules.RULES[inner.prim]
+            if inner.blocks or rule.control or rule.effect or rule.io:
+                raise Unbatchable(f"an `if` on a mapped test whose branch holds `{inner.prim}` "
+                                  "(both branches run, then one value is chosen per example)")
+    values = []
+    for block in (then, other):
+        batch_ops(b, block.ops)
+        values.append([b._map(r) for r in block.results])  # noqa: SLF001
+    for o, x, y in zip(op.outs, *values):
+        _same_shape(b, x, y)
+        shape = b.shape(x)
+        p = b.pad(pred, len(shape)) if len(shape) > b.rank(pred) else pred
+        out = b.call("where", p, _full(b, x), _full(b, y), shape=shape)
+        b.rename[o] = out
+
+
+def _all_ops(ops):
+    for op in ops:
+        yield op
+        for block in op.blocks:
+            yield from _all_ops(block.ops)
+
+
+def _full(b, x):
+    """b.full, also for a constant (`acc = 0.0` carried): its broadcast is written as an
+    op, not folded into a constant array the module would bake in."""
+    if not isinstance(x, Const):
+        return b.full(x)
+    shape = b.shape(x)
+    out = Var(b.namer.fresh("_batched"))
+    b.out.append(Op("broadcast_to", (x, Const((b.size,) + shape)), (out,), getattr(b, "loc", None)))
+    b.batched.add(out)
+    b.shapes[out] = shape
+    return out

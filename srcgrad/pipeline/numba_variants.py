@@ -1,0 +1,388 @@
+"""`backend="numba"`: a transform's shape-specialised variant compiled by `numba.njit`.
+
+Note [The numba backend]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A variant's generated function (srcgrad.pipeline.modules: `Compiled.specialized`) is
+plain Python over NumPy arrays bound to `xp = numpy`, which is what numba compiles.
+It is rendered for numba as for an immutable namespace (no `out=` buffer: numba's
+ufuncs take no keyword `out`), under its own cache key, and `variant` hands it to
+`numba.njit(cache=True, error_model="numpy")` and compiles it at
+once for the first call's argument types (`dispatcher.compile(signature)`: nothing
+runs), so whatever numba cannot type (a helper that is plain Python, a keyword numba's
+NumPy lacks, a container, an aux value) is a numba error caught here, not a crash at
+some later call: that variant runs on NumPy, and the reason is recorded for
+`sg.explain`. Then the compiled code and the NumPy code both run once on copies of
+the first call's arguments and their results are compared (shapes, dtypes, values to
+1e-9 relative): numba's own semantics differ from NumPy's in corners (a 0-d result, an
+integer power, a reduction's dtype), and a variant whose results differ runs on
+NumPy (never a wrong result). numba's array expressions allocate a temporary per op
+and its transcendental functions are scalar code, so an elementwise chain over large
+arrays runs slower compiled than on NumPy's vectorised loops: a variant whose compiled
+run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
+`sg.explain` says so (the time of one run; a fusion pass is what would change it).
+`disable_compile()` then stops numba compiling again for
+other argument types behind the dispatcher's back (an F-ordered or read-only array of
+the same shape, a Python int beside the float the variant saw): such a call, and any
+call numba raises in, runs the NumPy code instead, which gives NumPy's answer or error.
+
+`cache=True` keeps numba's machine code beside the module's text in srcgrad's disk
+cache (numba's `__pycache__` under the cache's shard directory, keyed by the module
+file, whose name is its content's hash); a module not stored there (one with constants
+bound at load) is compiled without numba's cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import sys
+import time
+import types
+import warnings
+
+import numpy
+
+INSTALL = "pip install 'srcgrad[numba]'"
+SLOWER = 1.2  # numba's run this much slower than NumPy's on the first call: NumPy's code runs
+_PLAIN_SCALARS = (float, int, bool, numpy.float64, numpy.float32, numpy.int64)
+
+
+def require():
+    """numba, or an ImportError saying which extra installs it."""
+    try:
+        import numba
+    except ImportError as err:
+        raise ImportError(f"srcgrad: backend='numba' needs numba, which is not installed: {INSTALL}") \
+            from err
+    return numba
+
+
+class Record:
+    """One variant as `sg.explain` reports it."""
+
+    __slots__ = ("arguments", "backend", "reason", "cached")
+
+    def __init__(self, arguments: str, backend: str, reason: str = "", cached: bool = False):
+        self.arguments, self.backend, self.reason, self.cached = arguments, backend, reason, cached
+
+    def line(self) -> str:
+        if self.backend == "numba":
+            return f"{self.arguments}: numba" + (" (machine code cached on disk)" if self.cached else "")
+        return f"{self.arguments}: NumPy" + (f" (numba fallback: {self.reason})" if self.reason else "")
+
+
+def describe_arguments(args) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, numpy.ndarray):
+            parts.append(f"{a.dtype}[{','.join(map(str, a.shape))}]")
+        else:
+            parts.append(type(a).__name__)
+    return "(" + ", ".join(parts) + ")"
+
+
+def note(compiled, args, backend: str, reason: str = "", cached: bool = False) -> None:
+    """Record a variant for `sg.explain` (once per argument description)."""
+    records = compiled.__dict__.setdefault("numba_records", {})
+    text = describe_arguments(args)
+    records[text] = Record(text, backend, reason, cached)
+
+
+def variant(compiled, rendered, args, fallback):
+    """The function a call with arguments like `args` runs: `rendered` (the variant
+    rendered for numba) compiled by numba, or `fallback` (NumPy's variant) where numba
+    cannot take it (Note [The numba backend])."""
+    numba = require()
+    impl = fallback
+    odd = _unsupported_argument(args)
+    if odd:
+        note(compiled, args, "numpy", odd)
+        return impl
+    cached = os.path.isfile(getattr(rendered.__code__, "co_filename", ""))
+    try:
+        with warnings.catch_warnings():  # (numba's performance and deprecation warnings)
+            warnings.simplefilter("ignore")
+            jitted = numba.njit(cache=cached, error_model="numpy")(_in_named_module(rendered))
+            jitted.compile(tuple(numba.typeof(a) for a in args))
+            jitted.disable_compile()
+    except Exception as err:  # noqa: BLE001 - any numba failure: this variant runs on NumPy
+        note(compiled, args, "numpy", f"numba could not compile it: {_first_line(err)}")
+        return impl
+    try:
+        want = impl(*_copies(args))
+        numpy_time = _best_of_two(impl, args)
+    except Exception:  # noqa: BLE001 - NumPy's code raises: the real call says why, from it
+        note(compiled, args, "numpy", "the NumPy code raised on the first call's arguments")
+        return impl
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = jitted(*_copies(args))
+            numba_time = _best_of_two(jitted, args)
+    except Exception as err:  # noqa: BLE001
+        note(compiled, args, "numpy", f"numba's code raised where NumPy's did not: {_first_line(err)}")
+        return impl
+    restore = _restorer(want, got)
+    if restore is None:
+        note(compiled, args, "numpy", "numba's result differed from NumPy's on the first call "
+                                      "(its type, shape, dtype or values)")
+        return impl
+    if numba_time > SLOWER * numpy_time:  # Note [The numba backend]: never slower than NumPy
+        note(compiled, args, "numpy", f"numba's code ran slower than NumPy's on the first call "
+                                      f"({1e3 * numba_time:.3g} ms, NumPy's {1e3 * numpy_time:.3g} ms)")
+        return impl
+    note(compiled, args, "numba", cached=cached)
+
+    def call(*args):
+        try:
+            out = jitted(*args)
+        except Exception:  # noqa: BLE001 - other argument types, or numba raised: NumPy's answer
+            return impl(*args)
+        return restore(out)
+
+    call.__wrapped__ = impl
+    call.__srcgrad_numba__ = jitted
+    return call
+
+
+def _in_named_module(impl):
+    """`impl` with its globals in a module importable by name: numba's cache rebuilds a
+    function's environment by importing its module (`__name__`) when it loads machine code
+    in a later process, and a generated module is no package's. The name is the module
+    file's (its content's hash), so every process gives the same function the same name."""
+    stem = os.path.basename(impl.__code__.co_filename).partition(".")[0]
+    name = f"_srcgrad_numba_{''.join(c if c.isalnum() else '_' for c in stem)}"
+    module = sys.modules.get(name)
+    if module is None:
+        module = sys.modules[name] = types.ModuleType(name)
+    module.__dict__.update({k: v for k, v in impl.__globals__.items() if not k.startswith("__")})
+    return types.FunctionType(impl.__code__, module.__dict__, impl.__name__, impl.__defaults__,
+                              impl.__closure__)
+
+
+def _best_of_two(fn, args) -> float:
+    """The better of two timed runs on copies (the first run of a fresh buffer's pages counts
+    against whichever runs first)."""
+    best = float("inf")
+    for _ in range(2):
+        copies = _copies(args)
+        start = time.perf_counter()
+        fn(*copies)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _unsupported_argument(args) -> str:
+    for i, a in enumerate(args):
+        if isinstance(a, numpy.ndarray):
+            if a.dtype.kind not in "fiub" or a.dtype.byteorder not in "=|":
+                return f"argument {i} is an array of dtype {a.dtype}"
+        elif type(a) not in _PLAIN_SCALARS:
+            return f"argument {i} is a {type(a).__name__}"
+        elif type(a) is int and not -2**63 <= a < 2**63:
+            return f"argument {i} is an int beyond 64 bits"
+    return ""
+
+
+def _copies(args) -> tuple:
+    return tuple(a.copy() if isinstance(a, numpy.ndarray) else copy.copy(a) for a in args)
+
+
+def _first_line(err) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    text = f"{type(err).__name__}: {lines[0] if lines else ''}"
+    for line in lines:  # numba's own summary of a typing error names the construct
+        if line.startswith(("No implementation of function", "Unknown attribute", "Untyped global",
+                            "Use of unsupported", "Cannot determine Numba type")):
+            text = f"{type(err).__name__}: {line}"
+            break
+    return text[:200]
+
+
+def _restorer(want, got):
+    """A function making numba's results look as NumPy's did (a Python float where NumPy
+    gave numpy.float64), or None where they differ beyond that."""
+    converts = []
+    if not _compare(want, got, (), converts):
+        return None
+    if not converts:
+        return _same
+    return lambda out: _convert(out, converts)
+
+
+def _same(out):
+    return out
+
+
+def _compare(want, got, path, converts) -> bool:
+    if isinstance(want, tuple):
+        return (isinstance(got, tuple) and len(got) == len(want)
+                and all(_compare(w, g, (*path, i), converts) for i, (w, g) in enumerate(zip(want, got))))
+    if isinstance(want, numpy.ndarray):
+        return (type(got) is numpy.ndarray and got.shape == want.shape and got.dtype == want.dtype
+                and _close(want, got))
+    if isinstance(want, numpy.generic):
+        if not isinstance(got, (float, int, bool, numpy.generic)) or isinstance(got, numpy.ndarray):
+            return False
+        if type(got) is not type(want):
+            converts.append((path, type(want)))
+        return _close(numpy.asarray(want), numpy.asarray(got, dtype=want.dtype))
+    if isinstance(want, (float, int, bool)):
+        return type(got) is type(want) and _close(numpy.asarray(want), numpy.asarray(got))
+    return False
+
+
+def _close(want, got) -> bool:
+    if want.dtype.kind not in "fc":
+        return bool(numpy.array_equal(want, got))
+    finite = numpy.abs(want[numpy.isfinite(want)]) if want.ndim else numpy.abs(want[()])
+    scale = float(numpy.max(finite, initial=0.0))  # (a sum's cancellation: near 0 beside 1e3)
+    return bool(numpy.allclose(got, want, rtol=1e-9, atol=1e-12 * scale, equal_nan=True)
+                and numpy.array_equal(numpy.isinf(got), numpy.isinf(want)))
+
+
+def _convert(out, converts):
+    for path, cls in converts:
+        out = _replace(out, path, cls)
+    return out
+
+
+def _replace(out, path, cls):
+    if not path:
+        return cls(out)
+    i = path[0]
+    return (*out[:i], _replace(out[i], path[1:], cls), *out[i + 1:])
+
+
+# Note [Rewrites for numba]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# numba types none of the rule helpers (they ask for the array namespace, take any index)
+# and no slice of a `range`. Where a helper's index is a literal basic index (ints and
+# `slice(...)` of int constants: no array, no newaxis), its call is written out as the
+# NumPy it does: `t = setitem(x, i, v)` as `t = x.copy(); t[i] = v`, `t = scatter_index(x,
+# shape, i)` as `t = xp.zeros(shape); t[i] = x`, `setitem_bar(c, i)` as `c[i]`, and
+# `stack_bar(c, [a, b], 0)` as `(c[0], c[1])`; `range(n)[::-1]` is `range(n - 1, -1, -1)`;
+# `xp.stack([a, b])` is `xp.array([a, b])` (numba's stack takes arrays only, NumPy's array
+# makes the same of numbers and of equal-shaped arrays); a scatter's newaxis items are
+# dropped from the index and their axes (index 0) from the value written; `x.sum(axis=k,
+# keepdims=True)` (k an int) is `xp.expand_dims(x.sum(axis=k), k)` (numba's has no keepdims).
+# Any other call stays, numba refuses it, and the variant runs NumPy's code
+# (Note [The numba backend]). The first call's check compares the result with NumPy's
+# (a float32 `x` scattered into float64 zeros is a dtype that differs: NumPy's code).
+def rewritten(source: str) -> str:
+    """The module text for numba (Note [Rewrites for numba]); its leading comments kept."""
+    lines = source.split("\n")
+    head = []
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        head.append(lines.pop(0))
+    tree = _ForNumba().visit(ast.parse("\n".join(lines)))
+    return "\n".join(head) + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _is_basic(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Name) and node.func.id == "slice" and not node.keywords
+                and all(_is_int_or_none(a) for a in node.args))
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(_is_basic(e) for e in node.elts)
+    return False
+
+
+def _no_newaxis(index):
+    """A tuple index without its `None` items (the axes they add are dropped from the value
+    written: `_newaxis_dropped`)."""
+    if isinstance(index, ast.Tuple) and any(_is_none(e) for e in index.elts):
+        return ast.Tuple([e for e in index.elts if not _is_none(e)], ast.Load())
+    return index
+
+
+def _newaxis_dropped(v, index):
+    """`v[...]` without the length-1 axes `index`'s `None` items made: 0 at each of those,
+    every axis of a slice kept, none for an int."""
+    if not (isinstance(index, ast.Tuple) and any(_is_none(e) for e in index.elts)):
+        return v
+    items = [ast.Constant(0) if _is_none(e) else ast.parse("slice(None)", mode="eval").body
+             for e in index.elts if _is_none(e) or isinstance(e, ast.Call)]
+    return ast.Subscript(v, ast.Tuple(items, ast.Load()), ast.Load())
+
+
+def _is_int_constant(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _is_int_or_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None or _is_basic(node) and not (
+        isinstance(node, (ast.Call, ast.Tuple)))
+
+
+def _helper_call(node, name, arity):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+            and len(node.args) == arity and not node.keywords)
+
+
+class _ForNumba(ast.NodeTransformer):
+    """Note [Rewrites for numba]."""
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            return node
+        name = node.targets[0].id
+        if _helper_call(value, "setitem", 3) and _is_basic(value.args[1]):
+            x, index, v = value.args
+            first = ast.parse(f"{name} = {ast.unparse(x)}.copy()").body[0]
+        elif _helper_call(value, "scatter_index", 3) and _is_basic(_no_newaxis(value.args[2])):
+            v, shape, index = value.args
+            index, v = _no_newaxis(index), _newaxis_dropped(v, index)
+            first = ast.parse(f"{name} = xp.zeros({ast.unparse(shape)})").body[0]
+        else:
+            return node
+        store = ast.Subscript(ast.Name(name, ast.Load()), index, ast.Store())
+        return [first, ast.Assign([store], v)]
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "stack"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "xp"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.List)
+                and not node.keywords):  # numba's stack takes no numbers: array's does
+            node.func.attr = "array"
+            return node
+        kw = {k.arg: k.value for k in node.keywords}
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and not node.args
+                and kw.keys() == {"axis", "keepdims"} and _is_int_constant(kw["axis"])
+                and isinstance(kw["keepdims"], ast.Constant) and kw["keepdims"].value is True):
+            node.keywords = [k for k in node.keywords if k.arg == "axis"]  # numba: no keepdims
+            return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "expand_dims", ast.Load()),
+                            [node, kw["axis"]], [])
+        if _helper_call(node, "setitem_bar", 2) and _is_basic(node.args[1]):
+            return ast.Subscript(node.args[0], node.args[1], ast.Load())
+        if (_helper_call(node, "stack_bar", 3) and isinstance(node.args[1], ast.List)
+                and isinstance(node.args[2], ast.Constant) and node.args[2].value == 0):
+            c = node.args[0]
+            return ast.Tuple([ast.Subscript(c, ast.Constant(i), ast.Load())
+                              for i in range(len(node.args[1].elts))], ast.Load())
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        s = node.slice
+        if (isinstance(node.value, ast.Call) and _helper_call(node.value, "range", 1)
+                and isinstance(s, ast.Slice) and s.lower is None and s.upper is None
+                and isinstance(s.step, ast.UnaryOp) and isinstance(s.step.op, ast.USub)
+                and isinstance(s.step.operand, ast.Constant) and s.step.operand.value == 1):
+            n = ast.unparse(node.value.args[0])
+            return ast.parse(f"range(({n}) - 1, -1, -1)", mode="eval").body
+        return node

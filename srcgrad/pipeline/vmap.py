@@ -1,0 +1,238 @@
+"""`sg.vmap`'s program: a function's primal program batched over a leading axis of its
+mapped arguments, written as one generated function (Note [Vmap as batching]).
+
+Note [Vmap as batching]
+~~~~~~~~~~~~~~~~~~~~~~~
+A Jacobian's batched pass (Note [Batching] in srcgrad.passes.batch) gives every seed and
+every value computed from one a leading axis of B seeds. `sg.vmap` is the same rewrite
+with the mapped *arguments* in the seeds' place: the function is traced on one example
+(each mapped argument's first slice), its shapes probed, and each op that reads a mapped
+value gets its batched spelling; ops that read only unmapped arguments run once, as
+JAX's do. So `sg.vmap(sg.grad(f), in_axes=(None, 0, 0))` batches the *generated
+gradient* (the transform's entry: plain NumPy the tracer reads back), which is the
+per-example gradient in one pass of matmuls over the batch.
+
+The generated function takes the arguments as the user passes them: a mapped axis
+other than 0 is moved to the front by its first lines (`xp.moveaxis`, a view), and an
+output's batch axis is moved to its `out_axes` by the return. An output no mapped
+value reaches is broadcast along the batch, as JAX does. An op with no batched form
+(control flow, effects, an index computed from a mapped value) is a CompileError at
+the op's line: never a per-example Python loop, never a silent copy of one result.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from srcgrad.codegen import emit, names
+from srcgrad.errors import CompileError
+from srcgrad.ir.core import Const, Var, operand_vars
+from srcgrad.passes.array_spellings import spell_for_arrays
+from srcgrad.passes.batch import (
+    Unbatchable,
+    _Batcher,
+    batch,
+    decide_none_tests,
+    fold_static,
+    order_commutative,
+)
+from srcgrad.passes.batch_control import batch_ops
+from srcgrad.passes.cse import cse
+from srcgrad.passes.dce import dce
+from srcgrad.passes.shapes import probe
+from srcgrad.pipeline.graphs import trace
+from srcgrad.pipeline.programs import Functions, _follow, optimize
+
+
+def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batched_args: tuple):
+    """`def <f>_vmap(<params>)` for arguments mapped along `in_axes` (one int or None per
+    parameter) with batch `size`; `examples`: one unbatched example per parameter,
+    `batched_args`: the arguments with their batch axes first (for the probe).
+    `out_axes`: one int or None per output leaf, or one for every leaf."""
+    graph, namer = trace(fs, args=examples)
+    graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, examples)
+    outputs = [_follow(o, decided) for o in graph.outputs]
+    found = probe(graph.ops, graph.inputs, examples)
+    ops, outputs = optimize(graph.ops, outputs, found.shapes, found.values, found.floats)
+    found = probe(ops, graph.inputs, examples)  # the optimised program's own values
+    ops = dce(fold_static(ops, found.values), outputs)
+    mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
+    ops, rename, batched = _batch(ops, mapped, size, dict(found.shapes), namer, fs)
+    outputs = [_follow(o, rename) for o in outputs]
+    ops, alias = cse(order_commutative(ops))
+    outputs = [_follow(o, alias) for o in outputs]
+    ops = dce(ops, outputs)
+    outs = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(outputs)
+    if len(outs) != len(outputs):
+        raise ValueError(f"vmap: out_axes has {len(outs)} entries but {fs.name}() returns "
+                         f"{len(outputs)} values")
+    facts = probe(ops, graph.inputs, batched_args)
+    spell_for_arrays(ops, facts.arrays)
+    names.tidy_temporaries(ops, [v.name for v in graph.inputs])
+    pool = emit.ConstPool()
+    lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
+             for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)]
+    lines += emit.block_lines(ops, pool)
+    results = []
+    for k, (out, ax) in enumerate(zip(outputs, outs)):
+        text = emit.operand_source(out, pool)
+        is_batched = any(v in batched for v in operand_vars(out))
+        if ax is None:
+            if is_batched:
+                raise ValueError(f"vmap: out_axes[{k}] is None but output {k} of {fs.name}() "
+                                 "depends on a mapped argument")
+            results.append(text)
+            continue
+        if not is_batched:  # no mapped value reaches it: the same for every example
+            shape = found.shapes.get(out) if isinstance(out, Var) else None
+            if shape is None and isinstance(out, Const):
+                text = f"xp.asarray({text})"
+                shape = tuple(getattr(out.value, "shape", ()))
+            if shape is None:
+                raise CompileError(f"vmap: the shape of output {k} of {fs.name}() depends on the data")
+            text = f"xp.broadcast_to({text}, {(size,) + tuple(shape)!r})"
+        if ax != 0:
+            text = f"xp.moveaxis({text}, 0, {ax})"
+        results.append(text)
+    name = f"{fs.name}_vmap"
+    result = _nested(graph.out_tree, iter(results))  # nested as f's own result
+    source = emit.render_function(name, [v.name for v in graph.inputs], lines, result)
+    return Functions([source], (name,), dict(pool.values), graph.out_tree)
+
+
+def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tuple, out_axes,
+                          examples: tuple, size: int, tree) -> Functions:
+    """`def <f>_vmap(<params>)`: sg.vmap of sg.jacobian / sg.hessian (`kind` "jacfwd",
+    "jacrev" or "hessian" as srcgrad.jacobians names them). One seed's derivative program
+    is batched over every identity seed (Note [Batching]), then that program over the
+    mapped arguments: two batch axes, (examples, seeds); the blocks are sliced from it as
+    srcgrad.jacobians assembles them, with the examples' axis first. `tree`: how the
+    result nests (the Jacobian's out tree; for a Hessian, one leaf per `wrt` argument)."""
+    if not isinstance(out_axes, int):
+        raise ValueError("vmap of a jacobian or hessian: out_axes must be one int")
+    from srcgrad.pipeline.programs import seeded_program
+
+    graph, namer, ops, results, n_first, seeds, seed_examples = seeded_program(fs, kind, wrt, examples)
+    seed_shapes = [tuple(numpy.shape(e)) for e in seed_examples]
+    seed_sizes = [int(numpy.prod(sh)) for sh in seed_shapes]
+    total = sum(seed_sizes)
+    if total == 0:
+        raise CompileError("vmap of a jacobian: no seed (an empty argument or output)")
+    inputs = graph.inputs + seeds
+    found = probe(ops, inputs, tuple(examples) + tuple(seed_examples))
+    per_seed = [_shape_of(r, found) for r in results[n_first:]]  # each derivative's own shape
+    try:
+        ops, rename, by_seed = batch(ops, seeds, total, dict(found.shapes), namer)
+    except Unbatchable as err:  # (control flow in a derivative program: not yet)
+        raise CompileError(f"sg.vmap of a {kind}: {err} (no batched form yet, in {fs.name}())",
+                           hint=_HINT) from None
+    results = [_follow(r, rename) for r in results]
+    ops, alias = cse(order_commutative(ops))
+    results = [_follow(r, alias) for r in results]
+    ops = dce(ops, results)
+    derivs = results[n_first:]
+    seeded = [any(v in by_seed for v in operand_vars(r)) for r in derivs]
+    eyes, offset, lines = [], 0, []
+    for v, shape, n, e in zip(seeds, seed_shapes, seed_sizes, seed_examples):
+        dtype = numpy.dtype(numpy.result_type(e)).name
+        eyes.append(numpy.eye(total, dtype=dtype)[:, offset:offset + n].reshape((total,) + shape))
+        lines.append(f"{v.name} = xp.eye({total}, dtype={dtype!r})[:, {offset}:{offset + n}]"
+                     f".reshape({(total,) + shape!r})")
+        offset += n
+    found = probe(ops, inputs, tuple(examples) + tuple(eyes))
+    mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
+    ops, rename, by_example = _batch(ops, mapped, size, dict(found.shapes), namer, fs)
+    derivs = [_follow(r, rename) for r in derivs]
+    ops, alias = cse(order_commutative(ops))
+    derivs = [_follow(r, alias) for r in derivs]
+    ops = dce(ops, derivs)
+    facts = probe(ops, inputs, _batched_examples(examples, in_axes, size) + tuple(eyes))
+    spell_for_arrays(ops, facts.arrays)
+    names.tidy_temporaries(ops, [v.name for v in inputs])
+    pool = emit.ConstPool()
+    lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
+             for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)] + lines
+    lines += emit.block_lines(ops, pool)
+    flat = []  # each derivative as (examples, seeds, its elements)
+    for k, (r, shape, by_s) in enumerate(zip(derivs, per_seed, seeded)):
+        text, full = emit.operand_source(r, pool), (size, total) + shape
+        by_b = any(v in by_example for v in operand_vars(r))
+        if by_b and not by_s:
+            text = f"xp.reshape({text}, {(size, 1) + shape!r})"
+        if not (by_b and by_s):
+            text = f"xp.broadcast_to({text}, {full!r})"
+        lines.append(f"_d{k} = xp.reshape({text}, {(size, total, int(numpy.prod(shape)))!r})")
+        flat.append(f"_d{k}")
+    leaves = _blocks(kind, flat, per_seed, seed_shapes, seed_sizes, [numpy.shape(examples[i]) for i in wrt],
+                     single, size, out_axes)
+    name = f"{fs.name}_vmap"
+    source = emit.render_function(name, [v.name for v in graph.inputs], lines, _nested(tree, iter(leaves)))
+    return Functions([source], (name,), dict(pool.values), tree)
+
+
+def _shape_of(r, found) -> tuple:
+    if isinstance(r, Const):
+        return tuple(numpy.shape(r.value))
+    shape = found.shapes.get(r)
+    if shape is None:
+        raise CompileError("vmap of a jacobian: a derivative's shape depends on the data")
+    return tuple(shape)
+
+
+def _batched_examples(examples, in_axes, size) -> tuple:
+    return tuple(e if ax is None else numpy.broadcast_to(e, (size,) + numpy.shape(e))
+                 for e, ax in zip(examples, in_axes))
+
+
+def _blocks(kind, flat, per_seed, seed_shapes, seed_sizes, arg_shapes, single, size, out_axis) -> list:
+    """The text of each result leaf: per output, its block per `wrt` argument (a tuple,
+    or bare for one argument), sliced from the (examples, seeds, elements) derivatives as
+    srcgrad.jacobians._split does."""
+    starts = [sum(seed_sizes[:j]) for j in range(len(seed_sizes))]
+
+    def moved(text):
+        return text if out_axis == 0 else f"xp.moveaxis({text}, 0, {out_axis})"
+    leaves = []
+    if kind == "jacrev":  # seeds: output elements; derivatives: one per argument
+        for k, (oshape, n) in enumerate(zip(seed_shapes, seed_sizes)):
+            per_arg = [moved(f"xp.reshape({d}[:, {starts[k]}:{starts[k] + n}, :], "
+                             f"{(size,) + oshape + tuple(ashape)!r})")
+                       for d, ashape in zip(flat, arg_shapes)]
+            leaves.append(per_arg[0] if single else f"({', '.join(per_arg)},)")
+        return leaves
+    for d, oshape in zip(flat, per_seed):  # seeds: argument elements; one derivative per output
+        per_arg = [moved(f"xp.reshape(xp.swapaxes({d}[:, {starts[j]}:{starts[j] + n}, :], 1, 2), "
+                         f"{(size,) + oshape + tuple(ashape)!r})")
+                   for j, (n, ashape) in enumerate(zip(seed_sizes, arg_shapes))]
+        leaves.append(per_arg[0] if single else f"({', '.join(per_arg)},)")
+    return leaves
+
+
+def _nested(tree, leaves) -> str:
+    if tree[0] == "leaf":
+        return next(leaves)
+    if tree[0] == "tuple":
+        items = [_nested(c, leaves) for c in tree[1]]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if tree[0] == "list":
+        return "[" + ", ".join(_nested(c, leaves) for c in tree[1]) + "]"
+    if tree[0] == "dict":
+        return "{" + ", ".join(f"{k!r}: {_nested(c, leaves)}" for k, c in zip(tree[1], tree[2])) + "}"
+    raise CompileError(f"sg.vmap: a result of kind {tree[0]!r} is not supported yet")
+
+
+def _batch(ops, mapped, size, shapes, namer, fs):
+    """srcgrad.passes.batch.batch, where a refusal names the op's line."""
+    b = _Batcher(size, shapes, namer)
+    b.batched.update(mapped)
+    try:
+        batch_ops(b, ops)  # control flow too (Note [Batching control flow])
+    except Unbatchable as err:
+        op = err.op
+        raise CompileError.at(op.loc, f"sg.vmap: {err}: `{op.prim}` has no batched form yet "
+                              f"(in {fs.name}())", _HINT) from None
+    return b.out, b.rename, b.batched
+
+
+_HINT = ("map a function without it (a loop whose trip count is known can be written "
+         "out), or call the function once per example yourself")

@@ -1,0 +1,113 @@
+"""The eager runtime's own rows: torch's derivative formulas where torch's value at a kink
+or a pole is not the compiler's convention.
+
+Note [Eager rows at kinks and poles]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+`sg.Tensor` follows torch (spec/torch_semantics.md), compiled code follows the
+conventions of docs/conventions.md. Away from kinks and poles the two agree; at them
+they may not (torch's `atan2` gradient at the origin is 0, the compiler's is nan; torch's
+`x ** y` has d/dy == -inf at x == 0, y < 0, the compiler's 0; torch 2.14's `clamp` passes
+no gradient at a scalar bound, and splits a tensor bound's tie in half). The rows below
+are torch's formulas, written as torch writes them (`grad * (exponent * self.pow(exponent
+- 1))`, so a create_graph backward records the ops torch records and a saved-tensor hook
+sees what torch's sees), and srcgrad.autograd.ops.apply runs one of them wherever the
+eager runtime would run the compiler's row (`EAGER_ROWS` there). Compiled code never
+reads them: they have no targets. docs/conventions.md ("Kinks and poles") lists every
+row's value at its kinks under torch, under sg.Tensor and under compiled code, and
+tests/autograd/test_kinks_vs_torch.py holds torch's observed values.
+"""
+
+from srcgrad.rules.core import defrule
+
+
+def _ub(expr, p):
+    return f"unbroadcast({expr}, xp.shape({p}))"
+
+
+# torch's pow_backward_self / pow_backward_exponent (PowBackward0/1/2): d/dx is 0 where
+# the exponent is 0 (also at x == 0), d/dy is 0 where x == 0 and y >= 0, else
+# ans * log(x) (so -inf at x == 0, y < 0, and nan for x < 0).
+_POW_X = "xp.where(y == 0, 0, {t} * (y * x ** (y - 1 + (y == 0))))"
+# (y == 0) in the exponent: x ** 0 == 1 there, so the untaken branch's own derivative is
+# finite and a second derivative of x ** 0 is 0, not 0 * inf at x == 0 (torch's is an
+# undefined gradient, no graph)
+_POW_Y = "{t} * xp.where((x == 0) * (y >= 0), 0, ans * xp.log(x))"
+defrule("torch_power", "x, y", "x ** y", elementwise=True,
+        vjp={"x": _ub(_POW_X.format(t="g"), "x"), "y": _ub(_POW_Y.format(t="g"), "y")},
+        jvp={"x": _POW_X.format(t="x_t"), "y": _POW_Y.format(t="y_t")},
+        doc="the eager `x ** y` (torch's pow): d/dx 0 where y == 0; d/dy at x == 0 is 0 for "
+            "y >= 0 and ans * log(0) (-inf for y < 0) otherwise")
+
+# A number exponent (torch's pow(Tensor, Scalar), PowBackward0): no `where`, so the
+# gradient of x ** 3 is a MulBackward0 of grad and 3 * x ** 2, as torch's.
+defrule("torch_power_scalar", "x, y", "x ** y", elementwise=True,
+        vjp={"x": "g * (y * x ** (y - 1 + (y == 0)))"},
+        jvp={"x": "x_t * (y * x ** (y - 1 + (y == 0)))"},
+        doc="the eager `x ** c` for a number c (torch's): c * x ** (c - 1); 0 for c == 0")
+
+# torch's atan2_backward: 1 / (x*x + y*y) with the origin's inf replaced by 0, so the
+# gradient at the origin is (y * 0, -x * 0) == 0; its forward mode divides (nan there).
+_ATAN2_R = "xp.where(x * x + y * y == 0, 0, xp.reciprocal(x * x + y * y))"
+defrule("torch_arctan2", "x, y", "xp.arctan2(x, y)", elementwise=True,
+        vjp={"x": _ub(f"g * y * {_ATAN2_R}", "x"), "y": _ub(f"g * -x * {_ATAN2_R}", "y")},
+        jvp={"x": "x_t * y / (x * x + y * y)", "y": "-y_t * x / (x * x + y * y)"},
+        doc="the eager `atan2` (torch's): gradient 0 at the origin (forward mode: nan)")
+
+# torch's HypotBackward0: grad * self / result (nan at the origin, 0 / 0).
+defrule("torch_hypot", "x, y", "xp.hypot(x, y)", elementwise=True,
+        vjp={"x": _ub("g * x / ans", "x"), "y": _ub("g * y / ans", "y")},
+        jvp={"x": "x_t * x / ans", "y": "y_t * y / ans"},
+        doc="the eager `hypot` (torch's): nan at the origin")
+
+# torch 2.14's clamp with Tensor bounds (observed over every order of x, min, max):
+# min < max: x gets g inside, g/2 at a bound it ties, the tied bound the other half, a
+# bound passed by x all of it; min == max: x gets g only where it equals both, a bound
+# where x is beyond it; min > max: the result is max, which gets everything. One bound:
+# maximum / minimum (ties split).
+_LT = "(a_min < a_max)"
+_EQ = "(a_min == a_max)"
+_HALF = "xp.where({a} {op} {b}, {t}, xp.where({a} == {b}, 0.5 * {t}, 0))"
+_CLAMP_X = (f"xp.where({_LT}, xp.where((x > a_min) * (x < a_max), {{t}}, "
+            f"xp.where((x == a_min) + (x == a_max), 0.5 * {{t}}, 0)), "
+            f"xp.where({_EQ} * (x == a_min), {{t}}, 0))")
+_CLAMP_MIN = f"xp.where({_LT}, {_HALF}, xp.where({_EQ} * (x < a_min), {{t}}, 0))"
+_CLAMP_MAX = f"xp.where({_LT}, {_HALF}, xp.where({_EQ}, xp.where(x > a_max, {{t}}, 0), {{t}}))"
+
+
+def _clamp(t, part):
+    """The tangent/cotangent `t`'s share for parameter `part` (static None bounds fold)."""
+    one_low = _HALF.format(a="x", b="a_min", op=">", t=t)
+    one_high = _HALF.format(a="x", b="a_max", op="<", t=t)
+    if part == "x":
+        both = _CLAMP_X.format(t=t)
+        return f"(({one_high}) if a_min is None else (({one_low}) if a_max is None else {both}))"
+    if part == "a_min":
+        both = _CLAMP_MIN.format(a="a_min", b="x", op=">", t=t)
+        return f"(({_HALF.format(a='a_min', b='x', op='>', t=t)}) if a_max is None else {both})"
+    both = _CLAMP_MAX.format(a="a_max", b="x", op="<", t=t)
+    return f"(({_HALF.format(a='a_max', b='x', op='<', t=t)}) if a_min is None else {both})"
+
+
+defrule("torch_clip", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_max)",
+        elementwise=True,
+        vjp={p: _ub(_clamp("g", p), p) for p in ("x", "a_min", "a_max")},
+        jvp={"x": _clamp("x_t", "x"), "a_min": _clamp("a_min_t", "a_min"),
+             "a_max": _clamp("a_max_t", "a_max")},
+        doc="the eager `clamp` with Tensor bounds (torch 2.14's): ties split in half; "
+            "min == max: x gets the gradient where it equals both; min > max: max gets it")
+
+# torch 2.14's clamp with number bounds: the gradient passes strictly inside (0 at a bound).
+_CLAMP_SCALAR = ("(xp.where(x < a_max, {t}, 0) if a_min is None else "
+                 "(xp.where(x > a_min, {t}, 0) if a_max is None else "
+                 "xp.where((x > a_min) * (x < a_max), {t}, 0)))")
+defrule("torch_clamp_scalar", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_max)",
+        elementwise=True,
+        vjp={"x": _CLAMP_SCALAR.format(t="g")}, jvp={"x": _CLAMP_SCALAR.format(t="x_t")},
+        doc="the eager `clamp` with number bounds (torch 2.14's): derivative 1 strictly "
+            "inside, 0 at a bound")
+
+# torch's SigmoidBackward0: grad * (1 - result) * result, so 0 at +-inf (the eager
+# runtime's sigmoid used to be exp(-logaddexp(0, -x)), whose derivative is nan at -inf).
+defrule("torch_sigmoid", "x", "xp.exp(-xp.logaddexp(0, -x))", elementwise=True,
+        vjp={"x": "g * (1 - ans) * ans"}, jvp={"x": "x_t * (1 - ans) * ans"},
+        doc="the eager `sigmoid` (torch's): derivative (1 - ans) * ans, 0 at +-inf")

@@ -1,0 +1,215 @@
+"""`sg.vmap(f, in_axes=0, out_axes=0)` (API.md §1): `f` mapped over a batch axis, as
+one generated function over the batch (Note [Vmap as batching] in srcgrad.pipeline.vmap).
+
+JAX's semantics: `in_axes` is an int or None for every argument, or a tuple with one
+int or None per argument; `out_axes` an int or None for every output, or a tuple with
+one per output leaf. The batch size is the mapped arguments' common size; where they
+disagree the error names each one. The module is compiled once per argument shapes and
+axes, cached like the other transforms' (memory and disk), and `sg.source` shows it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy
+
+from srcgrad import backend
+from srcgrad.errors import CompileError, hide_internal_frames
+from srcgrad.ir import tree as pytree
+from srcgrad.jacobians import JacobianSource
+from srcgrad.pipeline import modules, programs, vjp_jvp
+
+
+def _check_axes(value, what: str):
+    def ok(a):
+        return a is None or isinstance(a, (int, numpy.integer)) and not isinstance(a, bool)
+    if ok(value) or isinstance(value, (tuple, list)) and all(ok(a) for a in value):
+        return tuple(value) if isinstance(value, list) else value
+    raise TypeError(f"vmap: {what} must be an int, None, or a tuple of them (one per "
+                    f"{'argument' if what == 'in_axes' else 'output'}); got {value!r}")
+
+
+def examples_of(args, axes) -> tuple:
+    """One example of each mapped argument (its first slice), the others as they are."""
+    return tuple(a if ax is None else numpy.take(a, 0, axis=ax) for a, ax in zip(args, axes))
+
+
+class VMapped:
+    """The function `sg.vmap(f, in_axes, out_axes)` returns."""
+
+    def __init__(self, f, in_axes=0, out_axes=0):
+        if not callable(f):
+            raise TypeError(f"vmap: f must be a function, got {type(f).__name__}")
+        self._vm_f = f
+        self._vm_in_axes = _check_axes(in_axes, "in_axes")
+        self._vm_out_axes = _check_axes(out_axes, "out_axes")
+        self._vm_plans: dict = {}  # (guards, axes) -> (generated function, out tree)
+        self._vm_module_source = None
+        # (not f's __dict__: a Jacobian's or a gradient's attributes are no vmap's, and a
+        # transform of this one copies this __dict__, so its names are prefixed)
+        functools.update_wrapper(self, f, updated=())
+        self.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"
+        self.__srcgrad__ = _VmapSource(self)
+
+    def _names(self, n: int) -> list:
+        try:
+            params = list(inspect.signature(self._vm_f).parameters)
+        except (TypeError, ValueError):
+            params = []
+        return [params[i] if i < len(params) else f"argument {i}" for i in range(n)]
+
+    def axes_for(self, args) -> tuple:
+        """(axes, size): one non-negative axis or None per argument, and the batch size."""
+        n = len(args)
+        axes = self._vm_in_axes if isinstance(self._vm_in_axes, tuple) else (self._vm_in_axes,) * n
+        if len(axes) != n:
+            raise ValueError(f"vmap: in_axes has {len(axes)} entries but {n} arguments were "
+                             f"given to {getattr(self._vm_f, '__name__', 'f')}()")
+        if all(a is None for a in axes):
+            raise ValueError("vmap: in_axes maps no argument (every entry is None); map at "
+                             "least one")
+        names = self._names(n)
+        found, out = [], []
+        for i, (a, ax) in enumerate(zip(args, axes)):
+            if ax is None:
+                out.append(None)
+                continue
+            if pytree.is_node(a):
+                raise TypeError(f"vmap: argument `{names[i]}` is a {type(a).__name__}: mapping "
+                                "tuples, lists or dicts is not supported yet; pass the arrays "
+                                "as separate arguments")
+            ndim = numpy.ndim(a)
+            if not -ndim <= ax < ndim:
+                raise ValueError(f"vmap: in_axes={ax} for argument `{names[i]}` of rank {ndim} "
+                                 "(a mapped argument needs that axis)")
+            ax = int(ax) % ndim
+            found.append((names[i], i, ax, numpy.shape(a)[ax]))
+            out.append(ax)
+        sizes = {s for _, _, _, s in found}
+        if len(sizes) > 1:
+            listed = ", ".join(f"`{name}` (argument {i}) has size {s} on axis {ax}"
+                               for name, i, ax, s in found)
+            raise ValueError(f"vmap got inconsistent sizes for the mapped axes: {listed}")
+        size = sizes.pop()
+        if size == 0:
+            raise ValueError("vmap: the mapped axes have size 0 (no example to trace)")
+        return tuple(out), size
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("vmap: pass the arguments positionally (in_axes counts positions)")
+        axes, size = self.axes_for(args)
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self._vm_out_axes)
+        plan = self._vm_plans.get(key)
+        if plan is None:
+            try:
+                plan = self._vm_plans[key] = self._compile(args, axes, size)
+            except CompileError as err:  # the user's line, not the compiler's frames under it
+                raise hide_internal_frames(err) from None
+        return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
+
+    def _compile(self, args, axes, size):
+        target = backend.target_of(*args)
+        if target is not backend.NUMPY:  # the module is bound to NumPy (issue 32: not yet)
+            raise TypeError(f"vmap: {target.describe()} arrays are not supported yet (NumPy "
+                            "arrays only)")
+        if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
+            return self._compile_jacobian(args, axes, size)
+        inner = getattr(self._vm_f, "__srcgrad__", None)
+        if getattr(inner, "shape_specialised", False):  # a vmap of a vmap: the inner one's
+            fn = inner.entry_at(examples_of(args, axes))  # generated code for one example
+        else:  # a transform's result: its generated code
+            fn = vjp_jvp.source_function(self._vm_f, len(args))
+        compiled = modules.Compiled(fn, "vmap")
+        parsed = compiled.parsed()
+        guards = tuple([modules.guard_value(a) for a in args])
+        key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, guards))
+        examples = examples_of(args, axes)
+        batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
+
+        def generate():
+            from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
+
+            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
+            return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
+
+        namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
+        self._vm_module_source = compiled.module_source
+        tree = compiled.out_tree
+        if tree is None:  # a disk hit: the tree _module wrote into the text
+            tree = modules.stored_out_tree(compiled.module_source)
+        return namespace[f"{parsed.name}_vmap"], tree
+
+
+    def _compile_jacobian(self, args, axes, size):
+        """sg.vmap of sg.jacobian / sg.hessian: its derivative program batched over the
+        seeds and then over the examples (srcgrad.pipeline.vmap.vmap_jacobian_program)."""
+        jac = self._vm_f
+        fn = vjp_jvp.source_function(jac.of or jac.f, len(args))
+        compiled = modules.Compiled(fn, "vmap")
+        parsed = compiled.parsed()
+        examples = examples_of(args, axes)
+        if jac.of is not None:
+            kind = "hessian"
+            n = len(jac.indices)
+            tree = pytree.LEAF if jac.single else ("tuple", (pytree.LEAF,) * n)
+        else:
+            mode = jac.mode
+            if mode == "auto":  # fewer seeds wins, as sg.jacobian's own choice
+                outs = sum(int(numpy.prod(s)) for s in programs.output_shapes(parsed, examples))
+                mode = "forward" if sum(numpy.size(examples[i]) for i in jac.indices) < outs else "reverse"
+            kind = "jacfwd" if mode == "forward" else "jacrev"
+            tree = programs.trace(parsed, args=examples)[0].out_tree
+        guards = tuple([modules.guard_value(a) for a in args])
+        key = programs.cache_key(parsed, ("vmap", kind, jac.indices, jac.single, axes,
+                                          self._vm_out_axes, guards))
+
+        def generate():
+            from srcgrad.pipeline.vmap import vmap_jacobian_program
+
+            functions = vmap_jacobian_program(parsed, kind, jac.indices, jac.single, axes,
+                                              self._vm_out_axes, examples, size, tree)
+            return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
+
+        namespace = compiled._load(key, generate)  # noqa: SLF001
+        self._vm_module_source = compiled.module_source
+        return namespace[f"{parsed.name}_vmap"], tree
+
+
+class _VmapSource:
+    """What `sg.source` reads, and what other transforms of a vmap trace."""
+
+    def __init__(self, vm):
+        self.vm = vm
+
+    @property
+    def module_source(self):
+        return self.vm._vm_module_source
+
+    def load(self):
+        if self.vm._vm_module_source is None:
+            raise ValueError("sg.source of a vmap: call it once first (its batched program "
+                             "is compiled for the arguments' shapes and axes)")
+        return self.vm._vm_module_source
+
+    shape_specialised = True  # its entry exists per argument shapes only (entry_at)
+
+    def entry(self, index: int = 0):
+        raise CompileError("sg.vmap called inside compiled code (or transformed without its "
+                           "arguments' shapes) is not supported yet",
+                           hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
+                           "gradients")
+
+    def entry_at(self, args: tuple):
+        """The generated function for arguments like `args` (a transform of the vmap at
+        them: sg.jacobian's per-seed columns)."""
+        axes, size = self.vm.axes_for(tuple(args))
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self.vm._vm_out_axes)
+        if key not in self.vm._vm_plans:  # noqa: SLF001
+            self.vm._vm_plans[key] = self.vm._compile(tuple(args), axes, size)  # noqa: SLF001
+        return self.vm._vm_plans[key][0]  # noqa: SLF001
+
+    def fingerprint(self):
+        return None

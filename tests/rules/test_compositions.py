@@ -1,0 +1,191 @@
+"""The NumPy functions written as compositions of rows (Note [Compositions] in
+srcgrad/rules/compositions.py), each through the compiler on a few calls:
+
+* the value is NumPy's own (the same operations in the same order);
+* reverse mode, first and second order (sg.grad of <v, sg.grad f>), against central
+  differences in float64;
+* forward mode, first and second order (sg.jvp of sg.jvp f), against central
+  differences along the tangent.
+
+Each `f_*` sums a nonlinear function of the composition's result, so second
+derivatives exercise the composition's own (a sum of a linear map would not).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import CompileError
+from tests.conftest import numeric_grad
+
+
+def _out(y):
+    return np.sum(np.sin(1.3 * y) + 0.5 * y * y)
+
+
+def f_matrix_power_5(a): return _out(np.linalg.matrix_power(a, 5))        # noqa: E704
+def f_matrix_power_4(a): return _out(np.linalg.matrix_power(a, 4))        # noqa: E704
+def f_matrix_power_3(a): return _out(np.linalg.matrix_power(a, 3))        # noqa: E704
+def f_matrix_power_1(a): return _out(np.linalg.matrix_power(a, 1))        # noqa: E704
+def f_matrix_power_0(a): return _out(np.linalg.matrix_power(a, 0) * a)    # noqa: E704
+def f_matrix_power_neg2(a): return _out(np.linalg.matrix_power(a, -2))    # noqa: E704
+def f_linspace(a, b): return _out(np.linspace(a, b, 7))                    # noqa: E704
+def f_linspace_open(a, b): return _out(np.linspace(a, b, 4, endpoint=False))  # noqa: E704
+def f_linspace_step(a, b):                                                 # noqa: E302
+    y, step = np.linspace(a, b, 5, retstep=True)
+    return _out(y) + _out(step)
+def f_linspace_one(a, b): return _out(np.linspace(a, b, 1))                # noqa: E302, E704
+def f_meshgrid(x, y):                                                      # noqa: E302
+    X, Y = np.meshgrid(x, y)
+    return _out(X * Y * Y)
+def f_meshgrid_ij(x, y):                                                   # noqa: E302
+    X, Y = np.meshgrid(x, y, indexing="ij")
+    return _out(X - Y * X)
+def f_meshgrid_sparse(x, y):                                               # noqa: E302
+    X, Y = np.meshgrid(x, y, sparse=True)
+    return _out(X * Y)
+def f_cov(m): return _out(np.cov(m))                                       # noqa: E302, E704
+def f_cov_xy(x, y): return _out(np.cov(x, y))                              # noqa: E704
+def f_cov_cols(m): return _out(np.cov(m, rowvar=False, bias=True))        # noqa: E704
+def f_cov_ddof(m): return _out(np.cov(m, ddof=2))                          # noqa: E704
+def f_corrcoef(m): return _out(np.corrcoef(m))                             # noqa: E704
+def f_corrcoef_xy(x, y): return _out(np.corrcoef(x, y))                    # noqa: E704
+def f_quantile(x): return _out(np.quantile(x, 0.3))                        # noqa: E704
+def f_quantile_axis(x): return _out(np.quantile(x, [0.1, 0.75], axis=1))   # noqa: E704
+def f_quantile_keep(x): return _out(np.quantile(x, 0.6, axis=0, keepdims=True))  # noqa: E704
+def f_percentile(x): return _out(np.percentile(x, 40.0, axis=-1))          # noqa: E704
+def f_median(x): return _out(np.median(x))                                 # noqa: E704
+def f_median_axis(x): return _out(np.median(x, axis=0))                    # noqa: E704
+def f_median_keep(x): return _out(np.median(x, axis=1, keepdims=True))     # noqa: E704
+def f_append(x, y): return _out(np.append(x, y))                           # noqa: E704
+def f_append_axis(x, y): return _out(np.append(x, y, axis=0))              # noqa: E704
+def f_select(x, y): return _out(np.select([x > 0.3, y < 0.0], [x * y, y], 0.5))  # noqa: E704
+def f_array_split(x):                                                     # noqa: E302
+    a, b, c = np.array_split(x, 3, axis=1)
+    return _out(a) + _out(b * b) + _out(c * 3.0)
+def f_array_split_points(x):                                              # noqa: E302
+    a, b, c = np.array_split(x, [1, 3])
+    return _out(a) + _out(b * b) + _out(c * 3.0)
+def f_hsplit(x):                                                          # noqa: E302
+    a, b = np.hsplit(x, 2)
+    return _out(a * b)
+def f_vsplit(x):                                                          # noqa: E302
+    a, b = np.vsplit(x, [1])
+    return _out(a) + _out(b * b)
+def f_dsplit(x):                                                          # noqa: E302
+    a, b = np.dsplit(x, 2)
+    return _out(a - b * a)
+def f_interp(x, fp): return _out(np.interp(x, np.array([-1.0, -0.2, 0.5, 1.3]), fp))  # noqa: E704
+def f_interp_knots(x, k): return _out(np.interp(x, np.cumsum(np.exp(k)), np.sin(k)))  # noqa: E704
+def f_real_imag(x): return _out(np.real(x) * x + np.imag(x))               # noqa: E704
+
+
+_R = np.random.default_rng(29)
+_WC = _R.standard_normal((2, 3, 3)) * 0.3 + np.eye(3)
+CASES = [
+    (f_matrix_power_5, [_WC]), (f_matrix_power_4, [_WC[0]]), (f_matrix_power_3, [_WC]),
+    (f_matrix_power_1, [_WC[1]]), (f_matrix_power_0, [_WC]), (f_matrix_power_neg2, [_WC]),
+    (f_linspace, [_R.standard_normal(3), _R.standard_normal((2, 1))]),
+    (f_linspace_open, [np.array(0.3), np.array(-1.2)]),
+    (f_linspace_step, [_R.standard_normal(2), _R.standard_normal(2)]),
+    (f_linspace_one, [np.array(0.5), np.array(2.0)]),
+    (f_meshgrid, [_R.standard_normal(3), _R.standard_normal(4)]),
+    (f_meshgrid_ij, [_R.standard_normal(3), _R.standard_normal(2)]),
+    (f_meshgrid_sparse, [_R.standard_normal(3), _R.standard_normal(2)]),
+    (f_cov, [_R.standard_normal((3, 5))]), (f_cov_xy, [_R.standard_normal(5), _R.standard_normal(5)]),
+    (f_cov_cols, [_R.standard_normal((6, 2))]), (f_cov_ddof, [_R.standard_normal((2, 6))]),
+    (f_corrcoef, [_R.standard_normal((3, 5))]),
+    (f_corrcoef_xy, [_R.standard_normal(6), _R.standard_normal(6)]),
+    (f_quantile, [_R.standard_normal((3, 4))]), (f_quantile_axis, [_R.standard_normal((3, 5))]),
+    (f_quantile_keep, [_R.standard_normal((4, 3))]), (f_percentile, [_R.standard_normal((2, 6))]),
+    (f_median, [_R.standard_normal((3, 4))]), (f_median_axis, [_R.standard_normal((5, 3))]),
+    (f_median_keep, [_R.standard_normal((2, 5))]),
+    (f_append, [_R.standard_normal((2, 2)), _R.standard_normal(3)]),
+    (f_append_axis, [_R.standard_normal((2, 3)), _R.standard_normal((1, 3))]),
+    (f_select, [_R.standard_normal((3, 4)), _R.standard_normal(4)]),
+    (f_real_imag, [_R.standard_normal(4)]),
+    (f_array_split, [_R.standard_normal((2, 7))]), (f_array_split_points, [_R.standard_normal(5)]),
+    (f_hsplit, [_R.standard_normal((3, 4))]), (f_vsplit, [_R.standard_normal((3, 2))]),
+    (f_dsplit, [_R.standard_normal((2, 1, 4))]),
+    (f_interp, [np.array([[-1.5, -0.7, 0.1], [0.6, 1.1, 2.0]]), _R.standard_normal(4)]),
+    (f_interp_knots, [np.array([0.9, 1.7, 2.4, 3.1, 5.0]), _R.standard_normal(4) * 0.3]),
+]
+IDS = [f.__name__.removeprefix("f_") for f, _ in CASES]
+
+
+def _dirs(args):
+    rng = np.random.default_rng(7)
+    return [rng.standard_normal(np.shape(a)) for a in args]
+
+
+def _along(fn, args, dirs, eps=1e-5):
+    """Central difference of scalar fn along the direction dirs."""
+    plus = [a + eps * d for a, d in zip(args, dirs)]
+    minus = [a - eps * d for a, d in zip(args, dirs)]
+    return (float(fn(*plus)) - float(fn(*minus))) / (2 * eps)
+
+
+# (compiled functions take plain positional parameters: one of each per arity)
+def _along_gradient(grad, dirs, n):
+    """The compiled gradient `grad` along `dirs`, as a function of the arguments."""
+    if n == 1:
+        def h(a):
+            (ga,) = grad(a)
+            return np.sum(ga * dirs[0])
+    else:
+        def h(a, b):
+            ga, gb = grad(a, b)
+            return np.sum(ga * dirs[0]) + np.sum(gb * dirs[1])
+    return h
+
+
+def _forward_along(f, dirs, n):
+    """The derivative of f along `dirs` by forward mode, as a function of the arguments."""
+    if n == 1:
+        def k(a):
+            return sg.jvp(f, (a,), (dirs[0],))[1]
+    else:
+        def k(a, b):
+            return sg.jvp(f, (a, b), (dirs[0], dirs[1]))[1]
+    return k
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=IDS)
+def test_value_is_numpys(f, args):
+    value, _ = sg.value_and_grad(f, wrt=tuple(range(len(args))))(*args)
+    np.testing.assert_allclose(value, f(*args), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=IDS)
+def test_reverse_first_and_second_order(f, args):
+    wrt = tuple(range(len(args)))
+    grad = sg.grad(f, wrt=wrt)
+    for i, g in enumerate(grad(*args)):
+        np.testing.assert_allclose(g, numeric_grad(f, args, i), rtol=1e-5, atol=1e-6)
+    dirs = _dirs(args)
+
+    h = _along_gradient(grad, dirs, len(args))  # its gradient: the Hessian times dirs
+    hess = sg.grad(h, wrt=wrt)(*args)
+    for i, g in enumerate(hess):
+        np.testing.assert_allclose(g, numeric_grad(h, args, i), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=IDS)
+def test_forward_first_and_second_order(f, args):
+    dirs = _dirs(args)
+    _, tangent = sg.jvp(f, tuple(args), tuple(dirs))
+    np.testing.assert_allclose(tangent, _along(f, args, dirs), rtol=1e-5, atol=1e-6)
+
+    k = _forward_along(f, dirs, len(args))
+    _, second = sg.jvp(k, tuple(args), tuple(dirs))
+    np.testing.assert_allclose(second, _along(k, args, dirs), rtol=1e-4, atol=1e-5)
+
+
+def f_quantile_method(x): return np.quantile(x, 0.5, method="nearest")    # noqa: E704
+
+
+def test_an_unsupported_argument_is_a_compile_error():
+    with pytest.raises(CompileError, match="bad call to `quantile`.*method"):
+        sg.grad(f_quantile_method)(np.arange(4.0))

@@ -1,0 +1,56 @@
+"""Issue 29's rows where their support ends: a clear error, never a silent value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import CompileError
+
+
+def svd_full(a):
+    u, s, vh = np.linalg.svd(a)
+    return np.sum(u) + np.sum(s)
+
+
+def svd_square(a):
+    u, s, vh = np.linalg.svd(a)
+    return np.sum(u * u[0]) + np.sum(s)
+
+
+def convolve_same(a, v):
+    return np.sum(np.convolve(a, v, "same"))
+
+
+def trapezoid_x(y, x):
+    return np.trapezoid(y, x)
+
+
+def nan_to_num_in_place(x):
+    return np.sum(np.nan_to_num(x, copy=False))
+
+
+def test_svd_full_matrices_of_a_wide_matrix_raises_at_backward():
+    # NumPy's default full_matrices=True gives a 2x2 U but a 3x3 Vh whose last row is
+    # not unique: its derivative is refused where it is taken
+    with pytest.raises(ValueError, match="full_matrices=False"):
+        sg.grad(svd_full)(np.arange(6.0).reshape(2, 3) ** 1.5)
+
+
+def test_svd_full_matrices_of_a_square_matrix_is_differentiated():
+    a = np.array([[2.0, 0.3, -0.5], [0.1, 1.0, 0.4], [-0.2, 0.6, 3.0]])
+    g = sg.grad(svd_square)(a)
+    eps, e = 1e-6, np.zeros_like(a)
+    e[1, 2] = eps
+    assert np.isclose(g[1, 2], (svd_square(a + e) - svd_square(a - e)) / (2 * eps), atol=1e-6)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (convolve_same, (np.ones(4), np.ones(2))),  # mode='full' only
+    (trapezoid_x, (np.ones(4), np.arange(4.0))),  # sample points x are not supported
+    (nan_to_num_in_place, (np.ones(3),)),  # copy=False writes in place
+], ids=["convolve-same", "trapezoid-x", "nan_to_num-copy"])
+def test_an_unsupported_call_form_is_a_compile_error(fn, args):
+    with pytest.raises(CompileError, match="does not fit its supported signature"):
+        sg.grad(fn)(*args)
