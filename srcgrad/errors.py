@@ -203,9 +203,9 @@ def warn_at_user_lines() -> None:
     """Install the hook of Note [Warnings from generated code] (once)."""
     import warnings
 
-    original = warnings._showwarnmsg
-    if getattr(original, "_srcgrad", False):
-        return
+    original = getattr(warnings, "_showwarnmsg", None)
+    if original is None or getattr(original, "_srcgrad", False):
+        return  # (a Python without the hook: warnings keep the generated line)
 
     def _showwarnmsg(msg):
         where = user_origin(msg.filename, msg.lineno)

@@ -21,7 +21,7 @@ import numpy
 
 from srcgrad import backend
 from srcgrad.arguments import any_container, check_arity, check_float_arguments
-from srcgrad.errors import CompileError, at_user_call, note_user_call
+from srcgrad.errors import CompileError, at_user_call, hide_internal_frames, note_user_call
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobian_trees import inspect_unwrap, leaf_function, nested_jacobian
 from srcgrad.passes.batch import Unbatchable
@@ -61,8 +61,12 @@ class Jacobian:
 
     def __call__(self, *args):
         # names the user's function (not the gradient a Hessian is the Jacobian of)
-        check_arity("jacobian" if self.of is None else "hessian", self.of or self.f, args)
-        return self._call(args)
+        transform = "jacobian" if self.of is None else "hessian"
+        check_arity(transform, self.of or self.f, args)
+        try:
+            return self._call(args)
+        except CompileError as err:  # as sg.grad shows it: the user's line on top
+            raise hide_internal_frames(at_user_call(err, transform)) from None
 
     def _call(self, args, parts: bool = False):
         """The Jacobian at `args`; with `parts`, (out tree, its leaves) before unflattening."""

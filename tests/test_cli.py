@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import srcgrad.autograd.gradcheck  # noqa: F401 (the tests monkeypatch its check_cli in sys.modules)
 from srcgrad.cli import main
 from srcgrad.codegen.cache import ModuleCache
 from srcgrad.errors import CompileError

@@ -1452,8 +1452,8 @@ ROWS = [
         "write it as a `def`", "good_lambda"),
     Row(("pipeline/graphs.py", "to return one scalar"), "bad_two_outputs", "one scalar",
         "has_aux=True", None, line=False, check=_with_aux),  # names the def line, not the return
-    Row(("jacobians.py", "calling a jacobian or hessian from compiled code"), "bad_jacobian_inside",
-        "calling a jacobian or hessian", "call sg.grad inside", "good_jacobian_inside"),
+    Row(("jacobians.py", "cannot be differentiated by sg.grad, sg.value_and_grad"), "bad_jacobian_inside",
+        "nor called inside compiled code", "call sg.grad inside", "good_jacobian_inside"),
     Row(("frontend/idioms.py", "a dtype that depends on the arguments"), "bad_array_dtype",
         "a dtype that depends", "`dtype=np.float64`", "good_array_dtype"),
     Row(("frontend/trace.py", "a dict key that depends on the arguments"), "bad_dict_key",
@@ -1518,8 +1518,8 @@ EXEMPT = {
     ("frontend/numpy_forms.py", "of a value that is not an array"): WRONG,
     ("ir/expand.py", "indexing the object `{}` with a traced value"):
         "internal: formulas index no objects; the tracer's override (numpy_forms) is the user's",
-    ("frontend/trace.py", "is the {} object the method `{}` is bound to"): BOUND,
-    ("frontend/trace.py", "compiled code reads the argument `{}` as an array, and an array"): BOUND,
+    ("frontend/described.py", "is the {} object the method `{}` is bound to"): BOUND,
+    ("frontend/described.py", "compiled code reads the argument `{}` as an array, and an array"): BOUND,
     ("frontend/classes.py", "Implementing both 'backward' and 'vjp'"): TORCH,
     ("frontend/classes.py", "You must implement the forward function"): TORCH,
     ("frontend/function.py", "Function's jvp returned a gradient at position"): TORCH,

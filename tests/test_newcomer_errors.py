@@ -130,3 +130,20 @@ def test_check_mode_reverse_checks_a_function_without_jvp(capsys):
 def test_the_dask_example_says_which_extra_installs_it():
     text = (Path(__file__).resolve().parent.parent / "examples" / "dask_logistic.py").read_text()
     assert "pip install -e '.[dask]'" in text.split('"""')[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: sg.grad(N.refused)(x), lambda: sg.jacobian(N.refused)(x),
+    lambda: sg.hessian(N.refused)(x), lambda: sg.vjp(N.refused, x),
+    lambda: sg.jvp(N.refused, (x,), (x,))], ids=["grad", "jacobian", "hessian", "vjp", "jvp"])
+def test_every_transform_shows_a_compile_error_as_sg_grad_does(call):
+    # the compiler's own frames are dropped: what is left is the call and the user's line
+    with pytest.raises(CompileError) as err:
+        call()
+    tb, frames = err.value.__traceback__, []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    ours = [f for f in frames if f.startswith(str(Path(sg.__file__).parent))]
+    assert len(ours) <= 2, frames  # (sg.grad: its dispatcher and the frame that re-raises)
+    assert (err.value.filename, err.value.lineno) == (FILE, _line("round(np.sum(x))"))

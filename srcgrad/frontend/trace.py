@@ -11,7 +11,6 @@ native tuple/list/dict of tvalues (a static container of possibly dynamic values
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
 import types
@@ -20,7 +19,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import idioms, numpy_forms
+from srcgrad.frontend import described, idioms, numpy_forms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
@@ -350,27 +349,8 @@ class Tracer(Inlining, Expander, ControlFlow):
         if isinstance(node.value, gast.Name) and rules.lookup_attribute(node.attr) is None:
             base = self.expr_Name(node.value, scope) if node.value.id in scope.env else None
             if isinstance(base, Var) and base in getattr(self, "_parameters", {}):
-                self._not_an_array(node, *self._parameters[base])
+                described.not_an_array(self, node, *self._parameters[base])
         return super().expr_Attribute(node, scope)
-
-    def _not_an_array(self, node, name, fn):
-        """`p.w` of a parameter compiled code reads as an array: say what `p` is."""
-        read = f"`{name}.{node.attr}`"
-        owner = getattr(fn, "__self__", None)
-        if owner is not None and name == fn.__code__.co_varnames[0]:  # the bound `self`
-            cls = type(owner).__name__
-            call = f"sg.grad({cls}.{fn.__name__}, wrt=1)({cls.lower()}, ...)"
-            how = (f"differentiate `{call}`: a dataclass argument's fields are arguments"
-                   if hasattr(type(owner), "__dataclass_fields__") else
-                   f"make {cls} a dataclass (its fields are then arguments) and differentiate "
-                   f"`{call}`, or pass `{name}.{node.attr}` as an argument")
-            self.error(node, f"{read}: `{name}` is the {cls} object the method "
-                             f"`{fn.__name__}` is bound to, which a transform of the bound "
-                             f"method reads as an array (a {cls} object is not an array)", how)
-        self.error(node, f"{read}: compiled code reads the argument `{name}` as an array, and "
-                         f"an array has no attribute `.{node.attr}`",
-                   "a dataclass or namedtuple argument's fields are read as fields; pass other "
-                   "objects' values as arguments")
 
     def dynamic_attribute(self, base, node):
         if isinstance(base, TraceObject):
@@ -501,33 +481,9 @@ class Tracer(Inlining, Expander, ControlFlow):
         lowered = idioms.lower_builtin(self, fn, args, kwargs, node)
         if lowered is not idioms.NOT_LOWERED:
             return lowered
-        detail = self._from_arguments(node, args[0]) if args and isinstance(args[0], Var) else ""
+        detail = described.from_arguments(self, node, args[0]) \
+            if args and isinstance(args[0], Var) else ""
         self.fail(node, f"`{fn.__name__}()` of an array{detail}", _builtin_hint(fn, bool(detail)))
-
-    def _from_arguments(self, node, value) -> str:
-        """` (`T / dt`, computed from the arguments `T`, `dt`: ...)` for `round(T / dt)`:
-        what the value is, where arguments (Python floats too) are arrays; '' where it
-        comes from no argument."""
-        sources, stack, seen = [], [value], set()
-        made = {out: op for op in self.ops for out in op.outs}
-        params = getattr(self, "_parameters", {})
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in params:
-                sources.append(params[v][0])
-            elif v in made:
-                stack += [a for a in made[v].args if isinstance(a, Var)]
-        if not sources or not node.args:
-            return ""
-        text = ast.unparse(gast.gast_to_ast(node.args[0]))  # (no parentheses around it)
-        what = "the argument" if sources == [text] else \
-            f"computed from the argument{'s' if len(sources) > 1 else ''} " + ", ".join(
-                f"`{p}`" for p in sorted(sources))
-        return (f" (`{text}`, {what}: compiled code reads every argument, a Python float "
-                "too, as an array)")
 
     # ------------------------------------------------------------------ primitives
     def note_fold(self, rule, operands, folded) -> None:
