@@ -400,3 +400,15 @@ def test_other_array_libraries_are_refused_not_run_on_numpy():
     xp = pytest.importorskip("array_api_strict")
     with pytest.raises(TypeError, match="arrays are not supported yet"):
         sg.vmap(layer, in_axes=(0, None, None))(xp.asarray(X), xp.asarray(W), xp.asarray(B))
+
+
+def test_vjp_and_jvp_of_vmap():
+    vm = sg.vmap(layer, in_axes=(0, None, None))
+    out, vjp_fn = sg.vjp(vm, X, W, B)
+    close(out, vm(X, W, B))
+    gx, gW, gb = vjp_fn(np.arange(1.0, 6.0))
+    close(gW, sum((i + 1) * sg.grad(layer, wrt=1)(X[i], W, B) for i in range(5)))
+    close(gx, np.stack([(i + 1) * sg.grad(layer)(X[i], W, B) for i in range(5)]))
+    T = RNG.normal(size=X.shape)
+    out, tangent = sg.jvp(vm, (X, W, B), (T, np.zeros_like(W), np.zeros_like(B)))
+    close(tangent, [sg.grad(layer)(X[i], W, B) @ T[i] for i in range(5)])
