@@ -273,9 +273,25 @@ def branches(x, c):
 
 
 def while_on_data(x):
-    s = x.sum()
+    s = np.abs(x).sum() + 0.1  # a different trip count per example
+    k = 0
     while s < 10.0:
         s = s * 2.0 + 1.0
+        k = k + 1
+    return s, k
+
+
+def newton_sqrt(a):
+    x = a
+    while np.max(np.abs(x * x - a)) > 1e-9:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def while_loss(w, x):
+    s = np.sum(w * x)
+    while s < 10.0:
+        s = s * 2.0
     return s
 
 
@@ -316,10 +332,22 @@ def test_loops_branches_and_writes_match_the_loop(fn, args, axes):
         close(got, want)
 
 
-def test_while_with_a_per_example_trip_count_is_refused_at_its_line():
+def test_while_with_a_per_example_trip_count_runs_masked():
+    s, k = sg.vmap(while_on_data)(X)
+    want = [while_on_data(x) for x in X]
+    close(s, [w[0] for w in want])
+    assert k.tolist() == [w[1] for w in want] and len(set(k.tolist())) > 1
+    A = np.abs(RNG.normal(size=(6, 2))) * 10 + 1
+    close(sg.vmap(newton_sqrt)(A), loop_over(newton_sqrt, (A,), (0,)))
+    vm = sg.vmap(while_on_data)
+    vm(X)
+    assert "xp.where(" in sg.source(vm)  # finished examples keep their values
+
+
+def test_gradient_of_a_per_example_while_is_refused_at_its_line():
     with pytest.raises(sg.CompileError, match="trip count per example") as err:
-        sg.vmap(while_on_data)(X)
-    assert err.value.lineno == while_on_data.__code__.co_firstlineno + 2
+        sg.vmap(sg.grad(while_loss), in_axes=(None, 0))(np.ones(3), np.abs(X) + 0.1)
+    assert err.value.lineno == while_loss.__code__.co_firstlineno + 2
 
 
 def test_write_at_an_index_known_at_run_time_is_refused_at_its_line():
@@ -372,3 +400,15 @@ def test_other_array_libraries_are_refused_not_run_on_numpy():
     xp = pytest.importorskip("array_api_strict")
     with pytest.raises(TypeError, match="arrays are not supported yet"):
         sg.vmap(layer, in_axes=(0, None, None))(xp.asarray(X), xp.asarray(W), xp.asarray(B))
+
+
+def test_vjp_and_jvp_of_vmap():
+    vm = sg.vmap(layer, in_axes=(0, None, None))
+    out, vjp_fn = sg.vjp(vm, X, W, B)
+    close(out, vm(X, W, B))
+    gx, gW, gb = vjp_fn(np.arange(1.0, 6.0))
+    close(gW, sum((i + 1) * sg.grad(layer, wrt=1)(X[i], W, B) for i in range(5)))
+    close(gx, np.stack([(i + 1) * sg.grad(layer)(X[i], W, B) for i in range(5)]))
+    T = RNG.normal(size=X.shape)
+    out, tangent = sg.jvp(vm, (X, W, B), (T, np.zeros_like(W), np.zeros_like(B)))
+    close(tangent, [sg.grad(layer)(X[i], W, B) @ T[i] for i in range(5)])

@@ -15,11 +15,15 @@ JAX batches `fori_loop`, `while_loop` and `cond`:
 * an `if` whose test reads no mapped value stays an `if` with both branches batched
   (an unbatched branch value broadcast where the other branch's is batched);
 * an `if` whose test is mapped runs both branches (they hold no effects and no control
-  flow) and selects per example with `where`, as JAX's `select` does.
+  flow) and selects per example with `where`, as JAX's `select` does;
+* a `while` whose test reads a mapped value (a trip count per example) runs while any
+  example's test holds, with a mask: an example whose test failed keeps its values
+  (`where(mask, new, old)`) and its test stays false, as JAX batches `while_loop`.
 
-A `while` whose test reads a mapped value has a trip count per example: refused
-(Unbatchable, at its line), as is a carried value whose shape changes across
-iterations, and an `if` on a mapped test with effects or loops in a branch.
+Refused (Unbatchable, at the op's line): a carried value whose shape changes across
+iterations, an `if` on a mapped test with effects or loops in a branch, and a `while`
+on a mapped test whose body has effects (a gradient's tape: each example would need
+its own trip count in the adjoint loop).
 """
 
 from __future__ import annotations
@@ -123,8 +127,7 @@ def _loop(b, op):
             break
         carried |= more
     if offset and 0 in carried:
-        raise Unbatchable("a `while` whose test reads a mapped value (a trip count per "
-                          "example)")
+        return _masked_while(b, op, block, entries, params, results)
     for k in carried:
         shapes = {b.shape(entries[k]), b.shape(results[k]), b.shape(params[k])}
         if len(shapes) != 1:
@@ -146,6 +149,47 @@ def _loop(b, op):
         args = (new_entries[0], Pack(tuple(new_entries[1:]), inits.style))
     b.out.append(Op(op.prim, args, op.outs, op.loc, dict(op.attrs), (body,)))
     b.batched.update(o for k, o in enumerate(op.outs) if k + offset in carried)
+
+
+def _masked_while(b, op, block, entries, params, results):
+    """A `while` whose test reads a mapped value: it runs while any example's test holds,
+    and an example whose test failed keeps its values (`where(mask, new, old)`), as JAX
+    batches `while_loop`. Every carried value is batched (a counter stops per example)."""
+    for inner in _all_ops(block.ops):
+        rule = rules.RULES[inner.prim]
+        if rule.effect or rule.io:
+            raise Unbatchable(f"a `while` whose test reads a mapped value, with `{inner.prim}` "
+                              "in its body (a trip count per example)")
+    shapes = [b.shape(e) for e in entries]
+    if any(b.shape(r) != sh for r, sh in zip(results, shapes)):
+        raise Unbatchable("a loop-carried value whose shape changes across iterations")
+    mask0 = _full(b, entries[0])
+    flag0 = _any(b, mask0, op.loc)
+    mask, mask_out = Var(b.namer.fresh("_mask")), Var(b.namer.fresh("_mask"))
+    b.shapes[mask] = b.shapes[mask_out] = ()
+    new_entries = [flag0, mask0] + [_full(b, e) for e in entries[1:]]
+    sub = _sub(b)
+    sub.batched.update([mask, *params[1:]])
+    batch_ops(sub, block.ops)
+    new = [sub._map(r) for r in results]  # noqa: SLF001
+    still = sub.call("logical_and", mask, _full(sub, new[0]), shape=())
+    kept = []
+    for p, r, shape in zip(params[1:], new[1:], shapes[1:]):
+        chosen = sub.pad(mask, len(shape)) if shape else mask
+        kept.append(sub.call("where", chosen, _full(sub, r), p, shape=shape))
+    body = Block(sub.out, [_any(sub, still, op.loc), still] + kept, [params[0], mask] + list(params[1:]))
+    inits = Pack(tuple(new_entries[1:]), op.args[1].style)
+    b.out.append(Op("while_loop", (flag0, inits), (mask_out,) + tuple(op.outs), op.loc,
+                    dict(op.attrs), (body,)))
+    b.batched.update((mask_out,) + tuple(op.outs))
+
+
+def _any(b, mask, loc):
+    """Whether any example's test holds: an unbatched flag (not b.call: that batches)."""
+    flag = Var(b.namer.fresh("_any"))
+    b.out.append(Op("any", (mask, Const(None), Const(False)), (flag,), loc))
+    b.shapes[flag] = ()
+    return flag
 
 
 def _cond(b, op):

@@ -64,7 +64,7 @@ def plain_vjp(f, primals, guards: dict | None = None):
     for p in primals:
         if p.__class__ not in _PLAIN_PRIMALS:
             return None
-    fn = source_function(f, len(primals))
+    fn = source_function(f, len(primals), shaped_args(f, primals))
     compiled = compiled_vjp(fn)
     leaves = [numpy.float64(p) if p.__class__ is float else p for p in primals]
     fwd, bwd, specialized = compiled.vjp_variant(leaves)
@@ -159,6 +159,13 @@ def source_function(f, given: int | None = None, args: tuple | None = None):
     """
     fn = _source_function(f, args)
     return fn if given is None else given_arguments(fn, given)
+
+
+def shaped_args(f, primals):
+    """`primals` where `f`'s generated code exists per argument shapes only (sg.vmap's:
+    its entry for them), else None (a gradient's shape-generic entry)."""
+    inner = getattr(f, "__srcgrad__", None)
+    return tuple(primals) if getattr(inner, "shape_specialised", False) else None
 
 
 def _source_function(f, args=None):
@@ -317,7 +324,8 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     leaves, trees = pytree.flatten_args(primals)
     leaves = [numpy.float64(v) if v.__class__ is float else v for v in leaves]  # inf/nan, as NumPy
     nested = any(t != pytree.LEAF for t in trees)
-    compiled = compiled_vjp(source_function(f, len(primals)), hooks=hooks is not None,
+    fn = source_function(f, len(primals), shaped_args(f, primals))
+    compiled = compiled_vjp(fn, hooks=hooks is not None,
                            trees=trees if nested else None)
     # a variant for these leaves' shapes, under hooks and for container arguments too: it
     # decides what layout and shape facts decide (a loop over a row count, unrolled)
@@ -377,7 +385,8 @@ def jvp(f, primals, tangents, has_aux: bool):
     # Python floats as NumPy's: inf/nan at singular points (`0.0 ** -0.5`), no ZeroDivisionError
     p_leaves, t_leaves = ([numpy.float64(v) if v.__class__ is float else v for v in ls]
                           for ls in (p_leaves, t_leaves))
-    fn = given_arguments(arguments.plain_function(source_function(f)), len(primals))
+    fn = given_arguments(arguments.plain_function(source_function(f, None, shaped_args(f, primals))),
+                         len(primals))
     n = len(inspect.signature(fn).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; got "

@@ -15,9 +15,11 @@ per-example gradient in one pass of matmuls over the batch.
 The generated function takes the arguments as the user passes them: a mapped axis
 other than 0 is moved to the front by its first lines (`xp.moveaxis`, a view), and an
 output's batch axis is moved to its `out_axes` by the return. An output no mapped
-value reaches is broadcast along the batch, as JAX does. An op with no batched form
-(control flow, effects, an index computed from a mapped value) is a CompileError at
-the op's line: never a per-example Python loop, never a silent copy of one result.
+value reaches is broadcast along the batch, as JAX does. Loops and branches are batched
+too (Note [Batching control flow] in srcgrad.passes.batch_control). An op with no
+batched form (an effect, an index computed from a mapped value, a per-example trip
+count in a gradient) is a CompileError at the op's line: never a per-example Python
+loop, never a silent copy of one result.
 """
 
 from __future__ import annotations
