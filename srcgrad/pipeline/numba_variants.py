@@ -19,7 +19,8 @@ NumPy (never a wrong result). numba's array expressions allocate a temporary per
 and its transcendental functions are scalar code, so an elementwise chain over large
 arrays runs slower compiled than on NumPy's vectorised loops: a variant whose compiled
 run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
-`sg.explain` says so (the time of one run; a fusion pass is what would change it).
+`sg.explain` says so (the better of two runs each, on the first call, which so runs the
+variant six times; a fusion pass is what would change the verdict).
 `disable_compile()` then stops numba compiling again for
 other argument types behind the dispatcher's back (an F-ordered or read-only array of
 the same shape, a Python int beside the float the variant saw): such a call, and any
@@ -36,6 +37,7 @@ from __future__ import annotations
 import ast
 import copy
 import os
+import re
 import sys
 import time
 import types
@@ -197,7 +199,7 @@ def _first_line(err) -> str:
                             "Use of unsupported", "Cannot determine Numba type")):
             text = f"{type(err).__name__}: {line}"
             break
-    return text[:200]
+    return re.sub(r" at 0x[0-9a-f]+", "", text)[:200]  # (an address: not the same text twice)
 
 
 def _restorer(want, got):
