@@ -19,7 +19,8 @@ NumPy (never a wrong result). numba's array expressions allocate a temporary per
 and its transcendental functions are scalar code, so an elementwise chain over large
 arrays runs slower compiled than on NumPy's vectorised loops: a variant whose compiled
 run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
-`sg.explain` says so (the time of one run; a fusion pass is what would change it).
+`sg.explain` says so (the better of two runs each, on the first call, which so runs the
+variant six times; a fusion pass is what would change the verdict).
 `disable_compile()` then stops numba compiling again for
 other argument types behind the dispatcher's back (an F-ordered or read-only array of
 the same shape, a Python int beside the float the variant saw): such a call, and any
@@ -35,7 +36,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
 import os
+import re
 import sys
 import time
 import types
@@ -94,56 +97,114 @@ def variant(compiled, rendered, args, fallback):
     rendered for numba) compiled by numba, or `fallback` (NumPy's variant) where numba
     cannot take it (Note [The numba backend])."""
     numba = require()
-    impl = fallback
     odd = _unsupported_argument(args)
     if odd:
         note(compiled, args, "numpy", odd)
-        return impl
+        return fallback
     cached = os.path.isfile(getattr(rendered.__code__, "co_filename", ""))
+    signature = tuple(numba.typeof(a) for a in args)
+    path = _verdict_path(rendered, signature, numba.__version__) if cached else ""
+    known = _read_verdict(path)
+    if known is not None and known["backend"] != "numba":  # an earlier process's verdict
+        note(compiled, args, "numpy", known["reason"])
+        return fallback
     try:
         with warnings.catch_warnings():  # (numba's performance and deprecation warnings)
             warnings.simplefilter("ignore")
             jitted = numba.njit(cache=cached, error_model="numpy")(_in_named_module(rendered))
-            jitted.compile(tuple(numba.typeof(a) for a in args))
+            jitted.compile(signature)
             jitted.disable_compile()
     except Exception as err:  # noqa: BLE001 - any numba failure: this variant runs on NumPy
-        note(compiled, args, "numpy", f"numba could not compile it: {_first_line(err)}")
-        return impl
+        return _on_numpy(compiled, args, fallback, path,
+                         f"numba could not compile it: {_first_line(err)}")
+    if known is not None:  # checked by an earlier process (Note [Verdicts kept])
+        converts = [(tuple(p), getattr(numpy, name)) for p, name in known["converts"]]
+    else:
+        reason, converts = _judge(jitted, fallback, args)
+        if reason:
+            return _on_numpy(compiled, args, fallback, path, reason)
+        _write_verdict(path, {"backend": "numba", "converts": [[list(p), c.__name__] for p, c in converts]})
+    note(compiled, args, "numba", cached=cached)
+    restore = (lambda out: _convert(out, converts)) if converts else _same
+
+    def call(*args):
+        try:
+            out = jitted(*args)
+        except Exception:  # noqa: BLE001 - other argument types, or numba raised: NumPy's answer
+            return fallback(*args)
+        return restore(out)
+
+    call.__wrapped__ = fallback
+    call.__srcgrad_numba__ = jitted
+    return call
+
+
+def _judge(jitted, impl, args) -> tuple:
+    """(why NumPy's code runs, or "", the conversions of numba's results): the first call's
+    check (Note [The numba backend])."""
     try:
         want = impl(*_copies(args))
         numpy_time = _best_of_two(impl, args)
     except Exception:  # noqa: BLE001 - NumPy's code raises: the real call says why, from it
-        note(compiled, args, "numpy", "the NumPy code raised on the first call's arguments")
-        return impl
+        return "the NumPy code raised on the first call's arguments", []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             got = jitted(*_copies(args))
             numba_time = _best_of_two(jitted, args)
     except Exception as err:  # noqa: BLE001
-        note(compiled, args, "numpy", f"numba's code raised where NumPy's did not: {_first_line(err)}")
-        return impl
-    restore = _restorer(want, got)
-    if restore is None:
-        note(compiled, args, "numpy", "numba's result differed from NumPy's on the first call "
-                                      "(its type, shape, dtype or values)")
-        return impl
+        return f"numba's code raised where NumPy's did not: {_first_line(err)}", []
+    converts: list = []
+    if not _compare(want, got, (), converts):
+        return "numba's result differed from NumPy's on the first call (its type, shape, dtype or values)", []
     if numba_time > SLOWER * numpy_time:  # Note [The numba backend]: never slower than NumPy
-        note(compiled, args, "numpy", f"numba's code ran slower than NumPy's on the first call "
-                                      f"({1e3 * numba_time:.3g} ms, NumPy's {1e3 * numpy_time:.3g} ms)")
-        return impl
-    note(compiled, args, "numba", cached=cached)
+        return (f"numba's code ran slower than NumPy's on the first call ({1e3 * numba_time:.3g} ms, "
+                f"NumPy's {1e3 * numpy_time:.3g} ms)"), []
+    return "", converts
 
-    def call(*args):
-        try:
-            out = jitted(*args)
-        except Exception:  # noqa: BLE001 - other argument types, or numba raised: NumPy's answer
-            return impl(*args)
-        return restore(out)
 
-    call.__wrapped__ = impl
-    call.__srcgrad_numba__ = jitted
-    return call
+def _on_numpy(compiled, args, fallback, path, reason):
+    note(compiled, args, "numpy", reason)
+    _write_verdict(path, {"backend": "numpy", "reason": reason})
+    return fallback
+
+
+# Note [Verdicts kept]
+# ~~~~~~~~~~~~~~~~~~~~
+# The first call's check runs the variant six times (Note [The numba backend]), and a
+# variant numba refuses costs its failed compile: seconds a later process need not spend.
+# So the verdict is kept beside the module's text in srcgrad's cache, one small JSON file
+# per module, argument types and numba version: a later process runs NumPy's code where
+# the verdict says so (no numba compile), and where it says numba, loads numba's cached
+# machine code and calls it without the check (the conversions of its results kept too).
+def _verdict_path(rendered, signature, version: str) -> str:
+    from srcgrad.digest import sha256
+
+    tag = sha256(f"{signature}\0{version}".encode()).hexdigest()[:16]
+    return f"{os.path.splitext(rendered.__code__.co_filename)[0]}.{tag}.numba.json"
+
+
+def _read_verdict(path: str):
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            verdict = json.load(file)
+        return verdict if verdict.get("backend") in ("numba", "numpy") else None
+    except (OSError, ValueError):
+        return None
+
+
+def _write_verdict(path: str, verdict: dict) -> None:
+    if not path:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as file:
+            json.dump(verdict, file)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # (a read-only cache: the next process checks again)
 
 
 def _in_named_module(impl):
@@ -197,7 +258,7 @@ def _first_line(err) -> str:
                             "Use of unsupported", "Cannot determine Numba type")):
             text = f"{type(err).__name__}: {line}"
             break
-    return text[:200]
+    return re.sub(r" at 0x[0-9a-f]+", "", text)[:200]  # (an address: not the same text twice)
 
 
 def _restorer(want, got):

@@ -68,6 +68,11 @@ def test_a_construct_numba_cannot_type_runs_on_numpy_with_its_reason():
     np.testing.assert_allclose(g(x), sg.grad(f)(x), rtol=1e-12)
     text = sg.explain(g)
     assert "NumPy (numba fallback: numba could not compile it: TypingError" in text, text
+    # a later process reads the verdict and compiles nothing (Note [Verdicts kept])
+    from srcgrad.codegen.cache import default_cache
+
+    kept = list(default_cache().directory.glob("*/*.numba.json"))
+    assert any('"backend": "numpy"' in p.read_text() and "TypingError" in p.read_text() for p in kept)
 
 
 def test_a_layout_numba_was_not_compiled_for_runs_numpys_code():
@@ -118,6 +123,8 @@ def test_numbas_machine_code_is_loaded_by_a_second_process(tmp_path):
                            check=True).stdout.split("\n") for _ in range(2)]
     assert all("numba (machine code cached on disk)" in r[1] for r in runs), runs
     assert list((tmp_path / "cache").glob("*/__pycache__/*.nbi")), "numba wrote no cache index"
+    verdicts = list((tmp_path / "cache").glob("*/*.numba.json"))  # Note [Verdicts kept]
+    assert len(verdicts) == 1 and '"backend": "numba"' in verdicts[0].read_text()
     # the second process loads numba's machine code: no compile (a compile is seconds)
     assert float(runs[1][0]) < float(runs[0][0]) / 2, runs
 
