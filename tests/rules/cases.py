@@ -658,7 +658,8 @@ for _name in ("signbit", "isneginf", "isposinf", "isreal", "iscomplex", "fix", "
     case(_name, ("special", {"x": Fixed([-1.5, 0.0, np.inf, -np.inf, 2.5])}), ("matrix", {"x": N(3, 4)}))
 case("isclose", ("broadcast", {"a": N(3, 4), "b": N(4)}), ("tolerance", {"a": N(3), "b": N(3), "atol": 10.0}))
 case("allclose", ("near", {"a": N(3, 4), "b": N(3, 4), "atol": 10.0}))
-case("array_equal", ("different", {"a1": N(3), "a2": N(3)}), ("nan", {"a1": _NAN, "a2": _NAN, "equal_nan": True}))
+case("array_equal", ("different", {"a1": N(3), "a2": N(3)}),
+     ("nan", {"a1": _NAN, "a2": _NAN, "equal_nan": True}))
 case("array_equiv", ("broadcast", {"a1": N(3, 4), "a2": N(4)}))
 case("isin", ("values", {"element": N(3, 4), "test_elements": N(5)}))
 case("digitize", ("bins", {"x": N(3, 4), "bins": Fixed([-1.0, 0.0, 1.0])}),
