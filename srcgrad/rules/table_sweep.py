@@ -251,3 +251,11 @@ _nondiff("digitize", "x, bins, right=False", "xp.digitize(x, bins, right=right)"
 for _name in ("nanargmax", "nanargmin"):
     _nondiff(_name, "a, axis=None, keepdims=False",
              f"xp.{_name}(a, axis=axis, keepdims=keepdims)", elementwise=False)
+
+
+# ---------------------------------------------------------------- the Python surface
+# `assert test, message` in compiled code: the test runs in the forward pass where the
+# user wrote it (never at compile time), and has no effect on gradients.
+defrule("assert_true", "test, message", "assert_true(test, message)",
+        targets=("srcgrad.rules.helpers.assert_true",), nondiff=True, effect=True, io=True,
+        nout=0, doc="the user's assert, in the forward pass; nothing to differentiate")
