@@ -1039,7 +1039,11 @@ class Generator:
         if "container_arg" not in self.features and self.chance(0.2):
             self.output = self.pick(["array", "tuple"])
             self.out_shape = self.target_shape() or (2,)
+        arrays = [n for n, t in self.scope.vars.items() if t != FLOAT]  # (the arguments')
         body = self.block(1, self.rng.randint(1, self.max_stmts))
+        if arrays and self.sweep.random() < 0.1:  # issue 29: `assert` runs in the forward
+            self.features.add("assert")
+            body.insert(0, f"    assert np.all(np.isfinite({self.sweep.choice(arrays)})), 'finite'")
         body.append(f"    return {self.result()}")
         self.defaulted_parameter(names, prologue, body)
         header = ["import math", "", "import numpy as np", "",

@@ -88,3 +88,20 @@ def test_every_fuzzer_spelling_compiles_and_matches_differences(tmp_path, shape,
     x = np.random.default_rng(11).uniform(0.2, 0.9, shape) * np.array([1.0, -1.0] * 6)[:shape[-1]]
     np.testing.assert_allclose(sg.grad(module.f)(x), numeric_grad(module.f, [x], 0),
                                rtol=1e-5, atol=1e-6, err_msg=form)
+
+
+def boolean_results(x):
+    y = np.where(np.isreal(x), x, 0.0) + np.where(np.iscomplex(x), 0.0, x) + np.fix(x) * x
+    y = y + np.where(np.isposinf(x), 0.0, x) + np.where(np.isneginf(x), 0.0, x)
+    y = y + np.where(np.isclose(x, 0.5), 0.0, x) + np.where(np.isclose(x, x, equal_nan=True), x, 0.0)
+    return np.sum(y * y) + np.where(np.allclose(x, 0.5 * x), 1.0, 0.0) * np.sum(x)
+
+
+def test_the_boolean_rows_array_api_spellings_agree_with_numpy():
+    xs = pytest.importorskip("array_api_strict")
+    x = np.array([0.5, -1.5, 2.25, 0.5000000001])
+    expected = sg.grad(boolean_results)(x)
+    np.testing.assert_allclose(np.asarray(sg.grad(boolean_results)(xs.asarray(x))), expected)
+    from tests.conftest import numeric_grad
+
+    np.testing.assert_allclose(expected, numeric_grad(boolean_results, [x], 0), rtol=1e-6)
