@@ -131,13 +131,6 @@ PROGRAM = textwrap.dedent('''
     def good_import(x):
         return np.sum(x) * math.pi
 
-    def bad_assert(x):
-        assert x.ndim == 1  # HERE
-        return np.sum(x ** 2)
-
-    def good_assert(x):
-        return np.sum(x ** 2)
-
     def bad_set(x):
         ks = {0, 2}  # HERE
         return sum([x[k] for k in ks])
@@ -492,6 +485,12 @@ PROGRAM = textwrap.dedent('''
         return float(np.sum(x * x))  # HERE
 
     def good_float(x):
+        return np.sum(x * x)
+
+    def bad_item(x):
+        return np.sum(x * x).item()  # HERE
+
+    def good_item(x):
         return np.sum(x * x)
 
     def bad_max_of_array(x):
@@ -1255,8 +1254,6 @@ ROWS = [
         "import at module level", "good_import"),
     Row(("frontend/fence.py", "an `import` inside the function"), "bad_import_from", "`import`",
         "import at module level", "good_import"),
-    Row(("frontend/fence.py", "`assert`"), "bad_assert", "`assert`", "check inputs before",
-        "good_assert"),
     Row(("frontend/fence.py", "a set"), "bad_set", "a set is", "use a tuple or a list", "good_set"),
     Row(("frontend/fence.py", "a set comprehension"), "bad_set_comp", "set comprehension",
         "use a list", "good_set_comp"),
@@ -1275,8 +1272,10 @@ ROWS = [
         "assignment to `np.total`", "assign to a plain name", "good_attribute_target"),
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_builtin", "`round()` of an array",
         "`np.round(...)`", "good_builtin"),
-    Row(("frontend/trace.py", "`{}()` of an array"), "bad_float", "`float()` of an array",
-        "drop the `float()`", "good_float"),
+    Row(("frontend/trace.py", "a Python number carries no derivative"), "bad_float",
+        "`float()` of an array", "drop the `float()`", "good_float"),
+    Row(("frontend/trace.py", "Python numbers carry no derivative"), "bad_item",
+        "`.item()` is not supported", "drop it", "good_item"),
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_max_of_array", "`max()` of an array",
         "`np.max(x)` of one array", "good_max_of_array"),
     Row(("frontend/trace.py", "`{}()` of an array"), "bad_range_of_length", "`range()` of an array",

@@ -39,6 +39,11 @@ _SWAPPED = ("tuple(axis2 % x.ndim if i == axis1 % x.ndim else axis1 % x.ndim if 
 NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (NumPy's `add.at`), which the "
                           "gradient of an integer-array gather needs")
 
+# NumPy's isclose: |a - b| <= atol + rtol |b|, equal infinities close, nan only with equal_nan
+_CLOSE = "((a == b) | (xp.abs(a - b) <= atol + rtol * xp.abs(xp.asarray(b))))"
+_ISCLOSE = (f"{_CLOSE} if not equal_nan else "
+            f"({_CLOSE} | (xp.isnan(xp.asarray(a)) & xp.isnan(xp.asarray(b))))")
+
 ARRAY_API: dict = {
     # x may be a Python number (emit writes `x.shape` for a known array: Note [Python
     # numbers in other namespaces])
@@ -141,6 +146,16 @@ ARRAY_API: dict = {
     "kron": Refused("the Array API has no kron"),
     "ediff1d": "xp.diff(xp.reshape(ary, (-1,)))",
     "nansum": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims)",
+    # integer and boolean results (their derivative is 0): the Array API's names
+    "isneginf": "x == -xp.inf",
+    "isposinf": "x == xp.inf",
+    "isreal": "xp.imag(x) == 0 if xp.isdtype(x.dtype, 'complex floating') "
+              "else xp.ones_like(x, dtype=xp.bool)",
+    "iscomplex": "xp.imag(x) != 0 if xp.isdtype(x.dtype, 'complex floating') "
+                 "else xp.zeros_like(x, dtype=xp.bool)",
+    "fix": "xp.trunc(x)",
+    "isclose": _ISCLOSE,
+    "allclose": f"bool(xp.all({_ISCLOSE}))",
     "nanmean": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims) / "
                "xp.sum(xp.astype(xp.logical_not(xp.isnan(x)), x.dtype), axis=axis, keepdims=keepdims)",
 }

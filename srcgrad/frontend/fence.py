@@ -26,7 +26,6 @@ _REJECTED = {
     gast.Delete: ("`del`", "let the name go out of use instead"),
     gast.Import: ("an `import` inside the function", "import at module level"),
     gast.ImportFrom: ("an `import` inside the function", "import at module level"),
-    gast.Assert: ("`assert`", "check inputs before calling the differentiated function"),
     gast.SetComp: ("a set comprehension", "use a list"),
     gast.Set: ("a set", "use a tuple or a list"),
     gast.Starred: None,  # allowed only in calls and tuple targets; checked by the tracer

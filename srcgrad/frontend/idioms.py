@@ -15,6 +15,8 @@ Some ordinary calls are not one primitive, but a few rows in a row:
 * A call of a pure NumPy or `math` function whose arguments are all constants runs at
   compile time (`np.linspace(0, 1, 5)`, `math.factorial(3)`); numpy.random is never
   folded (each call must draw anew).
+* `getattr(obj, "name")` of a constant object and name is that attribute (`getattr(np,
+  "exp")(x)` calls the `exp` row).
 * `float(i)` / `int(i)` of a loop index or a shape (a value of kind "static") is a
   row that runs with the function; of a traced array it stays refused, since the
   number would lose its derivative. `dict(a=a, b=b)` is a native dict.
@@ -65,6 +67,9 @@ def lower_call(tracer, callee, args, kwargs, node):
         return _stacking(tracer, stacking, args, node)
     if array_like:
         return _array(tracer, callee, args, kwargs, node)
+    if callee is getattr and not kwargs and 2 <= len(args) <= 3 and all(
+            isinstance(a, Const) for a in args):  # `getattr(np, "exp")`: a constant name
+        return Const(getattr(*(a.value for a in args)))
     if callee is functools.partial and args and not kwargs.keys() & {"func"}:
         return _partial(args, kwargs)
     if getattr(callee, "__name__", None) == "at" and \

@@ -41,6 +41,16 @@ _INT_ARITHMETIC = frozenset({"add", "subtract", "multiply", "floor_divide", "mod
                              "py_int", "maximum", "minimum"})
 
 
+# Note [Python numbers of arrays]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `float(x)`, `int(x)`, `x.item()` and `x.tolist()` of a traced array are CompileErrors
+# (issue 29 decided it): the Python number they make has no derivative, and a gradient
+# that flows into it would be silently zero. torch's `.item()` returns a number with no
+# gradient; JAX raises (ConcretizationTypeError) and so does HIPS autograd, and srcgrad
+# follows them: a zero gradient is a claim. A value of kind "static" (a loop index, a
+# shape) is a plain number and converts (srcgrad.frontend.idioms.lower_builtin).
+
+
 def _builtin_hint(fn, of_arguments: bool = False) -> str:
     """What to write instead of a builtin applied to an array (tests/test_hint_rewrites.py
     compiles each suggestion); `of_arguments`: of a value computed from arguments."""
@@ -216,6 +226,17 @@ class Tracer(Inlining, Expander, ControlFlow):
             self.trace_while(node, scope)
         elif isinstance(node, gast.Pass):
             return
+        elif isinstance(node, gast.Assert):  # runs in the forward, no effect on gradients
+            test = self.expr(node.test, scope)
+            message = Const(None)
+            if node.msg is not None:
+                message = self.expr(node.msg, scope)
+                if not isinstance(message, Const):  # a traced message: the source text
+                    import ast
+
+                    message = Const(ast.unparse(gast.gast_to_ast(node.msg)))
+            if not (isinstance(test, Const) and test.value):
+                self.apply(rules.RULES["assert_true"], [test, message], {}, node)
         elif isinstance(node, gast.FunctionDef):
             self.bind(gast.Name(node.name, gast.Store(), None, None),
                       Const(_NestedDef(self, node, scope)), scope)
@@ -360,6 +381,10 @@ class Tracer(Inlining, Expander, ControlFlow):
         return super().dynamic_attribute(base, node)
 
     def call_method(self, base, name, args, kwargs, node):
+        if name in ("item", "tolist") and isinstance(base, Var):  # Note [Python numbers of arrays]
+            self.error(node, f"the array method `.{name}()` is not supported in compiled code: "
+                       "Python numbers carry no derivative, so the result would be a silent "
+                       "constant", "drop it: a 0-d array works as a number in compiled code")
         if isinstance(base, TraceObject):
             return base.trace_method(self, name, args, kwargs, node)
         if isinstance(base, (tuple, list, dict)):
@@ -467,6 +492,11 @@ class Tracer(Inlining, Expander, ControlFlow):
             return self.apply(rules.RULES["getitem"], [shape, Const(0)], {}, node)
         if fn in (len, tuple, list) and len(args) == 1 and isinstance(args[0], (tuple, list)):
             return Const(len(args[0])) if fn is len else fn(args[0])
+        if fn is sum and isinstance(args[0], Var) and not kwargs:
+            # Python's sum of an array adds its rows: NumPy's sum over axis 0 (a 0-d
+            # array raises at run time, as Python's iteration of it does)
+            total = self.apply(rules.RULES["sum"], [args[0]], {"axis": Const(0)}, node)
+            return self.binop(gast.Add, args[1], total, node) if len(args) > 1 else total
         if fn is sum and isinstance(args[0], (tuple, list)):
             total = args[1] if len(args) > 1 else Const(0)
             for item in args[0]:
@@ -483,6 +513,10 @@ class Tracer(Inlining, Expander, ControlFlow):
             return lowered
         detail = described.from_arguments(self, node, args[0]) \
             if args and isinstance(args[0], Var) else ""
+        if fn in (float, int):  # Note [Python numbers of arrays]
+            self.error(node, f"`{fn.__name__}()` of an array{detail} is not supported in compiled "
+                       "code: a Python number carries no derivative, so the result would be a "
+                       "silent constant", _builtin_hint(fn, bool(detail)))
         self.fail(node, f"`{fn.__name__}()` of an array{detail}", _builtin_hint(fn, bool(detail)))
 
     # ------------------------------------------------------------------ primitives

@@ -40,7 +40,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
-    "kron_bar", "svd_reduced",
+    "kron_bar", "svd_reduced", "assert_true",
 ]
 
 
@@ -859,3 +859,10 @@ def svd_reduced(x, full_matrices):
                          "needs full_matrices=False (the extra columns of U or Vh are not "
                          "unique)")
     return x
+
+
+def assert_true(test, message):
+    """The user's `assert test, message`, run where their code runs it: AssertionError
+    when the test is false (a multi-element array raises as Python's `assert` does)."""
+    if not test:
+        raise AssertionError(message) if message is not None else AssertionError()

@@ -223,3 +223,39 @@ defrule("svdvals", "x", "xp.linalg.svdvals(x)", targets=("numpy.linalg.svdvals",
 # composition (srcgrad/rules/compositions.py) finds its segments with it.
 defrule("searchsorted", "a, v, side='left'", "xp.searchsorted(a, v, side=side)",
         targets=("numpy.searchsorted",), nondiff=True, doc="integer indices: no derivative")
+
+# ---------------------------------------------------------------- integer and boolean results
+# Tests, indices and piecewise-constant values: run as NumPy on active operands; their
+# derivative is 0 (the truth), so no formula.
+def _nondiff(name, signature="x", render=None, elementwise=True, doc=""):
+    defrule(name, signature, render or f"xp.{name}({signature})", targets=(f"numpy.{name}",),
+            elementwise=elementwise, nondiff=True, doc=doc)
+
+
+for _name in ("signbit", "isneginf", "isposinf", "isreal", "iscomplex"):
+    _nondiff(_name)
+_nondiff("fix", doc="rounds toward 0: piecewise constant, derivative 0 (as trunc)")
+_nondiff("spacing", doc="piecewise constant in x: derivative 0")
+_nondiff("isclose", "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
+         "xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)")
+_nondiff("allclose", "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
+         "xp.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)", elementwise=False)
+_nondiff("array_equal", "a1, a2, equal_nan=False", "xp.array_equal(a1, a2, equal_nan=equal_nan)",
+         elementwise=False)
+_nondiff("array_equiv", "a1, a2", elementwise=False)
+_nondiff("isin", "element, test_elements, assume_unique=False, invert=False",
+         "xp.isin(element, test_elements, assume_unique=assume_unique, invert=invert)",
+         elementwise=False)
+_nondiff("digitize", "x, bins, right=False", "xp.digitize(x, bins, right=right)",
+         elementwise=False)
+for _name in ("nanargmax", "nanargmin"):
+    _nondiff(_name, "a, axis=None, keepdims=False",
+             f"xp.{_name}(a, axis=axis, keepdims=keepdims)", elementwise=False)
+
+
+# ---------------------------------------------------------------- the Python surface
+# `assert test, message` in compiled code: the test runs in the forward pass where the
+# user wrote it (never at compile time), and has no effect on gradients.
+defrule("assert_true", "test, message", "assert_true(test, message)",
+        targets=("srcgrad.rules.helpers.assert_true",), nondiff=True, effect=True, io=True,
+        nout=0, doc="the user's assert, in the forward pass; nothing to differentiate")

@@ -80,7 +80,15 @@ def sweep_unary(e: str, s: tuple):
              "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
              "np.select([({0}) > 0.0], [({0}) * 2.0], {0})",
              "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.3, 1.2]))",
-             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))"]
+             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))",
+             # integer and boolean results (nondiff rows): a factor of the expression
+             "(({0}) * np.signbit({0}))", "(({0}) * (np.isneginf({0}) + np.isposinf({0}) + 1))",
+             "(({0}) * np.isreal({0}) * (1 - np.iscomplex({0})))", "(({0}) * np.fix({0}))",
+             "(({0}) + np.spacing({0}))", "np.where(np.isclose({0}, 0.5), 0.0, {0})",
+             "(({0}) * np.allclose({0}, 0.0) + ({0}) * np.array_equal({0}, {0}))",
+             "(({0}) * np.array_equiv({0}, {0}) * (1 - np.isin({0}, np.array([0.5]))))",
+             "(({0}) * np.digitize({0}, np.array([-0.5, 0.5])))",
+             "(({0}) * (np.nanargmax({0}) - np.nanargmin({0})))"]
     if len(s) == 2:
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
                   "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
@@ -1031,7 +1039,11 @@ class Generator:
         if "container_arg" not in self.features and self.chance(0.2):
             self.output = self.pick(["array", "tuple"])
             self.out_shape = self.target_shape() or (2,)
+        arrays = [n for n, t in self.scope.vars.items() if t != FLOAT]  # (the arguments')
         body = self.block(1, self.rng.randint(1, self.max_stmts))
+        if arrays and self.sweep.random() < 0.1:  # issue 29: `assert` runs in the forward
+            self.features.add("assert")
+            body.insert(0, f"    assert np.all(np.isfinite({self.sweep.choice(arrays)})), 'finite'")
         body.append(f"    return {self.result()}")
         self.defaulted_parameter(names, prologue, body)
         header = ["import math", "", "import numpy as np", "",

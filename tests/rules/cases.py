@@ -673,3 +673,17 @@ case("svd_reduced", ("square", {"x": N(3, 3), "full_matrices": True}),
      ("tall", {"x": N(3, 2), "full_matrices": False}))
 case("searchsorted", ("left", {"a": Fixed([0.1, 0.5, 0.9]), "v": N(2, 3)}),
      ("right", {"a": Fixed([0.1, 0.5, 0.9]), "v": Fixed([0.5, 1.2]), "side": "right"}))
+for _name in ("signbit", "isneginf", "isposinf", "isreal", "iscomplex", "fix", "spacing"):
+    case(_name, ("special", {"x": Fixed([-1.5, 0.0, np.inf, -np.inf, 2.5])}), ("matrix", {"x": N(3, 4)}))
+case("isclose", ("broadcast", {"a": N(3, 4), "b": N(4)}), ("tolerance", {"a": N(3), "b": N(3), "atol": 10.0}))
+case("allclose", ("near", {"a": N(3, 4), "b": N(3, 4), "atol": 10.0}))
+case("array_equal", ("different", {"a1": N(3), "a2": N(3)}),
+     ("nan", {"a1": _NAN, "a2": _NAN, "equal_nan": True}))
+case("array_equiv", ("broadcast", {"a1": N(3, 4), "a2": N(4)}))
+case("isin", ("values", {"element": N(3, 4), "test_elements": N(5)}))
+case("digitize", ("bins", {"x": N(3, 4), "bins": Fixed([-1.0, 0.0, 1.0])}),
+     ("right", {"x": N(5), "bins": Fixed([-0.5, 0.5]), "right": True}))
+for _name in ("nanargmax", "nanargmin"):
+    case(_name, ("nan-axis", {"a": _NAN, "axis": 1}), ("flat", {"a": N(3, 4)}))
+case("assert_true", ("true", {"test": True, "message": "positive"}),
+     ("numpy-bool", {"test": np.True_, "message": None}))

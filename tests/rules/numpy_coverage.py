@@ -108,11 +108,11 @@ HAND = _merge(
              "numpy.packbits numpy.unpackbits"),
     _group(C, "an integer or boolean result (not yet a `nondiff` row: an active operand "
              "is refused)",
-             "numpy.allclose numpy.argpartition numpy.argwhere numpy.array_equal "
-             "numpy.array_equiv numpy.digitize numpy.flatnonzero numpy.isclose numpy.isin "
-             "numpy.iscomplex numpy.isneginf numpy.isposinf numpy.isreal numpy.lexsort "
-             "numpy.nanargmax numpy.nanargmin numpy.nonzero numpy.signbit "
-             "numpy.bincount numpy.linalg.matrix_rank numpy.fix numpy.spacing "
+             "numpy.argpartition numpy.argwhere "
+             "numpy.flatnonzero "
+             "numpy.lexsort "
+             "numpy.nonzero "
+             "numpy.bincount numpy.linalg.matrix_rank "
              "ndarray.argpartition ndarray.nonzero ndarray.searchsorted"),
     # ---------------------------------------------------------------- refused
     _group(C, "a type, dtype, shape or memory query: the result holds no derivative",
