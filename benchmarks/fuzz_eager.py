@@ -2,6 +2,7 @@
 
     python benchmarks/fuzz_eager.py --seed 0 --programs 5000 [--minutes 10] [--dir D]
         [--jobs 8] [--shrink-budget 30] [--no-shrink]
+    python benchmarks/fuzz_eager.py --torch --seed 0 --programs 400   (where torch imports)
 
 Generates torch-style programs from consecutive seeds (tests/eager_fuzz/generator.py),
 judges each with tests/eager_fuzz/oracle.py (backward(), autograd.grad and second order
@@ -10,6 +11,11 @@ spec), and prints the counts per outcome, each failure class with its first seed
 shrunk repro of each class (statements and output terms deleted while the program fails
 the same way). With --dir, every failing program's source is written there as
 seed_<N>.py, and each shrunk repro as class_<k>.py.
+
+With --torch, the campaign is tests/eager_fuzz/kinks.py instead: one op of a row at a
+kink or pole (0, -0, +-1, +-inf, ties), whose gradients (first and second order) must be
+torch's; central differences cannot judge a kink. It needs torch importable (never a
+dependency: run the script with a scratch environment's Python).
 """
 
 from __future__ import annotations
@@ -118,6 +124,26 @@ def shrink(program: Program, failure, budget: float) -> Program:
 
 
 # ---------------------------------------------------------------- the campaign
+def _torch_kinks(first_seed: int, programs: int) -> int:
+    """One op at a kink or pole per program, sg.Tensor against torch (tests/eager_fuzz/
+    kinks.py); torch is never a dependency: without it, nothing is judged."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("--torch: torch is not importable here; no kink is judged (install torch in a "
+              "scratch environment and run this script with its Python)")
+        return 0
+    from tests.eager_fuzz import kinks
+
+    os.environ.setdefault("SRCGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="sgcache-eager-"))
+    counts, wrong = kinks.campaign(first_seed, programs)
+    print(f"kinks and poles against torch, seeds {first_seed}..{first_seed + programs - 1}: "
+          f"{counts}")
+    for seed, expr, inputs, ours, theirs in wrong:
+        print(f"  seed {seed}: {expr} at {inputs}\n    sg:    {ours}\n    torch: {theirs}")
+    return 1 if counts["wrong"] else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -128,7 +154,11 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--shrink-budget", type=float, default=30.0, help="seconds per class")
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--torch", action="store_true",
+                    help="the kinks-and-poles campaign judged against torch, where importable")
     args = ap.parse_args(argv)
+    if args.torch:
+        return _torch_kinks(args.seed, args.programs)
 
     os.environ.setdefault("SRCGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="sgcache-eager-"))
     directory = args.dir or Path(tempfile.mkdtemp(prefix="srcgrad-eager-fuzz-"))

@@ -430,7 +430,7 @@ def install(cls) -> None:
             named[method] = _unary(rule)
     ops_by_name = {"mul": "multiply", "multiply": "multiply", "div": "divide",
                    "divide": "divide", "true_divide": "divide", "subtract": "subtract",
-                   "maximum": "maximum", "minimum": "minimum", "fmod": "mod",
+                   "maximum": "maximum", "minimum": "minimum", "fmod": "torch_fmod",
                    "remainder": "mod", "atan2": "arctan2", "arctan2": "arctan2",
                    "hypot": "hypot", "logaddexp": "logaddexp", "outer": "outer",
                    "inner": "inner", "lt": "less", "le": "less_equal", "gt": "greater",

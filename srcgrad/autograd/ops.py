@@ -87,7 +87,7 @@ INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (N
 # generated backward of another row run on Tensors) reaches `apply`, so this is the one
 # place the swap is made.
 EAGER_ROWS = {"power": "torch_power", "arctan2": "torch_arctan2", "hypot": "torch_hypot",
-              "clip": "torch_clip"}
+              "clip": "torch_clip", "logaddexp": "torch_logaddexp"}
 _TENSORISH = (Tensor, _ndarray)
 
 
@@ -386,6 +386,7 @@ _TORCH_NAMES = {
     "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "arcsinh": "Asinh",
     "arccosh": "Acosh", "arctanh": "Atanh", "arctan2": "Atan2", "mod": "Remainder",
     "take_along_axis": "Gather", "where": "Where", "conjugate": "Conj", "outer": "Outer",
+    "torch_fmod": "Fmod",
 }
 _NAME_CACHE: dict = {}
 

@@ -12,10 +12,10 @@ are torch's formulas, written as torch writes them (`grad * (exponent * self.pow
 - 1))`, so a create_graph backward records the ops torch records and a saved-tensor hook
 sees what torch's sees), and srcgrad.autograd.ops.apply runs one of them wherever the
 eager runtime would run the compiler's row (`EAGER_ROWS` there). Compiled code never
-reads them: they have no targets. docs/conventions.md ("Kinks and poles") lists every
-row's value at its kinks under torch, under sg.Tensor and under compiled code, and
-tests/autograd/test_kinks_vs_torch.py holds torch's observed values.
-"""
+reads them: they have no targets (but torch_fmod, also NumPy's fmod, which had no row).
+docs/conventions.md ("Kinks and poles") lists every row's value at its kinks under
+torch, under sg.Tensor and under compiled code, and tests/autograd/test_kinks_vs_torch.py
+holds torch's observed values."""
 
 from srcgrad.rules.core import defrule
 
@@ -111,3 +111,19 @@ defrule("torch_clamp_scalar", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_
 defrule("torch_sigmoid", "x", "xp.exp(-xp.logaddexp(0, -x))", elementwise=True,
         vjp={"x": "g * (1 - ans) * ans"}, jvp={"x": "x_t * (1 - ans) * ans"},
         doc="the eager `sigmoid` (torch's): derivative (1 - ans) * ans, 0 at +-inf")
+
+# torch's fmod (C's fmod: the sign of x, x - y * trunc(x / y)); the eager `fmod` used to
+# run `mod` (Python's %, the sign of y): fmod(-1, 2) was 1, torch's is -1. FmodBackward1:
+# other's gradient -grad * trunc(x / y). The compiler had no fmod row: this one is also
+# NumPy's fmod (its one target; the other rows here have none).
+defrule("torch_fmod", "x, y", "xp.fmod(x, y)", targets=("numpy.fmod",), elementwise=True,
+        vjp={"x": _ub("g", "x"), "y": _ub("-g * xp.trunc(x / y)", "y")},
+        jvp={"x": "x_t", "y": "-y_t * xp.trunc(x / y)"},
+        doc="the eager `fmod` (torch's): the sign of x; d/dy = -trunc(x / y), one-sided at the jumps")
+
+# torch's LogaddexpBackward0: grad / (1 + exp(other - self)): 1 at x == inf (the
+# compiler's exp(x - ans) is exp(inf - inf), nan).
+defrule("torch_logaddexp", "x, y", "xp.logaddexp(x, y)", elementwise=True,
+        vjp={"x": _ub("g / (1 + xp.exp(y - x))", "x"), "y": _ub("g / (1 + xp.exp(x - y))", "y")},
+        jvp={"x": "x_t / (1 + xp.exp(y - x))", "y": "y_t / (1 + xp.exp(x - y))"},
+        doc="the eager `logaddexp` (torch's): d/dx = 1 / (1 + exp(y - x)), 1 at x == inf")

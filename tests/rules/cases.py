@@ -308,6 +308,8 @@ case("torch_clamp_scalar",
      ("both", {"x": N(3, 4), "a_min": -0.5, "a_max": 0.5}),
      ("min-only", {"x": N(3, 4), "a_min": -0.25, "a_max": None}),
      ("max-only", {"x": N(5), "a_min": None, "a_max": 0.25}))
+case("torch_fmod", *_binary(lambda *s: U(-3.3, 3.3, *s), lambda *s: U(0.7, 0.9, *s)))
+case("torch_logaddexp", *_binary())
 case("torch_sigmoid", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
 
 # ---------------------------------------------------------------- not differentiable
