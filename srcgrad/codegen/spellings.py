@@ -40,7 +40,8 @@ NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (Nu
                           "gradient of an integer-array gather needs")
 
 # NumPy's isclose: |a - b| <= atol + rtol |b|, equal infinities close, nan only with equal_nan
-_CLOSE = "((a == b) | (xp.abs(a - b) <= atol + rtol * xp.abs(xp.asarray(b))))"
+_CLOSE = ("((a == b) | (xp.abs(a - b) <= (1e-08 if atol is None else atol)"
+          " + (1e-05 if rtol is None else rtol) * xp.abs(xp.asarray(b))))")
 _ISCLOSE = (f"{_CLOSE} if not equal_nan else "
             f"({_CLOSE} | (xp.isnan(xp.asarray(a)) & xp.isnan(xp.asarray(b))))")
 

@@ -42,7 +42,8 @@ defrule("fmod", "x, y", "xp.fmod(x, y)", targets=("numpy.fmod",), elementwise=Tr
         jvp={"x": "x_t", "y": "-y_t * xp.trunc(x / y)"},
         doc="away from the jumps (x1 / x2 an integer)")
 
-defrule("nan_to_num", "x, nan=0.0, posinf=None, neginf=None",
+# (nan=0, an int: a plain signature, read without compiling a `def`; NumPy casts it)
+defrule("nan_to_num", "x, nan=0, posinf=None, neginf=None",
         "xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)", targets=("numpy.nan_to_num",),
         vjp={"x": "xp.where(xp.isfinite(x), g, 0)",
              "nan": _ub("xp.where(xp.isnan(x), g, 0)", "nan"),
@@ -236,10 +237,13 @@ for _name in ("signbit", "isneginf", "isposinf", "isreal", "iscomplex"):
     _nondiff(_name)
 _nondiff("fix", doc="rounds toward 0: piecewise constant, derivative 0 (as trunc)")
 _nondiff("spacing", doc="piecewise constant in x: derivative 0")
-_nondiff("isclose", "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
-         "xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)")
-_nondiff("allclose", "a, b, rtol=1e-05, atol=1e-08, equal_nan=False",
-         "xp.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)", elementwise=False)
+# (rtol/atol default None, NumPy's 1e-05 and 1e-08 in the render: a plain signature)
+_TOLERANCES = ("rtol=(1e-05 if rtol is None else rtol), atol=(1e-08 if atol is None else atol),"
+               " equal_nan=equal_nan")
+_nondiff("isclose", "a, b, rtol=None, atol=None, equal_nan=False",
+         f"xp.isclose(a, b, {_TOLERANCES})")
+_nondiff("allclose", "a, b, rtol=None, atol=None, equal_nan=False",
+         f"xp.allclose(a, b, {_TOLERANCES})", elementwise=False)
 _nondiff("array_equal", "a1, a2, equal_nan=False", "xp.array_equal(a1, a2, equal_nan=equal_nan)",
          elementwise=False)
 _nondiff("array_equiv", "a1, a2", elementwise=False)
