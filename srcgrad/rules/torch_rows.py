@@ -12,7 +12,7 @@ are torch's formulas, written as torch writes them (`grad * (exponent * self.pow
 - 1))`, so a create_graph backward records the ops torch records and a saved-tensor hook
 sees what torch's sees), and srcgrad.autograd.ops.apply runs one of them wherever the
 eager runtime would run the compiler's row (`EAGER_ROWS` there). Compiled code never
-reads them: they have no targets (but torch_fmod, also NumPy's fmod, which had no row).
+reads them: they have no targets (NumPy's fmod is table_sweep's `fmod`, the same formulas).
 docs/conventions.md ("Kinks and poles") lists every row's value at its kinks under
 torch, under sg.Tensor and under compiled code, and tests/autograd/test_kinks_vs_torch.py
 holds torch's observed values."""
@@ -114,9 +114,9 @@ defrule("torch_sigmoid", "x", "xp.exp(-xp.logaddexp(0, -x))", elementwise=True,
 
 # torch's fmod (C's fmod: the sign of x, x - y * trunc(x / y)); the eager `fmod` used to
 # run `mod` (Python's %, the sign of y): fmod(-1, 2) was 1, torch's is -1. FmodBackward1:
-# other's gradient -grad * trunc(x / y). The compiler had no fmod row: this one is also
-# NumPy's fmod (its one target; the other rows here have none).
-defrule("torch_fmod", "x, y", "xp.fmod(x, y)", targets=("numpy.fmod",), elementwise=True,
+# other's gradient -grad * trunc(x / y). The compiler's `fmod` (rules/table_sweep.py) has the
+# same formulas; this row is the eager method's, with torch's node name (ops.py).
+defrule("torch_fmod", "x, y", "xp.fmod(x, y)", elementwise=True,
         vjp={"x": _ub("g", "x"), "y": _ub("-g * xp.trunc(x / y)", "y")},
         jvp={"x": "x_t", "y": "-y_t * xp.trunc(x / y)"},
         doc="the eager `fmod` (torch's): the sign of x; d/dy = -trunc(x / y), one-sided at the jumps")
