@@ -226,9 +226,12 @@ def interp(x, xp, fp):
     outside [xp[0], xp[-1]]. xp increasing with distinct knots, as NumPy requires."""
     n = xp.shape[0]
     j = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, n - 2)
-    x0 = np.take(xp, j)
-    f0 = np.take(fp, j)
-    slope = (np.take(fp, j + 1) - f0) / (np.take(xp, j + 1) - x0)
+    # gathers by a flat index, reshaped back (the Array API's take wants 1-D indices)
+    flat, shape = np.ravel(j), np.shape(j)
+    x0 = np.reshape(np.take(xp, flat), shape)
+    f0 = np.reshape(np.take(fp, flat), shape)
+    slope = (np.reshape(np.take(fp, flat + 1), shape) - f0) / (
+        np.reshape(np.take(xp, flat + 1), shape) - x0)
     y = slope * (x - x0) + f0
     y = np.where(x == x0, f0, y)
     y = np.where(x < xp[0], fp[0], y)

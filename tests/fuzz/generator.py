@@ -80,14 +80,19 @@ def sweep_unary(e: str, s: tuple):
              "np.linspace({0}, 1.5, 3)[1]", "(np.real({0}) + np.imag({0}))",
              "np.select([({0}) > 0.0], [({0}) * 2.0], {0})",
              "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.5, -0.3, 1.2]))",
-             "(({0}) * np.searchsorted(np.array([-0.5, 0.5]), {0}))",
-             # integer and boolean results (nondiff rows): a factor of the expression
-             "(({0}) * np.signbit({0}))", "(({0}) * (np.isneginf({0}) + np.isposinf({0}) + 1))",
-             "(({0}) * np.isreal({0}) * (1 - np.iscomplex({0})))", "(({0}) * np.fix({0}))",
-             "(({0}) + np.spacing({0}))", "np.where(np.isclose({0}, 0.5), 0.0, {0})",
-             "(({0}) * np.allclose({0}, 0.0) + ({0}) * np.array_equal({0}, {0}))",
-             "(({0}) * np.array_equiv({0}, {0}) * (1 - np.isin({0}, np.array([0.5]))))",
-             "(({0}) * np.digitize({0}, np.array([-0.5, 0.5])))",
+             "(({0}) * np.astype(np.searchsorted(np.array([-0.5, 0.5]), {0}), 'float64'))",
+             # integer and boolean results (nondiff rows), used as valid Array-API code
+             # uses them (a where's condition, a cast): never a bool times a float
+             "np.where(np.signbit({0}), {0}, 0.5 * {0})",
+             "np.where(np.isneginf({0}), 0.0, np.where(np.isposinf({0}), 1.0, {0}))",
+             "np.where(np.isreal({0}), {0}, 0.0)", "np.where(np.iscomplex({0}), 0.0, {0})",
+             "(({0}) * np.fix({0}))", "(({0}) + np.spacing({0}))",
+             "np.where(np.isclose({0}, 0.5), 0.0, {0})",
+             "np.where(np.allclose({0}, 0.0), 0.0, {0})",
+             "np.where(np.array_equal({0}, {0}), {0}, 0.0)",
+             "np.where(np.array_equiv({0}, {0}), {0}, 0.0)",
+             "np.where(np.isin({0}, np.array([0.5])), 0.0, {0})",
+             "(({0}) * np.astype(np.digitize({0}, np.array([-0.5, 0.5])), 'float64'))",
              "(({0}) * (np.nanargmax({0}) - np.nanargmin({0})))"]
     if len(s) == 2:
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",

@@ -111,6 +111,7 @@ CASES = [
     (f_dsplit, [_R.standard_normal((2, 1, 4))]),
     (f_interp, [np.array([[-1.5, -0.7, 0.1], [0.6, 1.1, 2.0]]), _R.standard_normal(4)]),
     (f_interp_knots, [np.array([0.9, 1.7, 2.4, 3.1, 5.0]), _R.standard_normal(4) * 0.3]),
+    (f_interp, [np.array(0.2), _R.standard_normal(4)]),
 ]
 IDS = [f.__name__.removeprefix("f_") for f, _ in CASES]
 
@@ -189,3 +190,16 @@ def f_quantile_method(x): return np.quantile(x, 0.5, method="nearest")    # noqa
 def test_an_unsupported_argument_is_a_compile_error():
     with pytest.raises(CompileError, match="bad call to `quantile`.*method"):
         sg.grad(f_quantile_method)(np.arange(4.0))
+
+
+def interp_scalar(x, fp):
+    return np.interp(x, np.array([-1.0, 0.0, 1.0]), fp)
+
+
+def test_interp_of_a_scalar_on_array_api_strict_is_refused_not_a_crash():
+    # seed 0 of the fuzzer: a 0-d index into take() crashed array_api_strict before the
+    # composition gathered by a flat index; the gradient needs a scatter-add (refused)
+    xs = pytest.importorskip("array_api_strict")
+    fp = np.array([0.5, 0.3, 1.2])
+    with pytest.raises(CompileError, match="scatter-add"):
+        sg.grad(interp_scalar, wrt=(0, 1))(-0.7, xs.asarray(fp))
