@@ -524,12 +524,13 @@ for _name in ("max", "min"):
 
 # 2 / (n - ddof) as a NumPy number of x's float dtype: inf where n == ddof (a nan gradient,
 # torch's), not Python's ZeroDivisionError (the var of one element, ddof=1)
-_VAR_SCALE = f"(2 / xp.astype(xp.maximum({_N} - ddof, 0), xp.result_type(x, 1.0)))"
 defrule("var", "x, axis=None, ddof=0, keepdims=False",
         "xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims)", targets=("numpy.var",),
         method="var",
-        vjp={"x": f"{_G} * {_CENTERED} * {_VAR_SCALE}"},
-        jvp={"x": f"{_reduce_jvp(_CENTERED)} * {_VAR_SCALE}"})
+        # (an array over the count: with one element and ddof=1 NumPy's 0 / 0 is nan, as
+        # torch's; `2 / 0` of Python numbers was a ZeroDivisionError)
+        vjp={"x": f"{_G} * {_CENTERED} * 2 / ({_N} - ddof)"},
+        jvp={"x": f"{_reduce_jvp(_CENTERED)} * 2 / ({_N} - ddof)"})
 
 defrule("std", "x, axis=None, ddof=0, keepdims=False",
         "xp.std(x, axis=axis, ddof=ddof, keepdims=keepdims)", targets=("numpy.std",),

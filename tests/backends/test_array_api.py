@@ -44,7 +44,7 @@ REFUSED = {
                                             "vstack", "dstack", "column_stack", "diag")},
     "repeat_bar": "transpose of repeat",
     # issue 29's sweep rows (kron_bar's own gradient is a kron)
-    "fmod": "no fmod", "kron": "no kron", "kron_bar": "no kron",
+    "fmod": "no fmod", "torch_fmod": "no fmod", "kron": "no kron", "kron_bar": "no kron",
     **{name: "it has no `xp." for name in ("nanmax", "nanmin", "polyval", "convolve",
                                             "trapezoid")},
 }
