@@ -97,7 +97,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
-                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+                      "torch.autograd.backward (srcgrad: sg.autograd.backward).", FutureWarning,
+                      stacklevel=2)
     keys = list(inputs.keys()) if isinstance(inputs, dict) else None
     seq = _sequence(inputs)
     if not seq:

@@ -253,7 +253,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError(
-                "torch.autograd.functional.jacobian: `create_graph=True` and `strategy=\"forward-"
+                "torch.autograd.functional.jacobian (srcgrad: sg.autograd.functional.jacobian): "
+                "`create_graph=True` and `strategy=\"forward-"
                 "mode\"` are not supported together (yet). Please either set `create_graph=False` "
                 "or `strategy=\"reverse-mode\"`.")
         return _jacfwd(func, inputs, strict, vectorize)
@@ -263,7 +264,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), _OUTPUTS, "jacobian")
         _check_requires_grad(outputs, "outputs", strict=strict)
         if vectorize and strict:
-            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+            raise RuntimeError("torch.autograd.functional.jacobian (srcgrad: "
+                               "sg.autograd.functional.jacobian): `strict=True` and "
                                "`vectorized=True` are not supported together. Please either set "
                                "`strict=False` or `vectorize=False`.")
         result = None
@@ -364,7 +366,8 @@ def _data_of(g):
 def _jacfwd(func, inputs, strict, vectorize):
     """All columns of J in one forward-mode pass (Note [Vectorized Jacobians])."""
     if strict:
-        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `strategy=\""
+        raise RuntimeError("torch.autograd.functional.jacobian (srcgrad: sg.autograd.functional."
+                           "jacobian): `strict=True` and `strategy=\""
                            "forward-mode\"` are not supported together (yet). Please either set "
                            "`strict=False` or `strategy=\"reverse-mode\"`.")
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")

@@ -277,8 +277,26 @@ def torch_size(shape) -> str:
     return f"torch.Size({list(shape)})"
 
 
+# Note [torch's words, srcgrad's names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The eager runtime's errors keep torch's text verbatim (spec/torch_semantics.md), as a user
+# pastes it into a search engine. Where that text names a torch type or a torch API, the name
+# is followed at once by " (srcgrad: <srcgrad's name>)": `[torch.FloatTensor [3]] (srcgrad: a
+# float32 sg.Tensor of shape (3,))`, `torch.autograd.set_detect_anomaly(True) (srcgrad:
+# sg.autograd.set_detect_anomaly(True))`. torch's text up to the name stays a substring, and
+# the user learns what to call here. dtypes (`torch.float32`) and sizes (`torch.Size([3])`)
+# keep torch's spelling alone: they name a value a srcgrad user reads as is (sg.float32 is
+# numpy's float32), not a type or function to look for. The same form is written out in
+# functional.py, engine.py, ops.py, optim/optimizer.py and utils/checkpoint.py.
+def srcgrad_name(name: str) -> str:
+    """The " (srcgrad: ...)" that follows a torch name (Note [torch's words, srcgrad's names])."""
+    return f" (srcgrad: {name})"
+
+
 def legacy_type(data) -> str:
-    return f"torch.{scalar_name(data.dtype)}Tensor"
+    """torch's legacy type name (`torch.FloatTensor`) and srcgrad's (a float32 sg.Tensor)."""
+    return (f"torch.{scalar_name(data.dtype)}Tensor"
+            + srcgrad_name(f"a {numpy.dtype(data.dtype).name} sg.Tensor"))
 
 
 def anomaly_hint() -> str:
@@ -288,17 +306,21 @@ def anomaly_hint() -> str:
                 "gradient. The variable in question was changed in there or anywhere later. "
                 "Good luck!")
     return ("enable anomaly detection to find the operation that failed to compute its gradient, "
-            "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+            "with torch.autograd.set_detect_anomaly(True, check_nan=False)"
+            + srcgrad_name("sg.autograd.set_detect_anomaly(True, check_nan=False)") + ".")
 
 
 def version_error(data, current, expected, label) -> RuntimeError:
-    """torch's error for a saved tensor changed in place (spec §6)."""
-    sizes = ", ".join(str(n) for n in getattr(data, "shape", ()))
+    """torch's error for a saved tensor changed in place (spec §6), with srcgrad's names
+    (Note [torch's words, srcgrad's names])."""
+    shape = tuple(getattr(data, "shape", ()))
+    sizes = ", ".join(str(n) for n in shape)
+    ours = srcgrad_name(f"a {numpy.dtype(data.dtype).name} sg.Tensor of shape {shape}")
     where = ""
     if label is not None:
         node, nr = label
         where = f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', node.name())},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{legacy_type(data)} [{sizes}]]{where} is at version {current}; expected "
-        f"version {expected} instead. Hint: {anomaly_hint()}")
+        f"operation: [torch.{scalar_name(data.dtype)}Tensor [{sizes}]]{ours}{where} is at "
+        f"version {current}; expected version {expected} instead. Hint: {anomaly_hint()}")

@@ -258,7 +258,8 @@ def _track_saved(node, e, saved, operands, outs):
                     "Inference tensors cannot be saved for backward. Please do not use Tensors "
                     "created in inference mode in computation tracked by autograd. To work around "
                     "this, you can make a clone to get a normal tensor and use it in autograd, or "
-                    "use `torch.no_grad()` instead of `torch.inference_mode()`.")
+                    "use `torch.no_grad()` instead of `torch.inference_mode()` (srcgrad: "
+                    "`sg.no_grad()` instead of `sg.inference_mode()`).")
             if versions is None:
                 versions = [None] * e.nsaved
             fn = a._grad_fn  # (counter, version, producer, tensor to watch for detach_())

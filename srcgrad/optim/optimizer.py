@@ -19,6 +19,7 @@ import copy
 import numpy
 
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.node import legacy_type
 from srcgrad.autograd.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -41,7 +42,7 @@ class Optimizer:
         self.param_groups: list = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + _torch_type(params))
+                            "Tensors or dicts, but got " + legacy_type(params._data))
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -169,11 +170,6 @@ def _cast(value, param, key):
     if isinstance(value, Tensor) and key != "step" and value.dtype.kind == "f":
         return Tensor._make(value._data.astype(param._data.dtype, copy=False))
     return value
-
-
-def _torch_type(t) -> str:
-    return "torch." + {"float32": "FloatTensor", "float64": "DoubleTensor"}.get(
-        t.dtype.name, "Tensor")
 
 
 def grad_array(p: Tensor, maximize: bool):

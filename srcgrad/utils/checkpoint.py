@@ -117,8 +117,8 @@ class _Frame:
                 stopped = True
         if not stopped and len(values) != self.count and self.check != "none":
             raise CheckpointError(
-                "torch.utils.checkpoint: A different number of tensors was saved during the "
-                "original forward and recomputation.\n"
+                "torch.utils.checkpoint (srcgrad: sg.utils.checkpoint): A different number of "
+                "tensors was saved during the original forward and recomputation.\n"
                 f"Number of tensors saved during forward: {self.count}\n"
                 f"Number of tensors saved during recomputation: {len(values)}.\n")
         self.recomputed = values

@@ -5,7 +5,9 @@ into tests against the public API. Values are torch's (the spec's probes), writt
 as NumPy arrays; error texts are torch's exact texts, except where a text spells a
 torch type (`torch.Size([2])`, `torch.complex64`, `torch.FloatTensor`): there srcgrad
 may spell the same thing its own way (`(2,)`, `complex64`), and `shape_re`/`dtype_re`
-accept either spelling and nothing else.
+accept either spelling and nothing else. Where torch's text names a torch type or API
+(`torch.FloatTensor`, `torch.autograd.set_detect_anomaly`), srcgrad's text is torch's with
+" (srcgrad: <srcgrad's name>)" after that name (Note [torch's words, srcgrad's names]).
 """
 
 from __future__ import annotations

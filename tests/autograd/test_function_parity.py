@@ -244,7 +244,8 @@ def test_a_write_into_a_saved_value_is_refused_by_both_doors(f):
     expected version 0 instead`."""
     args = (X,) if f is S.output_written else (X, Y)
     with pytest.raises(RuntimeError, match="^" + VERSION_ERROR + "has been modified by an inplace "
-                                           r"operation: \[torch.DoubleTensor \[\d+\]\], which is "
+                                           r"operation: \[torch.DoubleTensor \[\d+\]\] \(srcgrad: a float64 "
+                                           r"sg.Tensor of shape \(\d+,\)\), which is "
                                            r"output 0 of \S+, is at version \d+; expected version "
                                            r"\d+ instead\. Hint: "):
         eager_grads(f, args)

@@ -79,7 +79,7 @@ def test_only_inputs_false_is_deprecated():
     with pytest.warns(FutureWarning, match=exact(
             "only_inputs argument is deprecated and is ignored now (defaults to True). To "
             "accumulate gradient for other parts of the graph, please use "
-            "torch.autograd.backward.")):
+            "torch.autograd.backward (srcgrad: sg.autograd.backward).")):
         (g,) = grad((x * x).sum(), [x], only_inputs=False)
     check(g, [2.0, 4.0])
 

@@ -447,7 +447,8 @@ def test_saved_input_and_output_modified_in_place():  # probes 5.saved_input_mod
     y = F.Sq.apply(x)
     x.add_(1)  # torch names the saved input's producer at backward: now the in-place add
     with pytest.raises(RuntimeError, match=r"^one of the variables needed for gradient computation "
-                       r"has been modified by an inplace operation: \[torch.DoubleTensor \[2\]\], "
+                       r"has been modified by an inplace operation: \[torch.DoubleTensor \[2\]\] "
+                       r"\(srcgrad: a float64 sg.Tensor of shape \(2,\)\), "
                        r"which is output 0 of Add, is at version 1; expected version 0 instead\. "
                        r"Hint: "):
         y.sum().backward()

@@ -10,16 +10,23 @@ import srcgrad as sg
 from srcgrad.autograd import graph
 from tests.autograd.spec_util import check, exact, leaf
 
+# torch 2.x's text, with srcgrad's API named after torch's (Note [torch's words, srcgrad's names])
 HINT = ("enable anomaly detection to find the operation that failed to compute its gradient, "
-        "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False)"
+        " (srcgrad: sg.autograd.set_detect_anomaly(True, check_nan=False)).")
 ANOMALY_HINT = ("the backtrace further above shows the operation that failed to compute its "
                 "gradient. The variable in question was changed in there or anywhere later. "
                 "Good luck!")
 
 
 def version_error(tensor_type, sizes, where, current, expected, hint=HINT):
+    """torch's text, with srcgrad's type after torch's (`[torch.FloatTensor [2, 3]] (srcgrad:
+    a float32 sg.Tensor of shape (2, 3))`)."""
+    dtype = {"torch.FloatTensor": "float32", "torch.DoubleTensor": "float64"}[tensor_type]
+    shape = tuple(int(n) for n in sizes.split(", ") if n)
     return exact("one of the variables needed for gradient computation has been modified by an "
-                 f"inplace operation: [{tensor_type} [{sizes}]]{where} is at version {current}; "
+                 f"inplace operation: [{tensor_type} [{sizes}]] (srcgrad: a {dtype} sg.Tensor of "
+                 f"shape {shape}){where} is at version {current}; "
                  f"expected version {expected} instead. Hint: {hint}")
 
 

@@ -176,7 +176,8 @@ def test_strict_errors():
             "allowed in strict mode when create_graph=True.")):
         F.jacobian(lambda x: x * 2, x_(), strict=True, create_graph=True)
     with pytest.raises(RuntimeError, match=exact(
-            "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+            "torch.autograd.functional.jacobian (srcgrad: sg.autograd.functional.jacobian): "
+            "`strict=True` and `vectorized=True` are not "
             "supported together. Please either set `strict=False` or `vectorize=False`.")):
         F.jacobian(lambda x: x * x, x_(), strict=True, vectorize=True)
 
@@ -199,12 +200,14 @@ def test_strategy_errors():
 
 def test_forward_mode_refuses_strict_and_create_graph():
     with pytest.raises(RuntimeError, match=exact(
-            "torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` "
+            "torch.autograd.functional.jacobian (srcgrad: sg.autograd.functional.jacobian): "
+            "`strict=True` and `strategy=\"forward-mode\"` "
             "are not supported together (yet). Please either set `strict=False` or "
             "`strategy=\"reverse-mode\"`.")):
         F.jacobian(lambda x: x * x, x_(), strict=True, vectorize=True, strategy="forward-mode")
     with pytest.raises(NotImplementedError, match=exact(
-            "torch.autograd.functional.jacobian: `create_graph=True` and `strategy=\"forward-mode"
+            "torch.autograd.functional.jacobian (srcgrad: sg.autograd.functional.jacobian): "
+            "`create_graph=True` and `strategy=\"forward-mode"
             "\"` are not supported together (yet). Please either set `create_graph=False` or "
             "`strategy=\"reverse-mode\"`.")):
         F.jacobian(lambda x: x * x, x_(), create_graph=True, vectorize=True,

@@ -116,7 +116,8 @@ def test_version_error_hint_without_anomaly():
         autograd_grad(d2.sum(), a)
     assert str(info.value).endswith(
         "Hint: enable anomaly detection to find the operation that failed to compute its "
-        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False) "
+        "(srcgrad: sg.autograd.set_detect_anomaly(True, check_nan=False)).")
 
 
 # ---------------------------------------------------------------- (a) states

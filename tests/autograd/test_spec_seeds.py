@@ -239,7 +239,8 @@ def test_mark_dirty_example():
     Inplace.apply(a)  # This would lead to wrong gradients!
     with pytest.raises(RuntimeError, match=r"^one of the variables needed for gradient "
                                            r"computation has been modified by an inplace "
-                                           r"operation: \[torch.DoubleTensor \[\]\], which is "
+                                           r"operation: \[torch.DoubleTensor \[\]\] \(srcgrad: a "
+                                           r"float64 sg.Tensor of shape \(\)\), which is "
                                            r"output 0 of Inplace, is at version 1; expected "
                                            r"version 0 instead\. Hint: "):
         b.backward()
