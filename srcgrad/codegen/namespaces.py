@@ -92,11 +92,14 @@ def _operands_made_arrays(rule, operands: dict, known: _Known) -> frozenset:
     the rule's array parameters, except in an elementwise call with an operand known to be
     an array, where the other values (the differentiable operands) may stay Python numbers
     (every namespace takes one beside an array, as NumPy's weak scalars: a float32 array
-    stays float32); a mask (where's condition) is always an array."""
+    stays float32); a mask (where's condition) is always an array, and it is not the
+    array beside which the others may be numbers: `xp.where(mask, 1.0, 2.0)` is two
+    numbers, which the Array API refuses (fuzz seed 2400278)."""
     params = _array_params(rule)
+    values = frozenset(rule.vjp) | frozenset(rule.jvp)
     if rule.elementwise and any(isinstance(operands.get(p), Var) and operands[p].name in known.arrays
-                                for p in params):
-        return params - frozenset(rule.vjp) - frozenset(rule.jvp)
+                                for p in values):
+        return params - values
     return params
 
 

@@ -1,0 +1,44 @@
+"""Fuzz findings of the merged main on array_api_strict (benchmarks/fuzz.py, seeds
+2400000..2401525): each crashed in generated code before its fix. Values are judged by
+arithmetic: `where(mask, x, x)` is x (derivative 1), `isclose` is boolean (derivative 0)."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+xs = pytest.importorskip("array_api_strict")
+
+
+def where_of_a_number(x1, x2):
+    return np.where(np.signbit(x1), x1, x1)
+
+
+def isclose_of_a_number(x0, x1):
+    return np.isclose(x1, 0.5)
+
+
+def isin_of_floats(x):
+    return np.isin(np.sum(x), np.array([0.5]))
+
+
+def test_where_of_two_numbers_beside_its_mask():
+    """Seed 2400278: the mask was the array beside which x and y stayed Python numbers,
+    and array_api_strict's where refuses two numbers."""
+    g1, g2 = sg.grad(where_of_a_number, wrt=(0, 1))(-0.597069, xs.asarray(np.array([-0.04])))
+    assert float(g1) == 1.0 and np.asarray(g2).tolist() == [0.0]
+
+
+def test_isclose_of_a_number():
+    """Seed 2400741: the Array-API spelling took xp.abs of two Python numbers."""
+    g0, g1 = sg.grad(isclose_of_a_number, wrt=(0, 1))(xs.asarray(np.array([1.0, 2.0])), 0.85)
+    assert np.asarray(g0).tolist() == [0.0, 0.0] and float(g1) == 0.0
+
+
+def test_isin_of_floats_is_refused_at_the_line():
+    """Seed 2400409: array_api_strict's isin takes integer arrays only (a TypeError in
+    generated code before): refused when compiling, naming the line."""
+    with pytest.raises(sg.CompileError, match="isin takes integer arrays only") as err:
+        sg.grad(isin_of_floats)(xs.asarray(np.array([-1.1])))
+    assert "test_array_api_fuzz_findings.py" in str(err.value)
+    assert "np.isin(np.sum(x), np.array([0.5]))" in str(err.value)
