@@ -59,11 +59,7 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     found = probe(ops, graph.inputs, examples)  # the optimised program's own values
     ops = dce(fold_static(ops, found.values), outputs)
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
-    ops, rename, batched = _batch(ops, mapped, size, dict(found.shapes), namer, fs)
-    outputs = [_follow(o, rename) for o in outputs]
-    ops, alias = cse(order_commutative(ops))
-    outputs = [_follow(o, alias) for o in outputs]
-    ops = dce(ops, outputs)
+    ops, outputs, batched = _batch(ops, outputs, mapped, size, dict(found.shapes), namer, fs)
     outs = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(outputs)
     if len(outs) != len(outputs):
         raise ValueError(f"vmap: out_axes has {len(outs)} entries but {fs.name}() returns "
@@ -143,11 +139,7 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
         offset += n
     found = probe(ops, inputs, tuple(examples) + tuple(eyes))
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
-    ops, rename, by_example = _batch(ops, mapped, size, dict(found.shapes), namer, fs)
-    derivs = [_follow(r, rename) for r in derivs]
-    ops, alias = cse(order_commutative(ops))
-    derivs = [_follow(r, alias) for r in derivs]
-    ops = dce(ops, derivs)
+    ops, derivs, by_example = _batch(ops, derivs, mapped, size, dict(found.shapes), namer, fs)
     facts = probe(ops, inputs, _batched_examples(examples, in_axes, size) + tuple(eyes))
     spell_for_arrays(ops, facts.arrays)
     names.tidy_temporaries(ops, [v.name for v in inputs])
@@ -223,8 +215,9 @@ def _nested(tree, leaves) -> str:
     raise CompileError(f"sg.vmap: a result of kind {tree[0]!r} is not supported yet")
 
 
-def _batch(ops, mapped, size, shapes, namer, fs):
-    """srcgrad.passes.batch.batch, where a refusal names the op's line."""
+def _batch(ops, results, mapped, size, shapes, namer, fs):
+    """srcgrad.passes.batch.batch, where a refusal names the op's line, then cse and dce:
+    (ops, the results' batched values, the batched values)."""
     b = _Batcher(size, shapes, namer)
     b.batched.update(mapped)
     try:
@@ -233,7 +226,10 @@ def _batch(ops, mapped, size, shapes, namer, fs):
         op = err.op
         raise CompileError.at(op.loc, f"sg.vmap: {err}: `{op.prim}` has no batched form yet "
                               f"(in {fs.name}())", _HINT) from None
-    return b.out, b.rename, b.batched
+    results = [_follow(r, b.rename) for r in results]
+    ops, alias = cse(order_commutative(b.out))
+    results = [_follow(r, alias) for r in results]
+    return dce(ops, results), results, b.batched
 
 
 _HINT = ("map a function without it (a loop whose trip count is known can be written "
