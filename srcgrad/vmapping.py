@@ -53,12 +53,14 @@ class VMapped:
         self.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"
         self.__srcgrad__ = _VmapSource(self)
 
-    def _names(self, n: int) -> list:
+    def _name(self, i: int) -> str:
+        # (read only for an error's text: inspect.signature costs tens of microseconds,
+        # which per call is a visible share of a small batched program)
         try:
             params = list(inspect.signature(self._vm_f).parameters)
         except (TypeError, ValueError):
             params = []
-        return [params[i] if i < len(params) else f"argument {i}" for i in range(n)]
+        return params[i] if i < len(params) else f"argument {i}"
 
     def axes_for(self, args) -> tuple:
         """(axes, size): one non-negative axis or None per argument, and the batch size."""
@@ -70,27 +72,26 @@ class VMapped:
         if all(a is None for a in axes):
             raise ValueError("vmap: in_axes maps no argument (every entry is None); map at "
                              "least one")
-        names = self._names(n)
         found, out = [], []
         for i, (a, ax) in enumerate(zip(args, axes)):
             if ax is None:
                 out.append(None)
                 continue
             if pytree.is_node(a):
-                raise TypeError(f"vmap: argument `{names[i]}` is a {type(a).__name__}: mapping "
+                raise TypeError(f"vmap: argument `{self._name(i)}` is a {type(a).__name__}: mapping "
                                 "tuples, lists or dicts is not supported yet; pass the arrays "
                                 "as separate arguments")
             ndim = numpy.ndim(a)
             if not -ndim <= ax < ndim:
-                raise ValueError(f"vmap: in_axes={ax} for argument `{names[i]}` of rank {ndim} "
+                raise ValueError(f"vmap: in_axes={ax} for argument `{self._name(i)}` of rank {ndim} "
                                  "(a mapped argument needs that axis)")
             ax = int(ax) % ndim
-            found.append((names[i], i, ax, numpy.shape(a)[ax]))
+            found.append((i, ax, numpy.shape(a)[ax]))
             out.append(ax)
-        sizes = {s for _, _, _, s in found}
+        sizes = {s for _, _, s in found}
         if len(sizes) > 1:
-            listed = ", ".join(f"`{name}` (argument {i}) has size {s} on axis {ax}"
-                               for name, i, ax, s in found)
+            listed = ", ".join(f"`{self._name(i)}` (argument {i}) has size {s} on axis {ax}"
+                               for i, ax, s in found)
             raise ValueError(f"vmap got inconsistent sizes for the mapped axes: {listed}")
         size = sizes.pop()
         if size == 0:
