@@ -8,7 +8,8 @@ batch 256) and a logistic regression (784 features, batch 1024). Each is timed a
 srcgrad's vmap of its gradient, a Python loop of `sg.grad` over the examples, and,
 when importable, `jax.jit(jax.vmap(jax.grad(...)))` and
 `torch.func.vmap(torch.func.grad(...))`; every result is checked against the loop
-before it is timed. Prints the median time of each and the ratios to srcgrad's vmap.
+before it is timed. Prints the median time of each, its ratio to srcgrad's vmap, and
+the floor under all of them: the time to write the per-example gradients once.
 """
 
 from __future__ import annotations
@@ -141,6 +142,12 @@ def time_workload(name, loss, wrt, params, data, repeat) -> dict:
     check(want, [np.stack([r[k] for r in loop]) for k in range(n)], f"{name}: vmap vs loop")
     rows = {"sg.vmap(sg.grad)": median_time(lambda: per_example(*params, *data), repeat),
             "python loop of sg.grad": median_time(python_loop, max(1, repeat // 5))}
+    # The floor of any per-example gradient: writing its outputs once (fresh arrays of
+    # the results' shapes, filled). The MLP's 256 x 784 x 128 W1 gradients are 205 MB,
+    # so a loop that writes them example by example is already near this floor.
+    shapes = [np.shape(r) for r in want]
+    rows["floor: write the outputs"] = median_time(
+        lambda: [np.empty(s).fill(1.0) for s in shapes], repeat)
     for peer, make in (("jax.jit(vmap(grad))", jax_version), ("torch.func.vmap(grad)", torch_version)):
         run = make(loss.__name__, params, data)
         if run is not None:
