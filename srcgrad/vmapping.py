@@ -22,13 +22,32 @@ from srcgrad.jacobians import JacobianSource
 from srcgrad.pipeline import modules, programs, vjp_jvp
 
 
+def _axis(a) -> bool:
+    return a is None or isinstance(a, (int, numpy.integer)) and not isinstance(a, bool)
+
+
 def _check_axes(value, what: str):
-    def ok(a):
-        return a is None or isinstance(a, (int, numpy.integer)) and not isinstance(a, bool)
+    def ok(a):  # an in_axes entry may be a tree of them for a container argument, as JAX's
+        return _axis(a) or what == "in_axes" and pytree.is_node(a) and all(
+            _axis(leaf) for leaf in pytree.flatten(a)[0])
     if ok(value) or isinstance(value, (tuple, list)) and all(ok(a) for a in value):
         return tuple(value) if isinstance(value, list) else value
     raise TypeError(f"vmap: {what} must be an int, None, or a tuple of them (one per "
                     f"{'argument' if what == 'in_axes' else 'output'}); got {value!r}")
+
+
+def leaf_axes(arg, axis, name: str) -> list:
+    """One axis or None per leaf of a (container) argument: JAX's in_axes prefix, an int
+    or None for every leaf, or a tree of them with the argument's own structure."""
+    leaves, tree = pytree.flatten(arg)
+    if not pytree.is_node(axis):
+        return [axis] * len(leaves)
+    axis_leaves, axis_tree = pytree.flatten(axis)
+    if axis_tree != tree:
+        raise ValueError(f"vmap: in_axes for `{name}` is {pytree.describe(axis_tree)} but the "
+                         f"argument is {pytree.describe(tree)}: give one int or None, or the "
+                         "argument's own structure with one per array")
+    return axis_leaves
 
 
 def examples_of(args, axes) -> tuple:
@@ -62,13 +81,20 @@ class VMapped:
             params = []
         return params[i] if i < len(params) else f"argument {i}"
 
-    def axes_for(self, args) -> tuple:
-        """(axes, size): one non-negative axis or None per argument, and the batch size."""
-        n = len(args)
+    def _axes_per_argument(self, n: int) -> tuple:
         axes = self._vm_in_axes if isinstance(self._vm_in_axes, tuple) else (self._vm_in_axes,) * n
         if len(axes) != n:
             raise ValueError(f"vmap: in_axes has {len(axes)} entries but {n} arguments were "
                              f"given to {getattr(self._vm_f, '__name__', 'f')}()")
+        return axes
+
+    def axes_for(self, args, axes=None, name_of=None, argument_of=None) -> tuple:
+        """(axes, size): one non-negative axis or None per argument, and the batch size.
+        For the leaves of container arguments, `axes` (default: in_axes per argument),
+        `name_of` (a leaf's name for an error: `p['w']`) and `argument_of` (its
+        argument's index) are given."""
+        axes = self._axes_per_argument(len(args)) if axes is None else axes
+        name_of, argument_of = name_of or self._name, argument_of or (lambda i: i)
         if all(a is None for a in axes):
             raise ValueError("vmap: in_axes maps no argument (every entry is None); map at "
                              "least one")
@@ -78,19 +104,19 @@ class VMapped:
                 out.append(None)
                 continue
             if pytree.is_node(a):
-                raise TypeError(f"vmap: argument `{self._name(i)}` is a {type(a).__name__}: mapping "
+                raise TypeError(f"vmap: argument `{name_of(i)}` is a {type(a).__name__}: mapping "
                                 "tuples, lists or dicts is not supported yet; pass the arrays "
                                 "as separate arguments")
             ndim = numpy.ndim(a)
             if not -ndim <= ax < ndim:
-                raise ValueError(f"vmap: in_axes={ax} for argument `{self._name(i)}` of rank {ndim} "
+                raise ValueError(f"vmap: in_axes={ax} for argument `{name_of(i)}` of rank {ndim} "
                                  "(a mapped argument needs that axis)")
             ax = int(ax) % ndim
             found.append((i, ax, numpy.shape(a)[ax]))
             out.append(ax)
         sizes = {s for _, _, s in found}
         if len(sizes) > 1:
-            listed = ", ".join(f"`{self._name(i)}` (argument {i}) has size {s} on axis {ax}"
+            listed = ", ".join(f"`{name_of(i)}` (argument {argument_of(i)}) has size {s} on axis {ax}"
                                for i, ax, s in found)
             raise ValueError(f"vmap got inconsistent sizes for the mapped axes: {listed}")
         size = sizes.pop()
@@ -101,6 +127,8 @@ class VMapped:
     def __call__(self, *args, **kwargs):
         if kwargs:
             raise TypeError("vmap: pass the arguments positionally (in_axes counts positions)")
+        if any(pytree.is_node(a) for a in args):
+            return self._call_on_leaves(args)
         axes, size = self.axes_for(args)
         key = (tuple([modules.guard_value(a) for a in args]), axes, self._vm_out_axes)
         plan = self._vm_plans.get(key)
@@ -177,6 +205,97 @@ class VMapped:
         namespace = compiled._load(key, generate)  # noqa: SLF001
         self._vm_module_source = compiled.module_source
         return namespace[f"{parsed.name}_vmap"], tree
+
+    # Note [Vmap of container arguments]
+    # A dict, list or tuple argument (the params of `sg.vmap(sg.grad(loss), in_axes=(None,
+    # 0, 0))(params, X, Y)`) is mapped leaf by leaf: in_axes gives one axis for all its
+    # leaves or a tree of them (leaf_axes). A plain function is traced over the leaves
+    # (its parsed source with the arguments' trees, as sg.grad's container variant is); a
+    # gradient's container variant is already a generated function of the leaves, whose
+    # flat result tree_entry's `regroup` nests back, per example or batched alike.
+    def _call_on_leaves(self, args):
+        leaves, trees = pytree.flatten_args(args)
+        names, owners, flat = [], [], []
+        for i, (a, ax) in enumerate(zip(args, self._axes_per_argument(len(args)))):
+            sub, tree = pytree.flatten(a)
+            flat += leaf_axes(a, ax, self._name(i))
+            names += [self._name(i) + path for path in _leaf_paths(tree)]
+            owners += [i] * len(sub)
+        axes, size = self.axes_for(leaves, tuple(flat), names.__getitem__, owners.__getitem__)
+        key = ("tree", trees, tuple([modules.guard_value(a) for a in leaves]), axes,
+               self._vm_out_axes, modules.mutation_allowed())
+        plan = self._vm_plans.get(key)
+        if plan is None:
+            try:
+                plan = self._vm_plans[key] = self._compile_leaves(leaves, trees, axes, size)
+            except CompileError as err:
+                raise hide_internal_frames(err) from None
+        fn, regroup = plan
+        out = fn(*leaves)
+        return out if regroup is None else regroup(out)
+
+    def _compile_leaves(self, leaves, trees, axes, size):
+        if backend.target_of(*leaves) is not backend.NUMPY:
+            raise TypeError("vmap: NumPy arrays only in container arguments")
+        if not _axis(self._vm_out_axes):
+            raise TypeError("vmap: of container arguments, out_axes must be one int or None "
+                            "(for every output) for now")
+        examples = examples_of(leaves, axes)
+        inner = getattr(self._vm_f, "__srcgrad__", None)
+        if isinstance(inner, modules.Compiled) and inner.kind in ("grad", "value_and_grad"):
+            # (0-d arrays, not NumPy scalars: a variant for a scalar reads it with float(),
+            # which the batching trace refuses as it would in the user's code)
+            examples = tuple(numpy.asarray(e) if isinstance(e, numpy.generic) else e
+                             for e in examples)
+            args = _unflatten_args(trees, examples)
+            example_key = ("tree", trees, tuple([modules.guard_value(a) for a in examples]),
+                           modules.mutation_allowed())
+            fn, regroup = inner.tree_entry(args, trees, example_key)
+            compiled = modules.Compiled(fn, "vmap")
+        elif inner is None:
+            compiled, regroup = modules.Compiled(self._vm_f, "vmap", arg_trees=trees), None
+        else:
+            raise TypeError(f"vmap of {getattr(self._vm_f, '__name__', 'this transform')} with "
+                            "tuple, list or dict arguments: not yet (sg.grad and "
+                            "sg.value_and_grad of them, or a plain function, are)")
+        parsed = compiled.parsed()
+        key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, trees,
+                                          tuple([modules.guard_value(a) for a in leaves])))
+        batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(leaves, axes))
+
+        def generate():
+            from srcgrad.pipeline.vmap import vmap_program
+
+            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
+            return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
+
+        namespace = compiled._load(key, generate)  # noqa: SLF001
+        self._vm_module_source = compiled.module_source
+        return namespace[f"{parsed.name}_vmap"], regroup
+
+
+def _leaf_paths(tree) -> list:
+    """`['w']`, `[0]`, `.field` of each leaf of a tree definition, in flatten's order."""
+    kind = tree[0]
+    if kind == "leaf":
+        return [""]
+    if kind == "dict":
+        labels = [f"[{k!r}]" for k in tree[1]]
+    elif kind == "record":
+        labels = [f".{name}" for name in tree[2]]
+    else:
+        labels = [f"[{i}]" for i in range(len(tree[1]))]
+    return [label + rest for label, child in zip(labels, pytree.children(tree))
+            for rest in _leaf_paths(child)]
+
+
+def _unflatten_args(trees, leaves) -> tuple:
+    out, start = [], 0
+    for tree in trees:
+        n = pytree.num_leaves(tree)
+        out.append(pytree.unflatten(tree, leaves[start:start + n]))
+        start += n
+    return tuple(out)
 
 
 class _VmapSource:

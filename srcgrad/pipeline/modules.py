@@ -171,6 +171,15 @@ class Compiled:
         gradients back into each argument's structure (Note [Container arguments])."""
         from srcgrad.ir import tree as pytree  # (not on a plain call's hit: issue 15)
 
+        impl, regroup = self.tree_entry(args, trees, key)
+        return lambda *args: regroup(impl(*pytree.flatten_args(args)[0]))
+
+    def tree_entry(self, args: tuple, trees: tuple, key: tuple):
+        """(generated function of the arguments' leaves, what nests its result back):
+        the two halves of specialized_tree, which sg.vmap batches between (it maps the
+        leaves, then nests the batched gradients the same way)."""
+        from srcgrad.ir import tree as pytree
+
         leaves, _ = pytree.flatten_args(args)
         target = backend.target_of(*leaves)
         if target is not backend.NUMPY:  # the container variant is NumPy's only
@@ -194,8 +203,7 @@ class Compiled:
         impl = self._load(cache, generate)[entry_names(self)[0]]
         wrt, single, with_value, has_aux = self.wrt, self.single, self.kind == "value_and_grad", self.has_aux
 
-        def call(*args):
-            out = impl(*pytree.flatten_args(args)[0])
+        def regroup(out):
             value, flat = out if with_value else (None, out)
             if has_aux and not with_value:
                 flat, aux = flat
@@ -205,7 +213,7 @@ class Compiled:
                 return value, grads
             return (grads, aux) if has_aux else grads
 
-        return call
+        return impl, regroup
 
     def fingerprint(self) -> str | None:
         """For a compiled function referenced from other compiled code."""
