@@ -317,8 +317,9 @@ class _VmapSource:
     shape_specialised = True  # its entry exists per argument shapes only (entry_at)
 
     def entry(self, index: int = 0):
-        raise CompileError("sg.vmap called inside compiled code (or transformed without its "
-                           "arguments' shapes) is not supported yet",
+        raise CompileError("sg.vmap called inside compiled code without its arguments' "
+                           "shapes (sg.source of the outer transform), or there with a tuple, "
+                           "list or dict argument, is not supported yet",
                            hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
                            "gradients")
 

@@ -1514,8 +1514,9 @@ VMAP = ("sg.vmap's refusals (issue 32): no batched form yet and no rewrite known
 EXEMPT = {
     ("jacobian_transforms.py", "{} ({})"): COMPOSED,
     ("jacobians.py", "{} (of `{}`) is not supported"): COMPOSED,
-    ("vmapping.py", "sg.vmap called inside compiled code (or transformed without its arguments' "
-     "shapes) is not supported yet"): VMAP,
+    ("vmapping.py", "sg.vmap called inside compiled code without its arguments' shapes "
+     "(sg.source of the outer transform), or there with a tuple, list or dict argument, is "
+     "not supported yet"): VMAP,
     ("pipeline/vmap.py", "sg.vmap of a {}: {} (no batched form yet, in {}())"): VMAP,
     ("pipeline/vmap.py", "sg.vmap: a result of kind {} is not supported yet"): VMAP,
     ("pipeline/vmap.py", "sg.vmap: {}: `{}` has no batched form yet (in {}())"): VMAP,

@@ -152,3 +152,33 @@ def test_a_jacobian_of_container_arguments_is_refused_clearly(data):
     p, X, Y = data
     with pytest.raises(TypeError, match="tuple, list or dict arguments: not yet"):
         sg.vmap(sg.jacobian(loss), in_axes=(None, 0, 0))(p, X, Y)
+
+
+def loss_of_arrays(w, b, x, y):
+    return np.sum((np.tanh(x @ w + b) - y) ** 2)
+
+
+def total_of_arrays(w, b, X, Y):
+    return np.sum(sg.vmap(loss_of_arrays, in_axes=(None, None, 0, 0))(w, b, X, Y))
+
+
+def total_of_a_dict(p, X, Y):
+    return np.sum(sg.vmap(loss, in_axes=(None, 0, 0))(p, X, Y))
+
+
+def test_grad_of_a_vmap_with_a_0d_argument(data):
+    # the 0-d bias had no stand-in for the inner vmap's variant: a TypeError from the tracer
+    p, X, Y = data
+    w, b, y = p["w"][:, 0], np.zeros(()), Y[:, 0]
+    got = sg.grad(total_of_arrays, wrt=(0, 1))(w, b, X, y)
+    g = sg.grad(loss_of_arrays, wrt=(0, 1))
+    want = [sum(g(w, b, X[i], y[i])[k] for i in range(5)) for k in range(2)]
+    for gk, wk in zip(got, want):
+        np.testing.assert_allclose(gk, wk, rtol=1e-12, atol=1e-12)
+
+
+def test_grad_of_a_vmap_of_a_dict_is_refused_at_the_line(data):
+    p, X, Y = data
+    with pytest.raises(sg.CompileError, match="tuple, list or dict argument") as err:
+        sg.grad(total_of_a_dict)(p, X, Y)
+    assert err.value.lineno is not None and "test_vmap_containers.py" in err.value.filename

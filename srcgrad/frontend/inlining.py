@@ -57,10 +57,17 @@ class Inlining:
             if isinstance(a, Const):
                 out.append(a.value)
                 continue
+            if not isinstance(a, Var):  # (a traced dict or list of values: no stand-in)
+                return None
             kind, shape = found.kinds.get(a), found.shapes.get(a)
-            if not isinstance(a, Var) or kind is None or shape is None:
+            if kind is None or shape is None:
                 return None
             cls, dtype = kind
+            if not isinstance(cls, type) and shape == ():  # a 0-d value (the probe's kinds
+                out.append(numpy.zeros(()))  # do not tell a float from a 0-d array)
+                continue
+            if not (isinstance(cls, type) and issubclass(cls, (numpy.ndarray, numpy.generic, int, float))):
+                return None  # (a dict's or a list's value: no stand-in; the entry says so)
             out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
         return tuple(out)
 
