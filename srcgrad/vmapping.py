@@ -129,10 +129,17 @@ class VMapped:
         examples = examples_of(args, axes)
         batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
 
+        nested = getattr(inner, "shape_specialised", False)
+
         def generate():
             from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
 
-            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
+            try:
+                functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
+            except CompileError as err:
+                if nested and "`_tape`" in err.message:
+                    raise _nested_tape(err) from None
+                raise
             return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
 
         namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
@@ -178,6 +185,18 @@ class VMapped:
         return namespace[f"{parsed.name}_vmap"], tree
 
 
+def _nested_tape(err: CompileError) -> CompileError:
+    """A vmap of a vmap of a derivative of a loop: the inner vmap's generated code pushes
+    the loop's tape, which re-tracing that code cannot batch (a gradient's own code is read
+    back through its IR instead: Note [Transforms of loop gradients]). At the loop's line."""
+    return CompileError(
+        "sg.vmap of a sg.vmap of a gradient, jacobian or hessian of a loop has no batched "
+        "form yet (the inner vmap's code keeps the loop's tape)", filename=err.filename,
+        lineno=err.lineno, col=max((err.offset or 1) - 1, 0), text=err.text or "",
+        hint="vmap once over the batch axes flattened into one (X.reshape(-1, *x.shape)), "
+             "or write the loop out")
+
+
 class _VmapSource:
     """What `sg.source` reads, and what other transforms of a vmap trace."""
 
@@ -197,10 +216,15 @@ class _VmapSource:
     shape_specialised = True  # its entry exists per argument shapes only (entry_at)
 
     def entry(self, index: int = 0):
+        # (sg.grad/value_and_grad of a vmap come here: they trace shape-generic code; a
+        # vmap's output has the batch axis anyway, so a gradient of it needs a reduction)
         raise CompileError("sg.vmap called inside compiled code (or transformed without its "
-                           "arguments' shapes) is not supported yet",
+                           "arguments' shapes) is not supported yet; sg.grad and "
+                           "sg.value_and_grad of a vmap also need a scalar output, and a "
+                           "vmap's has the batch axis",
                            hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
-                           "gradients")
+                           "gradients; differentiate a function that reduces the vmap's "
+                           "output (np.sum(sg.vmap(f)(X))), called with arrays")
 
     def entry_at(self, args: tuple):
         """The generated function for arguments like `args` (a transform of the vmap at
