@@ -129,17 +129,10 @@ class VMapped:
         examples = examples_of(args, axes)
         batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
 
-        nested = getattr(inner, "shape_specialised", False)
-
         def generate():
             from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
 
-            try:
-                functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
-            except CompileError as err:
-                if nested and "`_tape`" in err.message:
-                    raise _nested_tape(err) from None
-                raise
+            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
             return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
 
         namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
@@ -183,18 +176,6 @@ class VMapped:
         namespace = compiled._load(key, generate)  # noqa: SLF001
         self._vm_module_source = compiled.module_source
         return namespace[f"{parsed.name}_vmap"], tree
-
-
-def _nested_tape(err: CompileError) -> CompileError:
-    """A vmap of a vmap of a derivative of a loop: the inner vmap's generated code pushes
-    the loop's tape, which re-tracing that code cannot batch (a gradient's own code is read
-    back through its IR instead: Note [Transforms of loop gradients]). At the loop's line."""
-    return CompileError(
-        "sg.vmap of a sg.vmap of a gradient, jacobian or hessian of a loop has no batched "
-        "form yet (the inner vmap's code keeps the loop's tape)", filename=err.filename,
-        lineno=err.lineno, col=max((err.offset or 1) - 1, 0), text=err.text or "",
-        hint="vmap once over the batch axes flattened into one (X.reshape(-1, *x.shape)), "
-             "or write the loop out")
 
 
 class _VmapSource:

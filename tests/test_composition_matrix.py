@@ -426,6 +426,11 @@ def test_hessian_of_a_jacobian_is_refused_at_the_call():
 VTOL = 1e-12
 
 
+# A transform of sg.vmap's generated code of a loop's derivative (its loop keeps a tape):
+# refused at the loop's line (srcgrad.frontend.control), in each cell that reaches it.
+TAPE_REFUSAL = "generated code of a loop's derivative cannot be traced again"
+
+
 def f_write(x):
     y = x * 1.0
     y[0] = np.sin(x[1]) * x[2]
@@ -488,7 +493,7 @@ def test_vmap_of_vmap_of_a_transform(F, inner_name):
     XX = np.stack([BATCH, BATCH[::-1] * 0.5])  # (2, 2, 3)
     h = inner(inner_name, F, XX[0, 0])
     if F is f_for and inner_name != "jvp":  # the inner vmap's code pushes the loop's tape
-        with pytest.raises(CompileError, match="sg.vmap of a sg.vmap of a gradient") as info:
+        with pytest.raises(CompileError, match=TAPE_REFUSAL) as info:
             sg.vmap(sg.vmap(h))(XX)
         assert_names_this_file(info.value, "for i in range(3)")
         return
@@ -561,3 +566,23 @@ def test_each_transform_of_vmap(F, inner_name, outer):
         assert_names_this_file(info.value, "")
         return
     assert_exact(apply_outer(outer, h, BATCH), vmap_expected(outer, inner_name, F))
+
+
+@pytest.mark.parametrize("F, inner_name, outer", [
+    pytest.param(F, i, o, id=f"{o}-of-{i}-of-grad-{fname}")
+    for fname, F in VSCALAR.items() for i in ("vmap", "vmap_sum") for o in TRANSFORMS])
+def test_each_transform_of_vmap_of_grad(F, inner_name, outer):
+    """Three deep: per-example gradients, transformed (sg.jacobian of them: per-example
+    Hessians, JAX's jacfwd(vmap(grad(f)))); of a loop's, refused at the loop's line."""
+    if F in LOOPS and not (inner_name == "vmap" and outer in (
+            "grad", "value_and_grad", "hessian")):
+        # (forward mode of a function calling it traces shape-generic first, where the
+        # vmap has no code to read: that refusal, at the same line)
+        shape_generic = inner_name == "vmap_sum" and outer in ("jvp", "jacfwd")
+        with pytest.raises(CompileError, match="sg.vmap called inside compiled code"
+                           if shape_generic else TAPE_REFUSAL) as info:
+            apply_outer(outer, vmap_inner(inner_name, sg.grad(F)), BATCH)
+        assert_names_this_file(info.value, "sg.vmap(F)(X)" if inner_name == "vmap_sum" else
+                               "for i in range(3)" if F is f_for else "while k < 3")
+        return
+    test_each_transform_of_vmap(sg.grad(F), inner_name, outer)
