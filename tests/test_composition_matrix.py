@@ -39,6 +39,8 @@ Refused, by rule (`expected_refusal`), and nothing else is:
     rule, not torch's: see test_one_element_outputs): a TypeError naming the function,
     with a note naming the line of the call (sg.hessian checks this before tracing
     anything, so it is the error a hessian of a non-scalar loop vjp meets first).
+`sg.vmap` is in the matrix too, outer and inner (the section "vmap in the matrix" below:
+exact, 1e-12, against Python loops of the unbatched transforms, with its own refusals).
 The functions F run straight-line code, a `for` loop and a `while` loop; x is a vector
 and a 0-d array (where grad of a gradient is defined). `grad∘grad∘grad` and the
 nested Jacobians of vector functions (shape (m, n, n)) have tests of their own.
@@ -586,3 +588,49 @@ def test_each_transform_of_vmap_of_grad(F, inner_name, outer):
                                "for i in range(3)" if F is f_for else "while k < 3")
         return
     test_each_transform_of_vmap(sg.grad(F), inner_name, outer)
+
+
+def two_args(w, x):
+    acc = np.sum(np.sin(w * x) * x)
+    for i in range(2):
+        acc = acc + np.sum(w ** 2 * x[i])
+    return acc
+
+
+def two_args_vec(w, x):
+    y = w[:2] * x[1:]
+    y[0] = np.cos(y[1]) * w[2]
+    return y
+
+
+TWO_ARGS = {
+    "grad-w": lambda: sg.grad(two_args),
+    "grad-both": lambda: sg.grad(two_args, wrt=(0, 1)),
+    "value_and_grad-x": lambda: sg.value_and_grad(two_args, wrt=1),
+    "hessian-w": lambda: sg.hessian(two_args),
+    "jacfwd-vec": lambda: sg.jacobian(two_args_vec, mode="forward"),
+    "jacrev-vec-both": lambda: sg.jacobian(two_args_vec, wrt=(0, 1), mode="reverse"),
+}
+
+
+@pytest.mark.parametrize("out_axes", [0, 1])
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, None), (0, 0), (1, 0)])
+@pytest.mark.parametrize("name", list(TWO_ARGS))
+def test_vmap_in_axes_and_out_axes_of_transforms(name, in_axes, out_axes):
+    """Per-example transforms of a two-argument function, each in_axes/out_axes form,
+    against a loop (the batch axis is where in_axes puts it, the result's at out_axes)."""
+    t = TWO_ARGS[name]()
+    w, x = BATCH[0] * 0.7, BATCH[1]
+    args = tuple(a if ax is None else np.stack([a, a[::-1] * 0.5, a * 1.5], axis=ax)
+                 for a, ax in zip((w, x), in_axes))
+    outs = [t(*(a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)))
+            for i in range(3)]
+    if out_axes == 1 and np.ndim(outs[0] if not isinstance(outs[0], tuple) else outs[0][0]) == 0:
+        out_axes = 0  # (a scalar's batch axis can only be 0)
+
+    def stacked(leaves):
+        if isinstance(leaves[0], tuple):
+            return tuple(stacked([leaf[k] for leaf in leaves]) for k in range(len(leaves[0])))
+        return np.stack(leaves, axis=out_axes if np.ndim(leaves[0]) else 0)
+    got = sg.vmap(t, in_axes=in_axes, out_axes=out_axes)(*args)
+    assert_exact(got, stacked(outs))
