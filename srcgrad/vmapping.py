@@ -317,11 +317,16 @@ class _VmapSource:
     shape_specialised = True  # its entry exists per argument shapes only (entry_at)
 
     def entry(self, index: int = 0):
+        # (sg.grad/value_and_grad of a vmap come here: they trace shape-generic code; a
+        # vmap's output has the batch axis anyway, so a gradient of it needs a reduction)
         raise CompileError("sg.vmap called inside compiled code without its arguments' "
                            "shapes (sg.source of the outer transform), or there with a tuple, "
-                           "list or dict argument, is not supported yet",
+                           "list or dict argument, is not supported yet; sg.grad and "
+                           "sg.value_and_grad of a vmap also need a scalar output, and a "
+                           "vmap's has the batch axis",
                            hint="apply sg.vmap outside: sg.vmap(sg.grad(f)) gives per-example "
-                           "gradients")
+                           "gradients; differentiate a function that reduces the vmap's "
+                           "output (np.sum(sg.vmap(f)(X))), called with arrays")
 
     def entry_at(self, args: tuple):
         """The generated function for arguments like `args` (a transform of the vmap at

@@ -39,6 +39,8 @@ Refused, by rule (`expected_refusal`), and nothing else is:
     rule, not torch's: see test_one_element_outputs): a TypeError naming the function,
     with a note naming the line of the call (sg.hessian checks this before tracing
     anything, so it is the error a hessian of a non-scalar loop vjp meets first).
+`sg.vmap` is in the matrix too, outer and inner (the section "vmap in the matrix" below:
+exact, 1e-12, against Python loops of the unbatched transforms, with its own refusals).
 The functions F run straight-line code, a `for` loop and a `while` loop; x is a vector
 and a 0-d array (where grad of a gradient is defined). `grad∘grad∘grad` and the
 nested Jacobians of vector functions (shape (m, n, n)) have tests of their own.
@@ -406,3 +408,229 @@ def test_hessian_of_a_jacobian_is_refused_at_the_call():
         sg.hessian(sg.jacobian(f_line))(POINTS["vector"])
     assert info.value.filename == __file__
     assert "sg.hessian of a sg.jacobian" in str(info.value)
+
+
+# ------------------------------------------------------------ vmap in the matrix (issue 32)
+# sg.vmap as a transform in both places. Right means: exactly (1e-12) what a Python loop of
+# the unbatched transforms gives, each of which the matrix above checks against arithmetic.
+#
+#   OUTER  sg.vmap(h) for h each inner function above (and sg.vmap(sg.vmap(h))), over a
+#          batch of points: == np.stack([h(x_i) for x_i in batch]).
+#   INNER  vmap      h = sg.vmap(F), at a batch X of shape (2,) + x.shape: its derivative is
+#                    block-diagonal, blocks sg.jacobian(F)(X[i]) (a loop);
+#          vmap_sum  h(X) = np.sum(sg.vmap(F)(X)), a function calling vmap: its gradient
+#                    is np.stack([grad of sum F at X[i]]), its Hessian block-diagonal.
+# The functions F: the matrix's straight-line, `for` and `while` ones, and one of each kind
+# with in-place writes (`y[0] = ...`, `y += ...`). Refused (and nothing else is): grad,
+# value_and_grad and hessian of a non-scalar vmap (the rule above: TypeError naming the
+# function, with the line of the call in a note); grad, value_and_grad and hessian OF a
+# vmap of a jacobian or hessian (as of a jacobian: a CompileError at the outer call).
+VTOL = 1e-12
+
+
+# A transform of sg.vmap's generated code of a loop's derivative (its loop keeps a tape):
+# refused at the loop's line (srcgrad.frontend.control), in each cell that reaches it.
+TAPE_REFUSAL = "generated code of a loop's derivative cannot be traced again"
+
+
+def f_write(x):
+    y = x * 1.0
+    y[0] = np.sin(x[1]) * x[2]
+    y += x ** 2
+    return np.sum(y * y)
+
+
+def g_write(x):
+    y = x[:2] * 1.0
+    y[1] = np.cos(x[2]) * y[0]
+    y *= x[1:]
+    return y
+
+
+VSCALAR = {**SCALAR, "write": f_write}
+VVECTOR = {**VECTOR, "write": g_write}
+BATCH = np.array([[0.3, -0.5, 0.8], [-0.2, 0.6, 0.1]])
+BATCH_0D = np.array([0.4, -0.3])  # examples of the 0-d point
+
+
+def loop(h, X):
+    return np.stack([np.asarray(h(X[i])) for i in range(len(X))])
+
+
+def assert_exact(actual, wanted):
+    if isinstance(wanted, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(wanted)
+        for a, w in zip(actual, wanted):
+            assert_exact(a, w)
+        return
+    assert np.shape(actual) == np.shape(wanted), (np.shape(actual), np.shape(wanted))
+    np.testing.assert_allclose(actual, wanted, rtol=VTOL, atol=VTOL)
+
+
+def vmap_outer_cells():
+    for fname, F in VSCALAR.items():
+        for point in ("vector", "0-d") if F is not f_write else ("vector",):
+            for i in TRANSFORMS:
+                yield pytest.param(F, point, i, id=f"vmap-of-{i}-{fname}-{point}")
+    for fname, G in VVECTOR.items():
+        for i in ("vjp", "jvp", *JACOBIANS):
+            yield pytest.param(G, "vector", i, id=f"vmap-of-{i}-{fname}_vec-vector")
+
+
+@pytest.mark.parametrize("F, point, inner_name", list(vmap_outer_cells()))
+def test_vmap_of_each_transform(F, point, inner_name):
+    X = BATCH if point == "vector" else BATCH_0D
+    h = inner(inner_name, F, X[0])
+    if inner_name == "vjp" and F in LOOPS:  # the matrix's rule, at the inner sg.vjp's line
+        with pytest.raises(CompileError, match="`sg.vjp` of a function with a loop") as info:
+            sg.vmap(h)(X)
+        assert_names_this_file(info.value, "sg.vjp(F")
+        return
+    assert_exact(sg.vmap(h)(X), loop(h, X))
+
+
+@pytest.mark.parametrize("inner_name", ["grad", "jvp", "jacrev", "hessian"])
+@pytest.mark.parametrize("F", [f_for, f_write], ids=lambda F: F.__name__)
+def test_vmap_of_vmap_of_a_transform(F, inner_name):
+    XX = np.stack([BATCH, BATCH[::-1] * 0.5])  # (2, 2, 3)
+    h = inner(inner_name, F, XX[0, 0])
+    if F is f_for and inner_name != "jvp":  # the inner vmap's code pushes the loop's tape
+        with pytest.raises(CompileError, match=TAPE_REFUSAL) as info:
+            sg.vmap(sg.vmap(h))(XX)
+        assert_names_this_file(info.value, "for i in range(3)")
+        return
+    assert_exact(sg.vmap(sg.vmap(h))(XX), np.stack([loop(h, XX[k]) for k in range(2)]))
+
+
+def block_diagonal(blocks):
+    """(B,) + out + (B,) + x: blocks[i] at [i, ..., i, ...], zeros elsewhere."""
+    b = len(blocks)
+    out_nd = blocks[0].ndim - BATCH.ndim + 1
+    full = np.zeros((b,) + blocks[0].shape[:out_nd] + (b,) + blocks[0].shape[out_nd:])
+    for i, block in enumerate(blocks):
+        full[(i,) + (slice(None),) * out_nd + (i,)] = block
+    return full
+
+
+def vmap_inner(name, F):
+    if name == "vmap":
+        return sg.vmap(F)
+
+    def vmap_sum(X):
+        return np.sum(sg.vmap(F)(X))
+    return vmap_sum
+
+
+def vmap_expected(outer, inner_name, F):
+    """What `outer` of the vmap inner function gives at BATCH, from loops of F's own
+    unbatched transforms (sg.jacobian of F per example)."""
+    X = BATCH
+    jacs = [np.asarray(sg.jacobian(F)(x)) for x in X]
+    if inner_name == "vmap":
+        value, d = loop(F, X), block_diagonal(jacs)
+    else:
+        value = np.sum(loop(F, X))
+        d = np.stack([j.reshape(-1, *x.shape).sum(0) for j, x in zip(jacs, X)])
+    if outer == "hessian":
+        hess = [np.asarray(sg.jacobian(sg.jacobian(F))(x)) for x in X]
+        return block_diagonal([hh.reshape(-1, *hh.shape[-2:]).sum(0) for hh in hess])
+    if outer == "grad" or outer in JACOBIANS:
+        return d
+    if outer == "value_and_grad":
+        return value, d
+    if outer == "vjp":
+        ct = constant(np.shape(value), 0.9)
+        return value, np.tensordot(ct, d, axes=np.ndim(value))
+    t = constant(X.shape, 0.4)
+    return value, np.tensordot(d, t, axes=X.ndim)
+
+
+def vmap_inner_cells():
+    for fam in (VSCALAR, VVECTOR):
+        for fname, F in fam.items():
+            tag = fname if fam is VSCALAR else f"{fname}_vec"
+            for i in ("vmap", "vmap_sum"):
+                for o in TRANSFORMS:
+                    yield pytest.param(F, i, o, id=f"{o}-of-{i}-{tag}")
+
+
+@pytest.mark.parametrize("F, inner_name, outer", list(vmap_inner_cells()))
+def test_each_transform_of_vmap(F, inner_name, outer):
+    h = vmap_inner(inner_name, F)
+    if outer in ("grad", "value_and_grad") and inner_name == "vmap":  # traced shape-generic
+        with pytest.raises(CompileError, match="need a scalar output") as info:
+            apply_outer(outer, h, BATCH)
+        assert_names_this_file(info.value, f"sg.{outer}(")
+        return
+    if outer == "hessian" and inner_name == "vmap":  # (checked before anything is traced)
+        with pytest.raises(TypeError, match="needs a scalar output") as info:
+            apply_outer(outer, h, BATCH)
+        assert_names_this_file(info.value, "")
+        return
+    assert_exact(apply_outer(outer, h, BATCH), vmap_expected(outer, inner_name, F))
+
+
+@pytest.mark.parametrize("F, inner_name, outer", [
+    pytest.param(F, i, o, id=f"{o}-of-{i}-of-grad-{fname}")
+    for fname, F in VSCALAR.items() for i in ("vmap", "vmap_sum") for o in TRANSFORMS])
+def test_each_transform_of_vmap_of_grad(F, inner_name, outer):
+    """Three deep: per-example gradients, transformed (sg.jacobian of them: per-example
+    Hessians, JAX's jacfwd(vmap(grad(f)))); of a loop's, refused at the loop's line."""
+    if F in LOOPS and not (inner_name == "vmap" and outer in (
+            "grad", "value_and_grad", "hessian")):
+        # (forward mode of a function calling it traces shape-generic first, where the
+        # vmap has no code to read: that refusal, at the same line)
+        shape_generic = inner_name == "vmap_sum" and outer in ("jvp", "jacfwd")
+        with pytest.raises(CompileError, match="sg.vmap called inside compiled code"
+                           if shape_generic else TAPE_REFUSAL) as info:
+            apply_outer(outer, vmap_inner(inner_name, sg.grad(F)), BATCH)
+        assert_names_this_file(info.value, "sg.vmap(F)(X)" if inner_name == "vmap_sum" else
+                               "for i in range(3)" if F is f_for else "while k < 3")
+        return
+    test_each_transform_of_vmap(sg.grad(F), inner_name, outer)
+
+
+def two_args(w, x):
+    acc = np.sum(np.sin(w * x) * x)
+    for i in range(2):
+        acc = acc + np.sum(w ** 2 * x[i])
+    return acc
+
+
+def two_args_vec(w, x):
+    y = w[:2] * x[1:]
+    y[0] = np.cos(y[1]) * w[2]
+    return y
+
+
+TWO_ARGS = {
+    "grad-w": lambda: sg.grad(two_args),
+    "grad-both": lambda: sg.grad(two_args, wrt=(0, 1)),
+    "value_and_grad-x": lambda: sg.value_and_grad(two_args, wrt=1),
+    "hessian-w": lambda: sg.hessian(two_args),
+    "jacfwd-vec": lambda: sg.jacobian(two_args_vec, mode="forward"),
+    "jacrev-vec-both": lambda: sg.jacobian(two_args_vec, wrt=(0, 1), mode="reverse"),
+}
+
+
+@pytest.mark.parametrize("out_axes", [0, 1])
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, None), (0, 0), (1, 0)])
+@pytest.mark.parametrize("name", list(TWO_ARGS))
+def test_vmap_in_axes_and_out_axes_of_transforms(name, in_axes, out_axes):
+    """Per-example transforms of a two-argument function, each in_axes/out_axes form,
+    against a loop (the batch axis is where in_axes puts it, the result's at out_axes)."""
+    t = TWO_ARGS[name]()
+    w, x = BATCH[0] * 0.7, BATCH[1]
+    args = tuple(a if ax is None else np.stack([a, a[::-1] * 0.5, a * 1.5], axis=ax)
+                 for a, ax in zip((w, x), in_axes))
+    outs = [t(*(a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)))
+            for i in range(3)]
+    if out_axes == 1 and np.ndim(outs[0] if not isinstance(outs[0], tuple) else outs[0][0]) == 0:
+        out_axes = 0  # (a scalar's batch axis can only be 0)
+
+    def stacked(leaves):
+        if isinstance(leaves[0], tuple):
+            return tuple(stacked([leaf[k] for leaf in leaves]) for k in range(len(leaves[0])))
+        return np.stack(leaves, axis=out_axes if np.ndim(leaves[0]) else 0)
+    got = sg.vmap(t, in_axes=in_axes, out_axes=out_axes)(*args)
+    assert_exact(got, stacked(outs))

@@ -1516,7 +1516,8 @@ EXEMPT = {
     ("jacobians.py", "{} (of `{}`) is not supported"): COMPOSED,
     ("vmapping.py", "sg.vmap called inside compiled code without its arguments' shapes "
      "(sg.source of the outer transform), or there with a tuple, list or dict argument, is "
-     "not supported yet"): VMAP,
+     "not supported yet; sg.grad and sg.value_and_grad of a vmap also need a scalar output, "
+     "and a vmap's has the batch axis"): VMAP,
     ("pipeline/vmap.py", "sg.vmap of a {}: {} (no batched form yet, in {}())"): VMAP,
     ("pipeline/vmap.py", "sg.vmap: a result of kind {} is not supported yet"): VMAP,
     ("pipeline/vmap.py", "sg.vmap: {}: `{}` has no batched form yet (in {}())"): VMAP,

@@ -362,6 +362,22 @@ def test_per_example_gradient_of_a_loop():
     close(sg.vmap(g, in_axes=(None, 0))(Wr, X), loop_over(g, (Wr, X), (None, 0)))
 
 
+@pytest.mark.parametrize("kind", ["jacfwd", "jacrev", "hessian"])
+def test_vmap_of_a_jacobian_or_hessian_of_a_loop(kind):
+    """Was a CompileError at `<unknown>:0` ("`for_range` has no batched form"): the
+    seeds' batching of the derivative program skipped control flow (batch, not batch_ops)."""
+    t = sg.hessian(rnn_loss, wrt=1) if kind == "hessian" else \
+        sg.jacobian(rnn_loss, wrt=1, mode="forward" if kind == "jacfwd" else "reverse")
+    Wr = RNG.normal(size=(3, 3))
+    close(sg.vmap(t, in_axes=(None, 0))(Wr, X), loop_over(t, (Wr, X), (None, 0)))
+
+
+def test_hessian_of_a_per_example_while_is_refused_at_its_line():
+    with pytest.raises(sg.CompileError, match="trip count per example") as err:
+        sg.vmap(sg.hessian(while_loss, wrt=1), in_axes=(None, 0))(np.ones(3), np.abs(X) + 0.1)
+    assert err.value.lineno == while_loss.__code__.co_firstlineno + 2
+
+
 def test_vmap_of_vmap():
     Xs = RNG.normal(size=(2, 5, 3))
     vv = sg.vmap(sg.vmap(layer, in_axes=(0, None, None)), in_axes=(1, None, None))

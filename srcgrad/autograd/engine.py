@@ -475,7 +475,10 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
 # FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
 # input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
 # x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused).
-ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint"})
+# floor_divide too: remainder's backward `-g * (x // y)` is torch's
+# `-grad * self.div(other, rounding_mode="floor")`, whose derivative is zeros (issue 28).
+ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint",
+                                  "floor_divide"})
 
 
 def node_backward(node, cts, create_graph) -> tuple:
@@ -486,9 +489,15 @@ def node_backward(node, cts, create_graph) -> tuple:
     if node._kernel is None:  # a custom Function's node (srcgrad.autograd.custom)
         return node.run_backward(cts, create_graph)
     if getattr(node._kernel, "rule", None) in ZERO_DERIVATIVE_ROWS:
-        zeros = numpy.zeros_like(_arr(cts[0]))
-        return tuple(None if e is None else Tensor._make(zeros) if create_graph else zeros
-                     for e in node._next)
+        ct = _arr(cts[0])
+        out = []
+        for e in node._next:  # zeros of each operand's shape (floor_divide's broadcast)
+            if e is None:
+                out.append(None)
+                continue
+            zeros = numpy.zeros(_edge_shape(e, ct.shape), ct.dtype)
+            out.append(Tensor._make(zeros) if create_graph else zeros)
+        return tuple(out)
     if node._nout > 1 and any(c is None for c in cts):  # kernels read every cotangent
         cts = [numpy.zeros(s, d) if c is None else c for c, (s, d) in zip(cts, node._meta_out)]
     if create_graph:
@@ -505,6 +514,16 @@ def node_backward(node, cts, create_graph) -> tuple:
                 saved = tuple(saved_value(node, j, False) for j in range(len(saved)))
                 break
     return node._kernel.backward(saved, *cts)
+
+
+def _edge_shape(edge, default) -> tuple:
+    """The shape of the gradient an edge takes: its node's output (a leaf's shape)."""
+    target, nr = edge
+    meta = getattr(target, "_meta_out", None)
+    if meta is not None:
+        return meta[nr][0]
+    variable = getattr(target, "variable", None)
+    return variable.shape if variable is not None else default
 
 
 def _tensor_saved(node) -> tuple:

@@ -87,16 +87,31 @@ INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (N
 # generated backward of another row run on Tensors) reaches `apply`, so this is the one
 # place the swap is made.
 EAGER_ROWS = {"power": "torch_power", "arctan2": "torch_arctan2", "hypot": "torch_hypot",
-              "clip": "torch_clip", "logaddexp": "torch_logaddexp"}
+              "clip": "torch_clip", "logaddexp": "torch_logaddexp", "relu": "torch_relu",
+              "divide": "torch_divide", "var": "var", "norm": "norm"}  # (var, norm: by operands)
 _TENSORISH = (Tensor, _ndarray)
 
 
-def _eager_row(rule: str, operands: tuple) -> str:
+def _eager_row(rule: str, static: dict, operands: tuple) -> str:
+    if rule == "var":  # torch's var_backward over all of x with n <= correction: no graph
+        x = operands[0]._data if isinstance(operands[0], Tensor) else numpy.asarray(operands[0])
+        if (static.get("axis") is None or x.ndim == 0) and x.size - static.get("ddof", 0) <= 0:
+            return "torch_var_nodof"
+        return rule
+    if rule == "norm":  # torch's norm_backward where its value at 0 is not the compiler's
+        ord = static.get("ord")
+        if ord in (None, "fro", 2):
+            return "torch_norm2"
+        if isinstance(ord, (int, float)) and ord < 1 and ord not in (0, -numpy.inf):
+            return "torch_norm_small_p"
+        return rule
     rule = EAGER_ROWS[rule]
     if rule == "torch_clip" and not any(isinstance(b, _TENSORISH) for b in operands[1:]):
         return "torch_clamp_scalar"  # torch's clamp(Scalar min, Scalar max)
     if rule == "torch_power" and isinstance(operands[0], _TENSORISH) and (
             len(operands) == 1 or not isinstance(operands[1], _TENSORISH)):
+        if len(operands) > 1 and operands[1] == 0:
+            return "torch_power_zero"  # torch's pow_backward: zeros_like(self), no graph
         return "torch_power_scalar"  # torch's pow(Tensor, Scalar) (a static y: one operand)
     return rule
 
@@ -104,7 +119,7 @@ def _eager_row(rule: str, operands: tuple) -> str:
 def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: bool = False):
     """Run row `rule` on `operands` (its dynamic operands in signature order)."""
     if rule in EAGER_ROWS:
-        rule = _eager_row(rule, operands)
+        rule = _eager_row(rule, static, operands)
     if INSTRUMENT is not None and not hooked:
         return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []

@@ -310,6 +310,16 @@ class ControlFlow:
         from srcgrad.frontend import containers  # (blocks only: issue 15)
 
         locs = [loc for loc in map(lambda v: containers.structure_change(self, v), values) if loc]
+        if locs and loop is not None and name.startswith("_tape"):  # (vjp_control's tape)
+            # generated code of a loop's derivative read back as source: a gradient's own is
+            # read through its IR (Note [Transforms of loop gradients]), sg.vmap's is not
+            self.loc = locs[0]
+            self.error(None, "srcgrad's generated code of a loop's derivative cannot be traced "
+                       "again (its loop keeps a tape): a transform of sg.vmap(sg.grad(f)), or "
+                       "of sg.vmap of a jacobian or hessian, of a function with a loop is not "
+                       "supported yet",
+                       "transform first and map last (sg.vmap(sg.hessian(f)), "
+                       "sg.vmap(sg.jacobian(f)) are supported), or write the loop out")
         if locs and loop is not None:
             self.loc = locs[0]
             self.error(None, f"the length or keys of `{name}` would depend on array values: this "

@@ -33,7 +33,6 @@ from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.batch import (
     Unbatchable,
     _Batcher,
-    batch,
     decide_none_tests,
     fold_static,
     order_commutative,
@@ -119,12 +118,17 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
     inputs = graph.inputs + seeds
     found = probe(ops, inputs, tuple(examples) + tuple(seed_examples))
     per_seed = [_shape_of(r, found) for r in results[n_first:]]  # each derivative's own shape
+    # (batch_ops, not batch: a derivative program of a loop has the loop's control flow,
+    # Note [Batching control flow]; a refusal names the op's line, not `<unknown>:0`)
+    b = _Batcher(total, dict(found.shapes), namer)
+    b.batched.update(seeds)
     try:
-        ops, rename, by_seed = batch(ops, seeds, total, dict(found.shapes), namer)
-    except Unbatchable as err:  # (control flow in a derivative program: not yet)
-        raise CompileError(f"sg.vmap of a {kind}: {err} (no batched form yet, in {fs.name}())",
-                           hint=_HINT) from None
-    results = [_follow(r, rename) for r in results]
+        batch_ops(b, ops)
+    except Unbatchable as err:
+        raise CompileError.at(err.op.loc, f"sg.vmap of a {kind}: {err}: `{err.op.prim}` has no "
+                              f"batched form yet (in {fs.name}())", _HINT) from None
+    ops, by_seed = b.out, b.batched
+    results = [_follow(r, b.rename) for r in results]
     ops, alias = cse(order_commutative(ops))
     results = [_follow(r, alias) for r in results]
     ops = dce(ops, results)

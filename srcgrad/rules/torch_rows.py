@@ -17,7 +17,7 @@ docs/conventions.md ("Kinks and poles") lists every row's value at its kinks und
 torch, under sg.Tensor and under compiled code, and tests/autograd/test_kinks_vs_torch.py
 holds torch's observed values."""
 
-from srcgrad.rules.core import defrule
+from srcgrad.rules.core import RULES, defrule
 
 
 def _ub(expr, p):
@@ -37,6 +37,12 @@ defrule("torch_power", "x, y", "x ** y", elementwise=True,
         jvp={"x": _POW_X.format(t="x_t"), "y": _POW_Y.format(t="y_t")},
         doc="the eager `x ** y` (torch's pow): d/dx 0 where y == 0; d/dy at x == 0 is 0 for "
             "y >= 0 and ans * log(0) (-inf for y < 0) otherwise")
+
+# torch's pow_backward for a number exponent 0: zeros_like(self), no graph (the row above
+# would connect it to x with a zero derivative); ops._eager_row picks it for `x ** 0`.
+defrule("torch_power_zero", "x, y", "x ** y", elementwise=True,
+        vjp={"x": "xp.zeros_like(g)"}, jvp={"x": "xp.zeros_like(x_t)"},
+        doc="the eager `x ** 0` for a number 0 (torch's): gradient 0 with no graph")
 
 # A number exponent (torch's pow(Tensor, Scalar), PowBackward0): no `where`, so the
 # gradient of x ** 3 is a MulBackward0 of grad and 3 * x ** 2, as torch's.
@@ -127,3 +133,57 @@ defrule("torch_logaddexp", "x, y", "xp.logaddexp(x, y)", elementwise=True,
         vjp={"x": _ub("g / (1 + xp.exp(y - x))", "x"), "y": _ub("g / (1 + xp.exp(x - y))", "y")},
         jvp={"x": "x_t / (1 + xp.exp(y - x))", "y": "y_t / (1 + xp.exp(x - y))"},
         doc="the eager `logaddexp` (torch's): d/dx = 1 / (1 + exp(y - x)), 1 at x == inf")
+
+# ---------------------------------------------------------------- second order at kinks
+# (issue 28: the first-order values above already matched; these rows make the create_graph
+# backward's graph torch's too, observed in tests/autograd/test_kinks_vs_torch.py)
+
+# torch's relu backward is threshold_backward(grad, result, 0), whose derivative w.r.t.
+# result is zeros_like(grad): the gradient is connected to x with a zero derivative, so a
+# double backward gives zeros, not an unused (None) input. Where ans <= 0 it is 0 itself,
+# so `where(ans <= 0, ans, g)` is that connected zero at no extra cost: its derivative
+# reaches x through relu's own backward only where ans <= 0, which passes nothing there (an
+# exact 0). `ans <= 0` (not `ans > 0`) passes g where ans is nan, as threshold_backward does.
+defrule("torch_relu", "x", "xp.maximum(x, 0)", elementwise=True,
+        vjp={"x": "xp.where(ans <= 0, ans, g)"},
+        jvp={"x": "xp.where(ans > 0, x_t, 0)"},
+        doc="the eager `relu` (torch's threshold_backward): relu'(0) = 0, a zero second "
+            "derivative")
+
+# torch's DivBackward0: other's gradient -grad * ((self / other) / other), whose
+# derivative at y == 0 differs from the compiler's `-(g / y) * x / y` (nan, not inf).
+defrule("torch_divide", "x, y", "x / y", elementwise=True,
+        vjp={"x": _ub("g / y", "x"), "y": _ub("-g * ((x / y) / y)", "y")},
+        jvp={"x": "x_t / y", "y": "-y_t * ans / y"},
+        doc="the eager `x / y` (torch's DivBackward0 formulas)")
+
+# torch's var_backward over every element with no degree of freedom left (n <= correction):
+# grad * where(x == mean, nan, inf), which reads x only through a comparison (no graph);
+# ops._eager_row picks this row for those shapes only.
+defrule("torch_var_nodof", "x, axis=None, ddof=0, keepdims=False",
+        "xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims)",
+        # (0 * inf is the nan: formulas name constants, and xp.nan is not one of them)
+        vjp={"x": "g * xp.where(x == xp.mean(x), 0 * xp.inf, xp.inf)"},
+        jvp={"x": RULES["var"].jvp["x"]},
+        doc="the eager `var` of n <= correction elements (torch's): nan where x equals the "
+            "mean, else inf, with no graph")
+
+# torch's norm_backward, p == 2: grad * (self / norm).masked_fill_(norm == 0, 0) (the
+# compiler divides by where(norm == 0, 1, norm): finite second order at 0, torch nan);
+# p < 1: sgn(self) * |self| ** (p - 1) masked to 0 at self == 0, times grad * norm ** (1 - p).
+_NG = "expand_reduced(g, xp.shape(x), axis, keepdims)"
+_NA = "expand_reduced(ans, xp.shape(x), axis, keepdims)"
+_NV = "(x if ord is None or ord == 'fro' else vector_only(x, axis, ord))"
+defrule("torch_norm2", "x, ord=None, axis=None, keepdims=False",
+        "xp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)",
+        vjp={"x": f"{_NG} * xp.where({_NA} == 0, 0, {_NV} / {_NA})"},
+        jvp={"x": f"xp.sum(x_t * xp.where({_NA} == 0, 0, {_NV} / {_NA}), axis=axis, "
+                  "keepdims=keepdims)"},
+        doc="the eager 2-norm (torch's norm_backward): 0 at x == 0, nan at second order")
+defrule("torch_norm_small_p", "x, ord=None, axis=None, keepdims=False",
+        "xp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)",
+        vjp={"x": "xp.sign(vector_only(x, axis, ord)) * xp.where(x == 0, 0, xp.abs(x) ** "
+                  f"(ord - 1)) * {_NG} * {_NA} ** (1 - ord)"},
+        jvp={"x": "xp.sum(x_t * xp.sign(vector_only(x, axis, ord)) * xp.where(x == 0, 0, "
+                  f"xp.abs(x) ** (ord - 1)) * {_NA} ** (1 - ord), axis=axis, keepdims=keepdims)"},
+        doc="the eager p-norm for p < 1 (torch's norm_backward): 0 at a zero entry")

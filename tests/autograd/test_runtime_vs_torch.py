@@ -196,7 +196,55 @@ def _no_grad_view_copy():
     return _tangent(v), _tangent(p)
 
 
+def _view_of_a_detached_dual():  # the in-place write reaches the detached base's tangent
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    d = p.detach()
+    w = d[1:]
+    w.mul_(_dual([2.0, 2.0], [5.0, 5.0]))
+    return _tangent(p), _tangent(d), _tangent(w)
+
+
+def _detach_of_a_view_of_a_dual():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    v = p[1:].detach()
+    v.add_(_dual([2.0, 3.0], [4.0, 4.0]))
+    return _tangent(p), _tangent(v), p.tolist()
+
+
+def _base_written_after_detach():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    d = p.detach()
+    p.mul_(_dual([2.0, 2.0, 2.0], [3.0, 3.0, 3.0]))
+    return _tangent(p), _tangent(d), d.tolist()
+
+
+def _detached_view_times_a_number():
+    p = _dual([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    d = p.detach()
+    d.mul_(2.0)
+    return _tangent(p), _tangent(d), p.tolist()
+
+
+def _no_grad_view_of_plain_then_the_base():
+    b = _t([1.0, 2.0, 3.0])
+    with sg.no_grad():
+        v = b[:2]
+    v.mul_(_dual([2.0, 3.0], [1.0, 1.0]))
+    return _tangent(b), _tangent(v), _tangent(b[1:])
+
+
 _FORWARD_INPLACE = {  # observed in torch 2.14.1
+    # (issue 28's case, re-checked on the merged main: these five more agree with torch too)
+    "view of a detached dual": (_view_of_a_detached_dual,
+                                ([1.0, 1.0, 1.0], [0.0, 10.0, 15.0], [10.0, 15.0])),
+    "detach of a view of a dual": (_detach_of_a_view_of_a_dual,
+                                   ([1.0, 1.0, 1.0], [4.0, 4.0], [1.0, 4.0, 6.0])),
+    "base written after detach": (_base_written_after_detach,
+                                  ([5.0, 8.0, 11.0], None, [2.0, 4.0, 6.0])),
+    "detached dual times a number": (_detached_view_times_a_number,
+                                     ([1.0, 1.0, 1.0], None, [2.0, 4.0, 6.0])),
+    "no_grad view of plain, then its base": (_no_grad_view_of_plain_then_the_base,
+                                             ([1.0, 2.0, 0.0], [1.0, 2.0], [2.0, 0.0])),
     "no_grad view of a dual": (_no_grad_view_of_dual, ([8.0, 13.0], [8.0, 13.0, 1.0])),
     "detached view of a dual": (_detached_view_of_dual, ([5.0, 10.0], [1.0, 1.0, 1.0])),
     "view of a detached plain tensor": (_view_of_detached_plain,

@@ -311,6 +311,15 @@ case("torch_clamp_scalar",
 case("torch_fmod", *_binary(lambda *s: U(-3.3, 3.3, *s), lambda *s: U(0.7, 0.9, *s)))
 case("torch_logaddexp", *_binary())
 case("torch_sigmoid", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
+case("torch_relu", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
+case("torch_divide", *_binary(N, NZ))
+case("torch_power_zero", ("zero", {"x": N(3, 4), "y": 0}), ("zero-float", {"x": N(), "y": 0.0}))
+case("torch_norm2",
+     ("fro-all", {"x": N(3, 4)}), ("vector", {"x": N(5)}), ("axis", {"x": N(3, 4), "axis": 1}),
+     ("axis-keepdims", {"x": N(3, 4), "axis": 0, "keepdims": True}),
+     ("ord2-axis", {"x": N(3, 4), "ord": 2, "axis": -1}))
+case("torch_norm_small_p", ("ord0.5", {"x": NZ(5), "ord": 0.5}),
+     ("ord-1-axis", {"x": NZ(3, 4), "ord": -1, "axis": 1}))
 
 # ---------------------------------------------------------------- not differentiable
 for _name in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",

@@ -39,8 +39,14 @@ STRUCTURAL = {"cond", "for_range", "while_loop", "tape_new", "tape_push", "tape_
               "tape_copy"}
 
 
+# Rows that exist only at a pole, where no finite difference can judge them: torch's
+# values there are pinned by the named test instead.
+POLE_ONLY = {"torch_var_nodof": "tests/autograd/test_kinks_vs_torch.py"}
+
+
 def test_every_rule_has_a_case():
-    missing = sorted(name for name in RULES if not CASES.get(name) and name not in STRUCTURAL)
+    missing = sorted(name for name in RULES if not CASES.get(name) and name not in STRUCTURAL
+                     and name not in POLE_ONLY)
     assert not missing, f"rules without a test case in tests/rules/cases.py: {missing}"
     assert STRUCTURAL <= set(RULES), "a structural row was renamed: update STRUCTURAL"
 
