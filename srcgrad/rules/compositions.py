@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["composition"]
+from srcgrad.rules.helpers import frexp_exponent
+
+__all__ = ["composition", "refuse"]
 
 
 def matrix_power(a, n):
@@ -248,6 +250,259 @@ def imag(val):
     return np.zeros_like(val)
 
 
+# ---------------------------------------------------------------- issue 29, second sweep
+def rot90(m, k=1, axes=(0, 1)):
+    """np.rot90: NumPy's flips and axis swap (a transpose exchanging two axes)."""
+    n = np.ndim(m)
+    i, j = axes[0] % n, axes[1] % n
+    k = k % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return np.flip(np.flip(m, axes[0]), axes[1])
+    if k == 1:
+        return np.swapaxes(np.flip(m, axes[1]), i, j)
+    return np.flip(np.swapaxes(m, i, j), axes[1])
+
+
+def rollaxis(a, axis, start=0):
+    """np.rollaxis: the moveaxis NumPy's permutation is (axis removed, inserted at start)."""
+    n = np.ndim(a)
+    axis = axis % n
+    if start < 0:
+        start = start + n
+    if axis < start:
+        start = start - 1
+    if axis == start:
+        return a
+    return np.moveaxis(a, axis, start)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0):
+    """np.logspace along a new first axis: base ** linspace(start, stop) (a scalar base)."""
+    y = np.linspace(start, stop, num, endpoint)
+    return np.power(base, y)
+
+
+def geomspace(start, stop, num=50, endpoint=True):
+    """np.geomspace along a new first axis: NumPy's logspace of the log10 of the ends
+    (rotated by start's sign), the ends written back exactly."""
+    out_sign = np.sign(start)
+    start = start / out_sign
+    stop = stop / out_sign
+    result = logspace(np.log10(start), np.log10(stop), num, endpoint, 10.0)
+    if num > 0:
+        result[0] = start
+        if num > 1 and endpoint:
+            result[-1] = stop
+    return result * out_sign
+
+
+def refuse(what, hint):
+    """A CompileError where a composition is called in a form it does not support (the
+    tracer raises it: srcgrad.frontend.idioms); never run."""
+    raise AssertionError(what)
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """np.gradient with scalar spacings: NumPy's central differences inside and its
+    one-sided differences (edge_order 1 or 2) at the ends, along each axis."""
+    n = np.ndim(f)
+    if axis is None:
+        axes = tuple(range(n))
+    elif np.ndim(axis) == 0:
+        axes = (axis % n,)
+    else:
+        axes = tuple(a % n for a in axis)
+    if len(varargs) == 0:
+        spacing = (1.0,) * len(axes)
+    elif len(varargs) == 1:
+        spacing = (varargs[0],) * len(axes)
+    else:
+        spacing = varargs
+    outs = []
+    for ax, d in zip(axes, spacing):
+        # a spacing is a number: sample coordinates (an array) raise here, at run time
+        # (NumPy's reshape error), never a value computed as if they were a spacing
+        d = np.reshape(d, ())
+        g = np.moveaxis(f, ax, 0)
+        interior = (g[2:] - g[:-2]) / (2.0 * d)
+        if edge_order == 1:
+            first = (g[1] - g[0]) / d
+            last = (g[-1] - g[-2]) / d
+        else:
+            first = (-1.5 / d) * g[0] + (2.0 / d) * g[1] + (-0.5 / d) * g[2]
+            last = (0.5 / d) * g[-3] + (-2.0 / d) * g[-2] + (1.5 / d) * g[-1]
+        out = np.concatenate((np.expand_dims(first, 0), interior, np.expand_dims(last, 0)),
+                             axis=0)
+        outs.append(np.moveaxis(out, 0, ax))
+    if len(axes) == 1:
+        return outs[0]
+    return tuple(outs)
+
+
+def divmod(x1, x2):
+    """np.divmod: floor_divide (derivative 0) and remainder, as the ufunc computes them."""
+    return np.floor_divide(x1, x2), np.remainder(x1, x2)
+
+
+def frexp(x):
+    """np.frexp: the exponent (an integer) and x scaled by 2 ** -exponent (exact)."""
+    e = frexp_exponent(x)
+    return np.ldexp(x, -e), e
+
+
+def sliding_window_view(x, window_shape, axis=None):
+    """numpy.lib.stride_tricks.sliding_window_view as gathers: each window axis a take of
+    (positions, offsets) indices, its offsets moved last (a copy, not a view)."""
+    n = np.ndim(x)
+    shape = (window_shape,) if np.ndim(window_shape) == 0 else tuple(window_shape)
+    if axis is None:
+        axes = tuple(range(n))
+    elif np.ndim(axis) == 0:
+        axes = (axis % n,)
+    else:
+        axes = tuple(a % n for a in axis)
+    out = x
+    for ax, w in zip(axes, shape):
+        positions = out.shape[ax] - w + 1
+        index = np.arange(positions)[:, None] + np.arange(w)[None, :]
+        out = np.moveaxis(np.take(out, index, axis=ax), ax + 1, -1)
+    return out
+
+
+def correlate(a, v, mode="valid"):
+    """np.correlate of real 1-D arrays: the full convolution of a with v reversed, cut to
+    the mode as NumPy cuts it (it swaps the operands when v is longer)."""
+    full = np.convolve(a, v[::-1])
+    if mode == "full":
+        return full
+    na, nv = a.shape[0], v.shape[0]
+    lo, hi = np.minimum(na, nv), np.maximum(na, nv)
+    # (a gather of the cut, not a slice: its bounds are computed from both lengths)
+    if mode == "valid":
+        return np.take(full, np.arange(lo - 1, hi))
+    if mode != "same":
+        refuse("`np.correlate` with a mode other than 'valid', 'same' or 'full'",
+               "use one of NumPy's modes")
+    start = (lo - 1) // 2 + (nv > na) * (lo // 2 - (lo - 1) // 2)
+    return np.take(full, np.arange(start, start + hi))
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    """A matrix norm over the axis pair: NumPy's singular values for 2, -2 and 'nuc' and
+    its sums of absolute values for 1, -1, inf and -inf (over the pair moved last, as
+    NumPy's _multi_svd_norm moves it), the norm row for 'fro'."""
+    row, col = axis
+    if ord is None or ord == "fro":
+        return np.linalg.norm(x, axis=(row, col), keepdims=keepdims)
+    y = np.moveaxis(x, (row, col), (-2, -1))
+    if ord == 2 or ord == -2 or ord == "nuc":
+        s = np.linalg.svdvals(y)
+        if ord == 2:
+            r = np.max(s, axis=-1)
+        elif ord == -2:
+            r = np.min(s, axis=-1)
+        else:
+            r = np.sum(s, axis=-1)
+    elif ord == 1 or ord == -1:
+        sums = np.sum(np.abs(y), axis=-2)
+        r = np.max(sums, axis=-1) if ord == 1 else np.min(sums, axis=-1)
+    else:
+        if ord != np.inf and ord != -np.inf:
+            refuse("a matrix norm of an order NumPy does not have", "NumPy's matrix orders are "
+                   "None, 'fro', 'nuc', 2, -2, 1, -1, inf and -inf")
+        sums = np.sum(np.abs(y), axis=-1)
+        r = np.max(sums, axis=-1) if ord == np.inf else np.min(sums, axis=-1)
+    if keepdims:
+        r = np.expand_dims(r, (row, col))
+    return r
+
+
+def matrix_norm(x, keepdims=False, ord="fro"):
+    """np.linalg.matrix_norm over the last two axes (see `_matrix_norm`)."""
+    return _matrix_norm(x, ord, (-2, -1), keepdims)
+
+
+def norm_of_matrices(x, ord=None, axis=None, keepdims=False):
+    """np.linalg.norm's matrix norms (ord 2, -2, 'nuc', 1, -1, inf, -inf of a 2-d x or
+    an axis pair), lowered here by srcgrad.frontend.numpy_forms.norm."""
+    if axis is None:
+        axis = (0, 1)
+    return _matrix_norm(x, ord, axis, keepdims)
+
+
+def cond(x, p=None):
+    """np.linalg.cond: the ratio of extreme singular values (p None, 2, -2), else
+    norm(x, p) * norm(inv(x), p) over the last two axes."""
+    if p is None or p == 2 or p == -2:
+        s = np.linalg.svdvals(x)
+        if p == -2:
+            return s[..., -1] / s[..., 0]
+        return s[..., 0] / s[..., -1]
+    return _matrix_norm(x, p, (-2, -1), False) * _matrix_norm(np.linalg.inv(x), p, (-2, -1),
+                                                             False)
+
+
+def lstsq(a, b, rcond=None):
+    """np.linalg.lstsq as pinv(a) @ b (the same minimum-norm solution; singular values at
+    or below rcond * the largest are zero, as LAPACK's gelsd); residuals as NumPy gives
+    them for a full-rank tall a (an assertion where a tall a is rank-deficient)."""
+    m, n = a.shape[0], a.shape[1]
+    if rcond is None:
+        rcond = 2.220446049250313e-16 * np.maximum(m, n)
+    x = np.linalg.pinv(a, rcond) @ b
+    s = np.linalg.svdvals(a)
+    rank = np.sum(s > rcond * s[0])
+    if m > n:
+        assert rank == n, ("np.linalg.lstsq of a rank-deficient tall matrix: NumPy returns "
+                           "no residuals, compiled code supports full-rank ones only")
+        r = b - a @ x
+        resid = np.sum(r * r, axis=0)
+        if np.ndim(b) == 1:
+            resid = np.reshape(resid, (1,))
+    else:
+        resid = np.zeros((0,))
+    return x, resid, rank, s
+
+
+# ---------------------------------------------------------------- writers (into an argument)
+# Each writes into its first argument's storage with a `setitem` (the tracer's in-place
+# writes: Note [Lowered idioms]), so every name of that array sees the write.
+def copyto(dst, src, casting="same_kind", where=True):
+    """np.copyto: dst[...] = src broadcast, where `where` holds (casting is not checked)."""
+    dst[...] = np.where(where, src, dst)
+
+
+def _cycled(values, count):
+    """The first `count` elements of values' flat elements repeated (NumPy's cycling)."""
+    flat = np.ravel(values)
+    return np.take(flat, np.arange(count) % flat.shape[0])
+
+
+def putmask(a, mask, values):
+    """np.putmask: a[k] = values.flat[k % values.size] where mask is true."""
+    a[...] = np.where(mask, np.reshape(_cycled(values, a.size), a.shape), a)
+
+
+def place(arr, mask, vals):
+    """np.place: the true elements of mask take vals' elements in order, cycled."""
+    flat_mask = np.ravel(mask)
+    order = np.cumsum(flat_mask) - 1
+    picked = np.take(_cycled(vals, arr.size), np.maximum(order, 0))
+    arr[...] = np.where(mask, np.reshape(picked, arr.shape), arr)
+
+
+def put(a, ind, v, mode="raise"):
+    """np.put: a.flat[ind] = v (v cycled over ind; mode 'raise' only)."""
+    if mode != "raise":
+        refuse("`np.put` with mode 'wrap' or 'clip'", "wrap or clip the indices first")
+    index = np.ravel(ind)
+    flat = np.ravel(a) * 1.0
+    flat[index] = _cycled(v, index.shape[0])
+    a[...] = np.reshape(flat, a.shape)
+
+
 _BY_NAME = {
     "numpy.linalg.matrix_power": matrix_power, "numpy.linspace": linspace,
     "numpy.meshgrid": meshgrid, "numpy.cov": cov, "numpy.corrcoef": corrcoef,
@@ -255,8 +510,16 @@ _BY_NAME = {
     "numpy.append": append, "numpy.select": select, "numpy.real": real, "numpy.imag": imag,
     "numpy.array_split": array_split, "numpy.hsplit": hsplit, "numpy.vsplit": vsplit,
     "numpy.dsplit": dsplit, "numpy.interp": interp,
+    "numpy.rot90": rot90, "numpy.rollaxis": rollaxis, "numpy.logspace": logspace,
+    "numpy.geomspace": geomspace, "numpy.gradient": gradient, "numpy.divmod": divmod,
+    "numpy.frexp": frexp, "numpy.lib.stride_tricks.sliding_window_view": sliding_window_view,
+    "numpy.correlate": correlate, "numpy.linalg.matrix_norm": matrix_norm,
+    "numpy.linalg.cond": cond, "numpy.linalg.lstsq": lstsq, "numpy.copyto": copyto,
+    "numpy.putmask": putmask, "numpy.place": place, "numpy.put": put,
 }
 _BY_ID: dict = {}
+_MODULES = {"numpy": np, "numpy.linalg": np.linalg,
+            "numpy.lib.stride_tricks": np.lib.stride_tricks}
 
 
 def composition(callee):
@@ -264,7 +527,7 @@ def composition(callee):
     if not _BY_ID:
         for dotted, fn in _BY_NAME.items():
             module, _, name = dotted.rpartition(".")
-            obj = getattr(np.linalg if module == "numpy.linalg" else np, name)
+            obj = getattr(_MODULES[module], name)
             _BY_ID[id(obj)] = (obj, fn)
     hit = _BY_ID.get(id(callee))
     return hit[1] if hit is not None and hit[0] is callee else None

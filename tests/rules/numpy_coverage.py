@@ -51,6 +51,8 @@ IDIOMS = {
                 "other ufuncs refused",
     "ndarray.sort": "in place: the `sort` row, functionalized (Note [Lowered idioms])",
     "ndarray.fill": "in place: a `setitem` of the whole array, functionalized",
+    "numpy.block": "nested lists: leaves given the result's dimensions (`expand_dims`), one "
+                   "`concatenate` per level (srcgrad/frontend/numpy_forms.py)",
 }
 
 
@@ -120,7 +122,7 @@ HAND = _merge(
              "numpy.ndindex numpy.broadcast"),
     _group(R, "traces a Python function it receives: not supported yet", "numpy.vectorize"),
     _group(R, "writes into its argument: not lowered onto `setitem` yet",
-             "numpy.copyto numpy.place numpy.put numpy.putmask numpy.fill_diagonal "
+             "numpy.fill_diagonal "
              "numpy.put_along_axis ndarray.put ndarray.partition ndarray.resize"),
     _group(R, "complex values: srcgrad has no complex convention",
              "numpy.fft.fft numpy.fft.fft2 numpy.fft.fftn numpy.fft.hfft numpy.fft.ifft "
@@ -145,31 +147,29 @@ HAND = _merge(
     _group(R, "a matrix class (np.matrix)", "numpy.asmatrix numpy.bmat"),
     _group(R, NO_ROW,
              "numpy.asarray_chkfinite numpy.ascontiguousarray "
-             "numpy.asfortranarray numpy.average numpy.block numpy.broadcast_arrays "
+             "numpy.asfortranarray numpy.average numpy.broadcast_arrays "
              "numpy.choose "
              "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
-             "numpy.diagflat numpy.divmod numpy.float_power "
-             "numpy.fmax numpy.fmin numpy.frexp numpy.geomspace numpy.gradient "
+             "numpy.diagflat numpy.float_power "
+             "numpy.fmax numpy.fmin "
              "numpy.i0 numpy.insert "
-             "numpy.ldexp numpy.logspace numpy.matvec "
-             "numpy.modf numpy.nancumprod numpy.nancumsum "
+             "numpy.matvec "
+             "numpy.nancumprod numpy.nancumsum "
              "numpy.nanmedian numpy.nanpercentile "
              "numpy.nanprod numpy.nanquantile numpy.nanstd numpy.nanvar "
              "numpy.nextafter numpy.partition numpy.poly numpy.polyadd "
              "numpy.polyder numpy.polydiv numpy.polyfit numpy.polyint numpy.polymul "
              "numpy.polysub numpy.ptp numpy.require "
-             "numpy.resize numpy.rollaxis numpy.rot90 numpy.row_stack "
+             "numpy.resize numpy.row_stack "
              "numpy.unstack numpy.unwrap numpy.vander "
              "numpy.vecdot numpy.vecmat "
-             "numpy.linalg.cond numpy.linalg.cross numpy.linalg.diagonal numpy.linalg.lstsq "
-             "numpy.linalg.matrix_norm numpy.linalg.multi_dot "
-             "numpy.linalg.outer numpy.linalg.pinv "
+             "numpy.linalg.cross numpy.linalg.diagonal "
+             "numpy.linalg.multi_dot "
+             "numpy.linalg.outer "
              "numpy.linalg.tensordot numpy.linalg.tensorinv "
              "numpy.linalg.tensorsolve numpy.linalg.trace numpy.linalg.vecdot "
              "numpy.linalg.vector_norm numpy.fft.fftshift numpy.fft.ifftshift "
-             "numpy.lib.stride_tricks.sliding_window_view ndarray.choose"),
-    _group(R, "no derivative row yet (the VJP differs when v is longer than a: NumPy swaps "
-             "the operands)", "numpy.correlate"),
+             "ndarray.choose"),
     _group(R, "a ufunc method not lowered onto rows yet",
              "ufunc.accumulate ufunc.outer ufunc.reduce ufunc.reduceat"),
 )
