@@ -22,6 +22,7 @@ compiler fuzzer (tests/fuzz/generator.py, sweep_unary).
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib import _function_base_impl as _function_base
 
 from srcgrad.rules.helpers import frexp_exponent
 
@@ -322,8 +323,8 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         spacing = varargs
     outs = []
     for ax, d in zip(axes, spacing):
-        # a spacing is a number: sample coordinates (an array) raise here, at run time
-        # (NumPy's reshape error), never a value computed as if they were a spacing
+        # a spacing is a number: sample coordinates (an array) fail this reshape (when
+        # compiling for constant ones), never a value computed as if they were a spacing
         d = np.reshape(d, ())
         g = np.moveaxis(f, ax, 0)
         interior = (g[2:] - g[:-2]) / (2.0 * d)
@@ -466,6 +467,34 @@ def lstsq(a, b, rcond=None):
     return x, resid, rank, s
 
 
+# NumPy's Chebyshev coefficients for i0 (Cephes), read from NumPy itself
+_I0A = tuple(_function_base._i0A)
+_I0B = tuple(_function_base._i0B)
+
+
+def _chbevl(x, vals):
+    b0 = vals[0]
+    b1 = 0.0
+    b2 = 0.0
+    for v in vals[1:]:
+        b2 = b1
+        b1 = b0
+        b0 = x * b1 - b2 + v
+    return 0.5 * (b0 - b2)
+
+
+def i0(x):
+    """np.i0: NumPy's two Chebyshev expansions of |x| (at most 8, and above), each
+    evaluated everywhere and selected (the other's operand kept finite). The second
+    derivative at exactly 0 is abs's (0), not i0''(0) = 1/2."""
+    x = np.abs(x)
+    small = x <= 8.0
+    safe = np.where(small, 8.0, x)
+    near = np.exp(x) * _chbevl(x / 2.0 - 2, _I0A)
+    far = np.exp(safe) * _chbevl(32.0 / safe - 2.0, _I0B) / np.sqrt(safe)
+    return np.where(small, near, far)
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -515,7 +544,7 @@ _BY_NAME = {
     "numpy.frexp": frexp, "numpy.lib.stride_tricks.sliding_window_view": sliding_window_view,
     "numpy.correlate": correlate, "numpy.linalg.matrix_norm": matrix_norm,
     "numpy.linalg.cond": cond, "numpy.linalg.lstsq": lstsq, "numpy.copyto": copyto,
-    "numpy.putmask": putmask, "numpy.place": place, "numpy.put": put,
+    "numpy.putmask": putmask, "numpy.place": place, "numpy.put": put, "numpy.i0": i0,
 }
 _BY_ID: dict = {}
 _MODULES = {"numpy": np, "numpy.linalg": np.linalg,

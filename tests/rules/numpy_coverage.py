@@ -152,7 +152,7 @@ HAND = _merge(
              "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
              "numpy.diagflat numpy.float_power "
              "numpy.fmax numpy.fmin "
-             "numpy.i0 numpy.insert "
+             "numpy.insert "
              "numpy.matvec "
              "numpy.nancumprod numpy.nancumsum "
              "numpy.nanmedian numpy.nanpercentile "

@@ -138,6 +138,7 @@ def f_put(a, b):                                                          # noqa
     c = a * 1.0
     np.put(c, [0, 3], b[1:3] ** 2)
     return _out(c * a)
+def f_i0(x): return _out(np.i0(x) * 0.01)                                 # noqa: E302, E704
 def f_block(a, b): return _out(np.block([[a, b], [b, a]]))                # noqa: E302, E704
 def f_block_mixed(a, b): return _out(np.block([[a, b[:, None]], [b[None, :2], 0.5]]))  # noqa: E704
 
@@ -199,6 +200,7 @@ CASES = [
     (f_putmask, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
     (f_place, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
     (f_put, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
+    (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
     (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
     (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
 ]
