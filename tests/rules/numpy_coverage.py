@@ -120,7 +120,9 @@ HAND = _merge(
     _group(C, "a type, dtype, shape or memory query: the result holds no derivative",
              "numpy.finfo numpy.iinfo numpy.dtype numpy.busdaycalendar numpy.errstate "
              "numpy.ndindex numpy.broadcast"),
-    _group(R, "traces a Python function it receives: not supported yet", "numpy.vectorize"),
+    _group(R, "calls a Python function per element: its code run on whole arrays may mean "
+             "something else (a reduction inside it), and sg.vmap does not run inside "
+             "compiled code yet; write the function on arrays", "numpy.vectorize"),
     _group(R, "writes into its argument: not lowered onto `setitem` yet",
              "numpy.fill_diagonal "
              "numpy.put_along_axis ndarray.put ndarray.partition ndarray.resize"),
@@ -131,9 +133,14 @@ HAND = _merge(
              "numpy.fft.rfftn numpy.linalg.eig numpy.linalg.eigvals numpy.roots "
              "numpy.sort_complex numpy.angle numpy.real_if_close "
              "ndarray.real ndarray.imag ndarray.conjugate"),
+    _group(R, "calls a Python function once per 1-D slice, as many calls as the shape has "
+             "slices (unknown to shape-generic code): loop over the slices, or write the "
+             "function on the whole array", "numpy.apply_along_axis numpy.apply_over_axes"),
+    _group(R, "calls each function on the elements its condition selects only (a data-"
+             "dependent subset): write np.where(cond, f(x), g(x)), each branch finite "
+             "everywhere", "numpy.piecewise"),
     _group(R, "traces a Python function it receives: not supported yet",
-             "numpy.apply_along_axis numpy.apply_over_axes numpy.piecewise numpy.fromfunction "
-             "numpy.frompyfunc"),
+             "numpy.fromfunction numpy.frompyfunc"),
     _group(R, "a data-dependent output shape",
              "numpy.compress numpy.extract numpy.trim_zeros numpy.unique numpy.unique_all "
              "numpy.unique_counts numpy.unique_inverse numpy.unique_values numpy.intersect1d "
