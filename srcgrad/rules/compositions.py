@@ -495,6 +495,137 @@ def i0(x):
     return np.where(small, near, far)
 
 
+# ---------------------------------------------------------------- aliases and small sums of rows
+def ptp(a, axis=None, keepdims=False):
+    """np.ptp: the maximum minus the minimum (ties split as max and min split them)."""
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+def fmax(x1, x2):
+    """np.fmax: maximum, except that a nan operand yields the other one."""
+    return np.where(np.isnan(x2), x1, np.where(np.isnan(x1), x2, np.maximum(x1, x2)))
+
+
+def fmin(x1, x2):
+    """np.fmin: minimum, except that a nan operand yields the other one."""
+    return np.where(np.isnan(x2), x1, np.where(np.isnan(x1), x2, np.minimum(x1, x2)))
+
+
+def nanvar(a, axis=None, ddof=0, keepdims=False):
+    """np.nanvar: NumPy's deviations from the nanmean (nan elements 0), squared, summed,
+    over the count of the others less ddof."""
+    kept = np.logical_not(np.isnan(a))
+    mean = np.nanmean(a, axis=axis, keepdims=True)
+    d = np.where(kept, a - mean, 0.0)
+    count = np.sum(kept, axis=axis, keepdims=keepdims)
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / (count - ddof)
+
+
+def nanstd(a, axis=None, ddof=0, keepdims=False):
+    """np.nanstd: the square root of nanvar."""
+    return np.sqrt(nanvar(a, axis, ddof, keepdims))
+
+
+def nanprod(a, axis=None, keepdims=False):
+    """np.nanprod: prod with nan elements read as 1."""
+    return np.prod(np.where(np.isnan(a), 1.0, a), axis=axis, keepdims=keepdims)
+
+
+def nancumsum(a, axis=None):
+    """np.nancumsum: cumsum with nan elements read as 0."""
+    return np.cumsum(np.where(np.isnan(a), 0.0, a), axis=axis)
+
+
+def nancumprod(a, axis=None):
+    """np.nancumprod: cumprod with nan elements read as 1."""
+    return np.cumprod(np.where(np.isnan(a), 1.0, a), axis=axis)
+
+
+def _with_initial(c, x, axis, initial):
+    start = np.zeros_like(np.take(x, np.array([0]), axis=axis)) + initial
+    return np.concatenate((start, c), axis=axis)
+
+
+def cumulative_sum(x, axis=None, include_initial=False):
+    """np.cumulative_sum: cumsum (axis may be omitted for a 1-d x), with a leading 0."""
+    c = np.cumsum(x, axis=axis)
+    return _with_initial(c, x, -1 if axis is None else axis, 0.0) if include_initial else c
+
+
+def cumulative_prod(x, axis=None, include_initial=False):
+    """np.cumulative_prod: cumprod (axis may be omitted for a 1-d x), with a leading 1."""
+    c = np.cumprod(x, axis=axis)
+    return _with_initial(c, x, -1 if axis is None else axis, 1.0) if include_initial else c
+
+
+def vector_norm(x, axis=None, keepdims=False, ord=2):
+    """np.linalg.vector_norm: the norm row over one axis, or over the flattened array."""
+    if axis is None:
+        r = np.linalg.norm(np.ravel(x), ord=ord)
+        # (dtype=int, not np.int64: simplify's float test reads a Const's `.dtype`, which
+        # the np.int64 class has as a descriptor)
+        return np.reshape(r, np.ones(np.ndim(x), dtype=int)) if keepdims else r
+    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def vecdot(x1, x2, axis=-1):
+    """np.vecdot / np.linalg.vecdot of real arrays: the products summed along axis."""
+    return np.sum(x1 * x2, axis=axis)
+
+
+def matvec(x1, x2):
+    """np.matvec: the matrices of x1 times the vectors of x2 (a matmul of columns)."""
+    return (x1 @ x2[..., None])[..., 0]
+
+
+def vecmat(x1, x2):
+    """np.vecmat of real arrays: the vectors of x1 times the matrices of x2."""
+    return (x1[..., None, :] @ x2)[..., 0, :]
+
+
+def linalg_outer(x1, x2):
+    """np.linalg.outer: np.outer of two 1-d arrays."""
+    return np.outer(x1, x2)
+
+
+def linalg_trace(x, offset=0):
+    """np.linalg.trace: the trace over the last two axes."""
+    return np.trace(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def linalg_diagonal(x, offset=0):
+    """np.linalg.diagonal: the diagonal over the last two axes."""
+    return np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def linalg_tensordot(x1, x2, axes=2):
+    """np.linalg.tensordot: np.tensordot."""
+    return np.tensordot(x1, x2, axes=axes)
+
+
+def linalg_cross(x1, x2, axis=-1):
+    """np.linalg.cross: np.cross of 3-vectors along axis."""
+    return np.cross(x1, x2, axis=axis)
+
+
+def diagflat(v, k=0):
+    """np.diagflat: the flattened input on the k-th diagonal."""
+    return np.diag(np.ravel(v), k)
+
+
+def polymul(a1, a2):
+    """np.polymul of 1-d coefficient arrays: their convolution, as NumPy computes it."""
+    return np.convolve(a1, a2)
+
+
+def polyder(p, m=1):
+    """np.polyder of a 1-d coefficient array: NumPy's p[:-1] * (n, ..., 1), m times."""
+    for _ in range(m):
+        n = p.shape[0] - 1
+        p = p[:-1] * np.arange(n, 0, -1)
+    return p
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -545,6 +676,15 @@ _BY_NAME = {
     "numpy.correlate": correlate, "numpy.linalg.matrix_norm": matrix_norm,
     "numpy.linalg.cond": cond, "numpy.linalg.lstsq": lstsq, "numpy.copyto": copyto,
     "numpy.putmask": putmask, "numpy.place": place, "numpy.put": put, "numpy.i0": i0,
+    "numpy.ptp": ptp, "numpy.fmax": fmax, "numpy.fmin": fmin, "numpy.nanvar": nanvar,
+    "numpy.nanstd": nanstd, "numpy.nanprod": nanprod, "numpy.nancumsum": nancumsum,
+    "numpy.nancumprod": nancumprod, "numpy.cumulative_sum": cumulative_sum,
+    "numpy.cumulative_prod": cumulative_prod, "numpy.linalg.vector_norm": vector_norm,
+    "numpy.linalg.vecdot": vecdot, "numpy.vecdot": vecdot, "numpy.matvec": matvec,
+    "numpy.vecmat": vecmat, "numpy.linalg.outer": linalg_outer,
+    "numpy.linalg.trace": linalg_trace, "numpy.linalg.diagonal": linalg_diagonal,
+    "numpy.linalg.tensordot": linalg_tensordot, "numpy.linalg.cross": linalg_cross,
+    "numpy.diagflat": diagflat, "numpy.polymul": polymul, "numpy.polyder": polyder,
 }
 _BY_ID: dict = {}
 _MODULES = {"numpy": np, "numpy.linalg": np.linalg,

@@ -138,6 +138,28 @@ def f_put(a, b):                                                          # noqa
     c = a * 1.0
     np.put(c, [0, 3], b[1:3] ** 2)
     return _out(c * a)
+def f_ptp(x): return _out(np.ptp(x, axis=1) * np.ptp(x))                 # noqa: E302, E704
+def f_fmax_fmin(x, y): return _out(np.fmax(x, y) * np.fmin(x, y))          # noqa: E704
+def f_nan_stats(x):                                                       # noqa: E302
+    return (_out(np.nanvar(x, axis=0)) + _out(np.nanstd(x, ddof=1)) + _out(np.nanprod(x, axis=1))
+            + _out(np.nancumsum(x, axis=1)) + _out(np.nancumprod(x)))
+def f_cumulative(x):                                                      # noqa: E302
+    return _out(np.cumulative_sum(x, axis=0, include_initial=True)) + _out(
+        np.cumulative_prod(x, axis=1)) + _out(np.cumulative_sum(x[0], include_initial=True))
+def f_vector_norm(x):                                                     # noqa: E302
+    return _out(np.linalg.vector_norm(x)) + _out(np.linalg.vector_norm(x, axis=1, ord=3)) + _out(
+        np.linalg.vector_norm(x, keepdims=True))
+def f_vecdot(x, y):                                                       # noqa: E302
+    return _out(np.vecdot(x, y)) + _out(np.linalg.vecdot(x, y, axis=0)) + _out(
+        np.matvec(x[None] * y[:, None], y)) + _out(np.vecmat(y, x[None] * y[:, None]))
+def f_linalg_aliases(x, y):                                               # noqa: E302
+    return (_out(np.linalg.outer(x[0], y[1])) + _out(np.linalg.trace(x * y, offset=1))
+            + _out(np.linalg.diagonal(x @ y.T)) + _out(np.linalg.tensordot(x, y, axes=1 + 1))
+            + _out(np.linalg.cross(x, y)))
+def f_diagflat(x): return _out(np.diagflat(x, 1) * 2.0)                    # noqa: E302, E704
+def f_polys(p, q): return _out(np.polymul(p, q)) + _out(np.polyder(p)) + _out(np.polyder(q, 2))  # noqa: E704
+
+
 def f_i0(x): return _out(np.i0(x) * 0.01)                                 # noqa: E302, E704
 def f_block(a, b): return _out(np.block([[a, b], [b, a]]))                # noqa: E302, E704
 def f_block_mixed(a, b): return _out(np.block([[a, b[:, None]], [b[None, :2], 0.5]]))  # noqa: E704
@@ -200,6 +222,15 @@ CASES = [
     (f_putmask, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
     (f_place, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
     (f_put, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
+    (f_ptp, [_R.standard_normal((3, 4))]),
+    (f_fmax_fmin, [np.array([[0.3, np.nan, -1.2], [0.8, 2.0, 0.4]]), np.array([0.1, -0.5, np.nan])]),
+    (f_nan_stats, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
+    (f_cumulative, [_R.standard_normal((3, 4))]),
+    (f_vector_norm, [_R.standard_normal((3, 4))]),
+    (f_vecdot, [_R.standard_normal((3, 3)), _R.standard_normal((3, 3))]),
+    (f_linalg_aliases, [_R.standard_normal((2, 3)), _R.standard_normal((2, 3))]),
+    (f_diagflat, [_R.standard_normal((2, 2))]),
+    (f_polys, [_R.standard_normal(4), _R.standard_normal(3)]),
     (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
     (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
     (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
