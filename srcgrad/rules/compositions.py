@@ -134,7 +134,9 @@ def _keep(result, a, axis, keepdims):
     if not keepdims:
         return result
     if axis is None:
-        return np.reshape(result, np.ones(np.ndim(a), dtype=np.int64))
+        # (dtype=int, not np.int64: simplify's float test reads a Const's `.dtype`,
+        # which the np.int64 class has as a descriptor, and crashed)
+        return np.reshape(result, np.ones(np.ndim(a), dtype=int))
     return np.expand_dims(result, axis)
 
 
@@ -626,6 +628,77 @@ def polyder(p, m=1):
     return p
 
 
+
+def vander(x, N=None, increasing=False):
+    """np.vander: NumPy's running products of x (a column of ones, then x, x*x, ...),
+    reversed unless increasing; exact with zeros (cumprod's)."""
+    n = x.shape[0] if N is None else N
+    ones = np.ones_like(x)[:, None]
+    powers = np.cumprod(np.broadcast_to(x[:, None], (x.shape[0], n - 1)), axis=1)
+    v = np.concatenate((ones, powers), axis=1)
+    return v if increasing else np.flip(v, axis=1)
+
+
+def broadcast_arrays(*args):
+    """np.broadcast_arrays: each broadcast to the shape of their sum (copies, not views)."""
+    total = args[0]
+    for a in args[1:]:
+        total = total + a
+    shape = np.shape(total)
+    return tuple(np.broadcast_to(a, shape) for a in args)
+
+
+def _nan_sorted(a, axis):
+    """The sorted values (nan last, as np.sort puts them), the axis, and the count of the
+    other values, kept along it."""
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    s = np.sort(a, axis=axis)
+    n = np.sum(np.logical_not(np.isnan(a)), axis=axis, keepdims=True)
+    return s, axis, n
+
+
+def _gather(s, index, axis):
+    return np.take_along_axis(s, np.astype(index, np.int64), axis=axis)
+
+
+def _nanquantile(a, q, axis, keepdims):
+    s, ax, n = _nan_sorted(a, axis)
+    index = q * (n - 1)
+    below = np.floor(index)
+    gamma = index - below
+    lo = _gather(s, np.maximum(below, 0), ax)
+    hi = _gather(s, np.maximum(np.minimum(below + 1, n - 1), 0), ax)
+    diff = hi - lo
+    result = np.where(gamma >= 0.5, hi - diff * (1 - gamma), lo + diff * gamma)
+    result = np.where(n == 0, np.nan, result)  # an all-nan slice: nan, as NumPy's
+    result = np.squeeze(result, axis=ax)
+    return _keep(result, a, axis, keepdims)
+
+
+def nanquantile(a, q, axis=None, keepdims=False):
+    """np.nanquantile, method 'linear': the quantile of each slice's non-nan values (the
+    sorted values' first `count`), q a constant scalar or 1-D sequence."""
+    if np.ndim(q) == 0:
+        return _nanquantile(a, q, axis, keepdims)
+    return np.stack([_nanquantile(a, qi, axis, keepdims) for qi in q])
+
+
+def nanpercentile(a, q, axis=None, keepdims=False):
+    """np.nanpercentile: the nanquantile of q / 100."""
+    return nanquantile(a, np.true_divide(q, 100), axis, keepdims)
+
+
+def nanmedian(a, axis=None, keepdims=False):
+    """np.nanmedian: the middle non-nan value, or the mean of the two middle ones."""
+    s, ax, n = _nan_sorted(a, axis)
+    lo = _gather(s, np.maximum((n - 1) // 2, 0), ax)
+    hi = _gather(s, np.maximum(n // 2, 0), ax)
+    result = np.where(n == 0, np.nan, (lo + hi) / 2)
+    return _keep(np.squeeze(result, axis=ax), a, axis, keepdims)
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -685,6 +758,9 @@ _BY_NAME = {
     "numpy.linalg.trace": linalg_trace, "numpy.linalg.diagonal": linalg_diagonal,
     "numpy.linalg.tensordot": linalg_tensordot, "numpy.linalg.cross": linalg_cross,
     "numpy.diagflat": diagflat, "numpy.polymul": polymul, "numpy.polyder": polyder,
+    "numpy.vander": vander, "numpy.broadcast_arrays": broadcast_arrays,
+    "numpy.nanquantile": nanquantile, "numpy.nanpercentile": nanpercentile,
+    "numpy.nanmedian": nanmedian,
 }
 _BY_ID: dict = {}
 _MODULES = {"numpy": np, "numpy.linalg": np.linalg,

@@ -160,6 +160,17 @@ def f_diagflat(x): return _out(np.diagflat(x, 1) * 2.0)                    # noq
 def f_polys(p, q): return _out(np.polymul(p, q)) + _out(np.polyder(p)) + _out(np.polyder(q, 2))  # noqa: E704
 
 
+def f_median_all_keep(x): return _out(np.median(x, keepdims=True) * x)    # noqa: E302, E704
+def f_vander(x): return _out(np.vander(x) * 0.5) + _out(np.vander(x, 2, increasing=True))  # noqa: E302, E704
+def f_broadcast_arrays(x, y):                                             # noqa: E302
+    a, b = np.broadcast_arrays(x, y)
+    return _out(a * b * b)
+def f_nan_order(x):                                                       # noqa: E302
+    return (_out(np.nanmedian(x, axis=1)) + _out(np.nanquantile(x, [0.2, 0.7], axis=0))
+            + _out(np.nanpercentile(x, 35.0)) + _out(np.nanmedian(x, keepdims=True))
+            + _out(np.nanquantile(x, 0.4, axis=1, keepdims=True)))
+
+
 def f_i0(x): return _out(np.i0(x) * 0.01)                                 # noqa: E302, E704
 def f_block(a, b): return _out(np.block([[a, b], [b, a]]))                # noqa: E302, E704
 def f_block_mixed(a, b): return _out(np.block([[a, b[:, None]], [b[None, :2], 0.5]]))  # noqa: E704
@@ -231,6 +242,10 @@ CASES = [
     (f_linalg_aliases, [_R.standard_normal((2, 3)), _R.standard_normal((2, 3))]),
     (f_diagflat, [_R.standard_normal((2, 2))]),
     (f_polys, [_R.standard_normal(4), _R.standard_normal(3)]),
+    (f_median_all_keep, [_R.standard_normal((2, 3))]),
+    (f_vander, [np.array([0.0, 0.7, -1.3])]),
+    (f_broadcast_arrays, [_R.standard_normal((3, 1)), _R.standard_normal(4)]),
+    (f_nan_order, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
     (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
     (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
     (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
