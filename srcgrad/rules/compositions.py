@@ -699,6 +699,28 @@ def nanmedian(a, axis=None, keepdims=False):
     return _keep(np.squeeze(result, axis=ax), a, axis, keepdims)
 
 
+
+def ascontiguousarray(a):
+    """np.ascontiguousarray of an array: its values (compiled code has no memory layout)."""
+    return np.asarray(a)
+
+
+def asfortranarray(a):
+    """np.asfortranarray of an array: its values (compiled code has no memory layout)."""
+    return np.asarray(a)
+
+
+def asarray_chkfinite(a):
+    """np.asarray_chkfinite: the array, after checking (when it runs) that it is finite."""
+    assert np.all(np.isfinite(a)), "array must not contain infs or NaNs"
+    return np.asarray(a)
+
+
+def float_power(x1, x2):
+    """np.float_power of float64 operands: power."""
+    return np.power(x1, x2)
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -761,6 +783,8 @@ _BY_NAME = {
     "numpy.vander": vander, "numpy.broadcast_arrays": broadcast_arrays,
     "numpy.nanquantile": nanquantile, "numpy.nanpercentile": nanpercentile,
     "numpy.nanmedian": nanmedian,
+    "numpy.ascontiguousarray": ascontiguousarray, "numpy.asfortranarray": asfortranarray,
+    "numpy.asarray_chkfinite": asarray_chkfinite, "numpy.float_power": float_power,
 }
 _BY_ID: dict = {}
 _MODULES = {"numpy": np, "numpy.linalg": np.linalg,

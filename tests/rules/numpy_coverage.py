@@ -51,6 +51,8 @@ IDIOMS = {
                 "other ufuncs refused",
     "ndarray.sort": "in place: the `sort` row, functionalized (Note [Lowered idioms])",
     "ndarray.fill": "in place: a `setitem` of the whole array, functionalized",
+    "numpy.average": "`sum(x * w, axis) / sum(w, axis)` (the weights broadcast along an int "
+                     "axis), `mean` without weights (srcgrad/frontend/numpy_forms.py)",
     "numpy.block": "nested lists: leaves given the result's dimensions (`expand_dims`), one "
                    "`concatenate` per level (srcgrad/frontend/numpy_forms.py)",
 }
@@ -152,17 +154,15 @@ HAND = _merge(
     _group(R, "returns a Python object: its number would lose its derivative",
              "ndarray.item ndarray.tolist ndarray.flat"),
     _group(R, "a matrix class (np.matrix)", "numpy.asmatrix numpy.bmat"),
+    _group(R, "NumPy's deprecated alias of np.vstack: write np.vstack", "numpy.row_stack"),
     _group(R, NO_ROW,
-             "numpy.asarray_chkfinite numpy.ascontiguousarray "
-             "numpy.asfortranarray numpy.average "
              "numpy.choose "
              "numpy.delete "
-             "numpy.float_power "
              "numpy.insert "
              "numpy.nextafter numpy.partition numpy.poly numpy.polyadd "
              "numpy.polydiv numpy.polyfit numpy.polyint "
              "numpy.polysub numpy.require "
-             "numpy.resize numpy.row_stack "
+             "numpy.resize "
              "numpy.unstack numpy.unwrap "
              "numpy.linalg.multi_dot "
              "numpy.linalg.tensorinv "
