@@ -125,15 +125,15 @@ def einsum_optimize(A):
 
 
 def norm_nuc(A):
-    return np.linalg.norm(A, "nuc")  # refused
+    return np.linalg.norm(A, "nuc")  # right or refused
 
 
 def norm_two_matrix(A):
-    return np.linalg.norm(A, 2)  # refused
+    return np.linalg.norm(A, 2)  # right or refused
 
 
 def norm_inf_axes(A):
-    return np.linalg.norm(A, np.inf, axis=(0, 1))  # refused
+    return np.linalg.norm(A, np.inf, axis=(0, 1))
 
 
 def norm_fro(A):

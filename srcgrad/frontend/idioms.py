@@ -37,6 +37,7 @@ from srcgrad.frontend import numpy_forms
 from srcgrad.frontend.numpy_forms import _stack_nested, _static
 from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir.core import Const, Var
+from srcgrad.rules import compositions
 
 NOT_LOWERED = numpy_forms.NOT_LOWERED
 
@@ -44,7 +45,8 @@ _STACKING = {numpy.hstack: "hstack", numpy.vstack: "vstack", numpy.dstack: "dsta
              numpy.column_stack: "column_stack", numpy.stack: "stack",
              numpy.concatenate: "concatenate"}
 # NumPy call forms with traced arguments lowered (or refused) by srcgrad.frontend.numpy_forms
-_FORMS = {numpy.einsum: "einsum", numpy.linalg.norm: "norm", numpy.average: "average"}
+_FORMS = {numpy.einsum: "einsum", numpy.linalg.norm: "norm", numpy.average: "average",
+          numpy.block: "block"}
 _SCATTER_UFUNCS = {numpy.add: "add", numpy.subtract: "subtract"}
 # Methods of a constant array that return a new value (never those that write into it).
 _PURE_METHODS = {"reshape", "sum", "mean", "prod", "max", "min", "transpose", "ravel", "flatten",
@@ -65,6 +67,8 @@ def lower_call(tracer, callee, args, kwargs, node):
         return NOT_LOWERED
     if stacking is not None:
         return _stacking(tracer, stacking, args, node)
+    if callee is compositions.refuse:  # a composition's unsupported form (Note [Compositions])
+        tracer.fail(node, *(a.value for a in args))
     if array_like:
         return _array(tracer, callee, args, kwargs, node)
     if callee is getattr and not kwargs and 2 <= len(args) <= 3 and all(

@@ -12,10 +12,13 @@ Each of these would otherwise turn a traced value into a constant or crash:
   string; three or more operands are contracted pairwise, left to right, each step
   keeping the indices a later operand or the output still needs.
 * `np.linalg.norm` matrix norms other than Frobenius (ord 'nuc', 2, -2, 1, -1, inf,
-  -inf over two axes) have no row: refused naming the ord, where the matrix is known
-  when compiling (an axis pair, or a 2-d argument in a shape-specialised variant);
-  otherwise the row's `vector_only` refuses when the derivative runs, naming the ord
-  (srcgrad.errors.note_user_line adds the user's line to the error).
+  -inf over two axes) have no row of their own: where the matrix is known when
+  compiling (an axis pair, or a 2-d argument in a shape-specialised variant) they are
+  the composition `norm_of_matrices` (singular values, or sums of absolute values:
+  Note [Compositions]); otherwise the row's `vector_only` refuses when the derivative
+  runs, naming the ord (srcgrad.errors.note_user_line adds the user's line to the error).
+* `np.block` of nested lists is a `concatenate` per level of leaves given the result's
+  number of dimensions (`expand_dims`), as NumPy builds it.
 * `np.average(x, axis, weights)` is `sum(x * w, axis) / sum(w, axis)`.
 """
 
@@ -184,12 +187,64 @@ def norm(tracer, args, kwargs, node):
     if not matrix and a is None:  # a 2-d x: known in a shape-specialised variant
         ndim = tracer.shape_fact(tracer.apply(rules.RULES["ndim"], [x], {}, node))
         matrix = isinstance(ndim, Const) and ndim.value == 2
-    if matrix:
-        tracer.fail(node, f"the derivative of the matrix norm `np.linalg.norm(..., ord={o!r})`",
-                    "srcgrad has no singular-value rule; the Frobenius norm (ord=None or "
-                    "'fro') and vector norms (an int axis) are differentiable")
+    if matrix:  # singular values or sums of absolute values (Note [Compositions])
+        from srcgrad.frontend.parse import parse_function
+        from srcgrad.rules import compositions
+        return tracer.inline(parse_function(compositions.norm_of_matrices),
+                             [x, ord_, axis, bound.arguments.get("keepdims", Const(False))],
+                             {}, node)
     return NOT_LOWERED
 
+
+# ---------------------------------------------------------------------- block
+def block(tracer, args, kwargs, node):
+    """`np.block` of nested lists holding traced values, as NumPy builds it: each leaf
+    given the result's number of dimensions (leading 1s), then one `concatenate` per
+    nesting level, the innermost along the last axis. The depth and the leaves'
+    dimensions are read while tracing (a shape fact of this variant; `_leaf_ndim`)."""
+    if kwargs or len(args) != 1 or not isinstance(args[0], list) or \
+            _static(args[0]) is not NOT_LOWERED:
+        return NOT_LOWERED
+    leaves = []
+
+    def depth(x):
+        if not isinstance(x, list):
+            leaves.append(x)
+            return 0
+        if not x:
+            tracer.fail(node, "`np.block` of an empty list")  # (NumPy raises too)
+        depths = {depth(item) for item in x}
+        if len(depths) != 1:
+            tracer.fail(node, "`np.block` of lists nested to different depths")  # (as NumPy)
+        return 1 + depths.pop()
+
+    levels = depth(args[0])
+    ndim = max([levels] + [n for n in (_leaf_ndim(tracer, leaf, node) for leaf in leaves)
+                           if n is not None])
+
+    def build(x, level):
+        if level == levels:
+            known = _leaf_ndim(tracer, x, node)
+            pad = 0 if known is None else ndim - known
+            if isinstance(x, Const):
+                return Const(numpy.reshape(x.value, (1,) * pad + numpy.shape(x.value)))
+            return x if not pad else tracer.apply(rules.RULES["expand_dims"], [x],
+                                                   {"axis": Const(tuple(range(pad)))}, node)
+        parts = [build(item, level + 1) for item in x]
+        return tracer.apply(rules.RULES["concatenate"], [parts],
+                            {"axis": Const(level - levels)}, node)
+
+    return build(args[0], 0)
+
+
+def _leaf_ndim(tracer, leaf, node):
+    if isinstance(leaf, Const):
+        return numpy.ndim(leaf.value)
+    # Unknown in shape-generic code: such a leaf is taken to have the result's number of
+    # dimensions; one with fewer makes a concatenation raise (NumPy's ValueError), never a
+    # different value (a block of equal-dimension arrays needs no padding).
+    ndim = tracer.shape_fact(tracer.apply(rules.RULES["ndim"], [leaf], {}, node))
+    return ndim.value if isinstance(ndim, Const) else None
 
 # ---------------------------------------------------------------------- average
 _AVERAGE = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -40,7 +40,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
-    "kron_bar", "svd_reduced", "assert_true",
+    "kron_bar", "svd_reduced", "assert_true", "frexp_exponent",
 ]
 
 
@@ -866,3 +866,9 @@ def assert_true(test, message):
     when the test is false (a multi-element array raises as Python's `assert` does)."""
     if not test:
         raise AssertionError(message) if message is not None else AssertionError()
+
+
+def frexp_exponent(x):
+    """The integer exponent of ``numpy.frexp`` (its mantissa is ``ldexp(x, -e)``: the
+    composition in srcgrad/rules/compositions.py)."""
+    return numpy.frexp(x)[1]

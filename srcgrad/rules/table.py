@@ -997,6 +997,7 @@ defrule("tape_copy", "tape", "list(tape)", nondiff=True)  # in the backward: not
 
 # Issue 29's NumPy sweep: its rows live in their own file (docs/numpy_coverage.md).
 import srcgrad.rules.table_sweep  # noqa: E402, F401
+import srcgrad.rules.table_sweep2  # noqa: E402, F401
 
 # The eager runtime's torch rows (Note [Eager rows at kinks and poles]); no targets.
 from srcgrad.rules import torch_rows  # noqa: E402,F401

@@ -47,6 +47,8 @@ REFUSED = {
     "fmod": "no fmod", "torch_fmod": "no fmod", "kron": "no kron", "kron_bar": "no kron",
     **{name: "it has no `xp." for name in ("nanmax", "nanmin", "polyval", "convolve",
                                             "trapezoid")},
+    # issue 29's second sweep: NumPy-only rows
+    "ldexp": "it has no `xp.",
 }
 # Cases refused for an argument the Array API cannot take (case id -> reason): at
 # compile time for a static one, at run time (NotImplementedError) for an index array.

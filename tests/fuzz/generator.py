@@ -93,7 +93,29 @@ def sweep_unary(e: str, s: tuple):
              "np.where(np.array_equiv({0}, {0}), {0}, 0.0)",
              "np.where(np.isin({0}, np.array([0.5])), 0.0, {0})",
              "(({0}) * np.astype(np.digitize({0}, np.array([-0.5, 0.5])), 'float64'))",
-             "(({0}) * (np.nanargmax({0}) - np.nanargmin({0})))"]
+             "(({0}) * (np.nanargmax({0}) - np.nanargmin({0})))",
+             # issue 29's second sweep (srcgrad/rules/table_sweep2.py, compositions.py)
+             "np.modf({0})[0]", "(np.modf({0})[1] * {0})", "np.ldexp({0}, 2)",
+             "np.frexp({0})[0]", "np.divmod({0}, 0.7)[1]", "(np.i0({0}) * 0.1)",
+             "np.geomspace(np.exp({0}), 2.0, 3)[1]", "np.logspace({0}, 1.0, 3, base=2.0)[1]",
+             "np.fmax({0}, 0.2)", "np.fmin({0}, -0.1)", "(np.ptp({0}) * {0})"]
+    if s:
+        forms += ["np.nancumsum({0}, axis=0)", "np.cumulative_sum({0}, axis=0)"]
+    if len(s) == 2:
+        forms += ["np.rot90({0}, 2)", "np.rollaxis({0}, 1).T",
+                  "np.block([[({0})[:, :1], ({0})[:, 1:]]])",
+                  "(np.linalg.norm({0}, 'nuc', axis=(0, 1)) * {0})"]
+        if s[1] >= 2:
+            forms.append("np.gradient({0}, axis=1)")
+    if len(s) == 2 and s[0] == s[1]:
+        n = s[0]
+        forms += ["np.rot90({0})", f"np.linalg.pinv(({{0}}) * 0.3 + 2.0 * np.eye({n}))",
+                  f"np.linalg.lstsq(({{0}}) * 0.3 + 2.0 * np.eye({n}), {{0}})[0]",
+                  f"(np.linalg.cond(({{0}}) * 0.3 + 2.0 * np.eye({n})) * {{0}})"]
+    if len(s) == 1:
+        forms.append("np.lib.stride_tricks.sliding_window_view({0}, 1, axis=0)[:, 0]")
+        if s[0] >= 2:
+            forms += ["np.gradient({0}, 0.5, axis=0)", "np.correlate({0}, ({0})[:2], 'same')"]
     if len(s) == 2:
         forms += ["np.kron(({0})[:, :1], ({0})[:1, :])",
                   "(np.meshgrid(({0})[0], ({0})[:, 0])[0] * ({0}))"]
@@ -126,11 +148,15 @@ BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / ({b} * {b} + 1.0)
 REDUCE_AXIS = ["np.sum({e}, axis={k})", "({e}).sum(axis={k})", "np.mean({e}, axis={k})",
                "np.max({e}, axis={k})", "({e}).min(axis={k})", "np.prod(np.tanh({e}), axis={k})"]
 SWEEP_REDUCE_ALL = ["np.nansum({e})", "np.nanmean({e})", "np.nanmax({e})", "np.nanmin({e})",
-                    "np.median({e})", "np.quantile({e}, 0.3)", "np.percentile({e}, 70.0)"]
+                    "np.median({e})", "np.quantile({e}, 0.3)", "np.percentile({e}, 70.0)",
+                    "np.nanvar({e})", "np.nanmedian({e})", "np.nanquantile({e}, 0.6)",
+                    "np.linalg.vector_norm({e})"]
 SWEEP_REDUCE_AXIS = ["np.nansum({e}, axis={k})", "np.nanmean({e}, axis={k})",
                      "np.nanmax({e}, axis={k})", "np.nanmin({e}, axis={k})",
                      "np.trapezoid({e}, axis={k})", "np.median({e}, axis={k})",
-                     "np.quantile({e}, 0.3, axis={k})"]
+                     "np.quantile({e}, 0.3, axis={k})", "np.nanstd({e}, axis={k})",
+                     "np.nanmedian({e}, axis={k})", "np.ptp({e}, axis={k})",
+                     "np.vecdot({e}, {e}, axis={k})"]
 REDUCE_ALL = ["np.sum({e})", "({e}).sum()", "np.mean({e})", "({e}).mean()", "np.max({e})",
               "np.min({e})", "np.linalg.norm({e})", "np.sum(np.exp(np.tanh({e})))"]
 

@@ -698,3 +698,19 @@ for _name in ("nanargmax", "nanargmin"):
     case(_name, ("nan-axis", {"a": _NAN, "axis": 1}), ("flat", {"a": N(3, 4)}))
 case("assert_true", ("true", {"test": True, "message": "positive"}),
      ("numpy-bool", {"test": np.True_, "message": None}))
+
+
+# ---------------------------------------------------------------- issue 29's second sweep (table_sweep2.py)
+def IntN(lo, hi, *shape):
+    """Random integers in [lo, hi) (ldexp's exponents)."""
+    return Spec(lambda rng: rng.integers(lo, hi, shape), f"IntN({lo},{hi}){shape}")
+
+
+case("ldexp", ("same", {"x1": N(3, 4), "x2": IntN(-3, 4, 3, 4)}),
+     ("row", {"x1": N(3, 4), "x2": IntN(-3, 4, 4)}),
+     ("row-left", {"x1": N(4), "x2": IntN(-3, 4, 3, 4)}),
+     ("scalar-exponent", {"x1": N(2, 3), "x2": 3}))
+case("modf", *_unary())
+case("frexp_exponent", ("special", {"x": Fixed([0.0, 0.3, -5.0, np.inf, 1e-310])}))
+case("pinv", ("tall", {"a": N(4, 3)}), ("wide", {"a": N(2, 3)}), ("square", {"a": WC(3)}),
+     ("batch", {"a": N(2, 4, 2)}), ("rcond", {"a": N(3, 2), "rcond": 1e-10}))

@@ -51,6 +51,10 @@ IDIOMS = {
                 "other ufuncs refused",
     "ndarray.sort": "in place: the `sort` row, functionalized (Note [Lowered idioms])",
     "ndarray.fill": "in place: a `setitem` of the whole array, functionalized",
+    "numpy.average": "`sum(x * w, axis) / sum(w, axis)` (the weights broadcast along an int "
+                     "axis), `mean` without weights (srcgrad/frontend/numpy_forms.py)",
+    "numpy.block": "nested lists: leaves given the result's dimensions (`expand_dims`), one "
+                   "`concatenate` per level (srcgrad/frontend/numpy_forms.py)",
 }
 
 
@@ -118,9 +122,11 @@ HAND = _merge(
     _group(C, "a type, dtype, shape or memory query: the result holds no derivative",
              "numpy.finfo numpy.iinfo numpy.dtype numpy.busdaycalendar numpy.errstate "
              "numpy.ndindex numpy.broadcast"),
-    _group(R, "traces a Python function it receives: not supported yet", "numpy.vectorize"),
+    _group(R, "calls a Python function per element: its code run on whole arrays may mean "
+             "something else (a reduction inside it), and sg.vmap does not run inside "
+             "compiled code yet; write the function on arrays", "numpy.vectorize"),
     _group(R, "writes into its argument: not lowered onto `setitem` yet",
-             "numpy.copyto numpy.place numpy.put numpy.putmask numpy.fill_diagonal "
+             "numpy.fill_diagonal "
              "numpy.put_along_axis ndarray.put ndarray.partition ndarray.resize"),
     _group(R, "complex values: srcgrad has no complex convention",
              "numpy.fft.fft numpy.fft.fft2 numpy.fft.fftn numpy.fft.hfft numpy.fft.ifft "
@@ -129,9 +135,14 @@ HAND = _merge(
              "numpy.fft.rfftn numpy.linalg.eig numpy.linalg.eigvals numpy.roots "
              "numpy.sort_complex numpy.angle numpy.real_if_close "
              "ndarray.real ndarray.imag ndarray.conjugate"),
+    _group(R, "calls a Python function once per 1-D slice, as many calls as the shape has "
+             "slices (unknown to shape-generic code): loop over the slices, or write the "
+             "function on the whole array", "numpy.apply_along_axis numpy.apply_over_axes"),
+    _group(R, "calls each function on the elements its condition selects only (a data-"
+             "dependent subset): write np.where(cond, f(x), g(x)), each branch finite "
+             "everywhere", "numpy.piecewise"),
     _group(R, "traces a Python function it receives: not supported yet",
-             "numpy.apply_along_axis numpy.apply_over_axes numpy.piecewise numpy.fromfunction "
-             "numpy.frompyfunc"),
+             "numpy.fromfunction numpy.frompyfunc"),
     _group(R, "a data-dependent output shape",
              "numpy.compress numpy.extract numpy.trim_zeros numpy.unique numpy.unique_all "
              "numpy.unique_counts numpy.unique_inverse numpy.unique_values numpy.intersect1d "
@@ -143,33 +154,21 @@ HAND = _merge(
     _group(R, "returns a Python object: its number would lose its derivative",
              "ndarray.item ndarray.tolist ndarray.flat"),
     _group(R, "a matrix class (np.matrix)", "numpy.asmatrix numpy.bmat"),
+    _group(R, "NumPy's deprecated alias of np.vstack: write np.vstack", "numpy.row_stack"),
     _group(R, NO_ROW,
-             "numpy.asarray_chkfinite numpy.ascontiguousarray "
-             "numpy.asfortranarray numpy.average numpy.block numpy.broadcast_arrays "
              "numpy.choose "
-             "numpy.cumulative_prod numpy.cumulative_sum numpy.delete "
-             "numpy.diagflat numpy.divmod numpy.float_power "
-             "numpy.fmax numpy.fmin numpy.frexp numpy.geomspace numpy.gradient "
-             "numpy.i0 numpy.insert "
-             "numpy.ldexp numpy.logspace numpy.matvec "
-             "numpy.modf numpy.nancumprod numpy.nancumsum "
-             "numpy.nanmedian numpy.nanpercentile "
-             "numpy.nanprod numpy.nanquantile numpy.nanstd numpy.nanvar "
+             "numpy.delete "
+             "numpy.insert "
              "numpy.nextafter numpy.partition numpy.poly numpy.polyadd "
-             "numpy.polyder numpy.polydiv numpy.polyfit numpy.polyint numpy.polymul "
-             "numpy.polysub numpy.ptp numpy.require "
-             "numpy.resize numpy.rollaxis numpy.rot90 numpy.row_stack "
-             "numpy.unstack numpy.unwrap numpy.vander "
-             "numpy.vecdot numpy.vecmat "
-             "numpy.linalg.cond numpy.linalg.cross numpy.linalg.diagonal numpy.linalg.lstsq "
-             "numpy.linalg.matrix_norm numpy.linalg.multi_dot "
-             "numpy.linalg.outer numpy.linalg.pinv "
-             "numpy.linalg.tensordot numpy.linalg.tensorinv "
-             "numpy.linalg.tensorsolve numpy.linalg.trace numpy.linalg.vecdot "
-             "numpy.linalg.vector_norm numpy.fft.fftshift numpy.fft.ifftshift "
-             "numpy.lib.stride_tricks.sliding_window_view ndarray.choose"),
-    _group(R, "no derivative row yet (the VJP differs when v is longer than a: NumPy swaps "
-             "the operands)", "numpy.correlate"),
+             "numpy.polydiv numpy.polyfit numpy.polyint "
+             "numpy.polysub numpy.require "
+             "numpy.resize "
+             "numpy.unstack numpy.unwrap "
+             "numpy.linalg.multi_dot "
+             "numpy.linalg.tensorinv "
+             "numpy.linalg.tensorsolve "
+             "numpy.fft.fftshift numpy.fft.ifftshift "
+             "ndarray.choose"),
     _group(R, "a ufunc method not lowered onto rows yet",
              "ufunc.accumulate ufunc.outer ufunc.reduce ufunc.reduceat"),
 )

@@ -80,6 +80,109 @@ def f_dsplit(x):                                                          # noqa
 def f_interp(x, fp): return _out(np.interp(x, np.array([-1.0, -0.2, 0.5, 1.3]), fp))  # noqa: E704
 def f_interp_knots(x, k): return _out(np.interp(x, np.cumsum(np.exp(k)), np.sin(k)))  # noqa: E704
 def f_real_imag(x): return _out(np.real(x) * x + np.imag(x))               # noqa: E704
+def f_rot90(x): return _out(np.rot90(x) * np.rot90(x, -1, axes=(1, 0)))  # noqa: E704
+def f_rot90_k(x): return _out(np.rot90(x, 2) * x) + _out(np.rot90(x, 3, axes=(0, 2)))  # noqa: E704
+def f_rollaxis(x): return _out(np.rollaxis(x, 2) * np.rollaxis(x, -1, 1).transpose(1, 0, 2))  # noqa: E704
+def f_rollaxis_end(x): return _out(np.rollaxis(x, 0, 3) * 2.0)               # noqa: E704
+def f_logspace(a, b): return _out(np.logspace(a, b, 4, base=2.0))          # noqa: E704
+def f_geomspace(a, b): return _out(np.geomspace(a, b, 5))                  # noqa: E704
+def f_geomspace_open(a, b): return _out(np.geomspace(a, b, 3, endpoint=False))  # noqa: E704
+def f_gradient(x):                                                        # noqa: E302
+    gx, gy = np.gradient(x, 0.5, axis=(0, -1), edge_order=2)
+    return _out(gx * gy) + _out(np.gradient(x, axis=1))
+def f_gradient_1d(x, h): return _out(np.gradient(x, h, axis=0))                   # noqa: E302, E704
+def f_divmod(x, y):                                                       # noqa: E302
+    q, r = np.divmod(x, y)
+    return _out(q * r + r)
+def f_frexp(x):                                                           # noqa: E302
+    m, e = np.frexp(x)
+    return _out(m * e + m)
+def f_sliding_window(x): return _out(np.lib.stride_tricks.sliding_window_view(x, (2, 2), axis=(0, 1)))  # noqa: E302, E704
+def f_sliding_window_axis(x):                                             # noqa: E302
+    return _out(np.lib.stride_tricks.sliding_window_view(x, 3, axis=-1))
+def f_correlate(a, v):                                                    # noqa: E302
+    return _out(np.correlate(a, v)) + _out(np.correlate(a, v, "same")) + _out(
+        np.correlate(v, a, "full")) + _out(np.correlate(v, a, "same"))
+def f_matrix_norms(x):                                                    # noqa: E302
+    ax = (0, 1)  # (an axis pair: a 2-d x's matrix norm needs its shape, unknown to nested code)
+    return (_out(np.linalg.norm(x, 2, ax)) + _out(np.linalg.norm(x, "nuc", ax)) + _out(
+        np.linalg.norm(x, -2, ax)) + _out(np.linalg.norm(x, np.inf, ax)) + _out(
+        np.linalg.norm(x, 1, ax)) + _out(np.linalg.norm(x, -1, ax)))
+def f_matrix_norm_axes(x):                                                # noqa: E302
+    return _out(np.linalg.matrix_norm(x, ord=2)) + _out(
+        np.linalg.norm(x, "nuc", axis=(0, 2), keepdims=True)) + _out(np.linalg.norm(x, -np.inf, axis=(2, 1)))
+def f_cond(x):                                                            # noqa: E302
+    return (_out(np.linalg.cond(x)) + _out(np.linalg.cond(x, -2)) + _out(np.linalg.cond(x, 1))
+            + _out(np.linalg.cond(x, "fro")))
+def f_lstsq(a, b):                                                        # noqa: E302
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return _out(x) + _out(res) + _out(s)
+def f_lstsq_wide(a, b):                                                   # noqa: E302
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    return _out(x) + _out(s)
+def f_copyto(a, b):                                                       # noqa: E302
+    c = a * 1.0
+    np.copyto(c, b * b)
+    d = a * 2.0
+    np.copyto(d, b, where=a > 0)
+    return _out(c * a) + _out(d)
+def f_putmask(a, b):                                                      # noqa: E302
+    c = a * 1.0
+    np.putmask(c, a > 0, b[:2] * b[:2])
+    return _out(c * a)
+def f_place(a, b):                                                        # noqa: E302
+    c = a * 1.0
+    np.place(c, a > 0, b[:2] * 3.0)
+    return _out(c * a)
+def f_put(a, b):                                                          # noqa: E302
+    c = a * 1.0
+    np.put(c, [0, 3], b[1:3] ** 2)
+    return _out(c * a)
+def f_ptp(x): return _out(np.ptp(x, axis=1) * np.ptp(x))                 # noqa: E302, E704
+def f_fmax_fmin(x, y): return _out(np.fmax(x, y) * np.fmin(x, y))          # noqa: E704
+def f_nan_stats(x):                                                       # noqa: E302
+    return (_out(np.nanvar(x, axis=0)) + _out(np.nanstd(x, ddof=1)) + _out(np.nanprod(x, axis=1))
+            + _out(np.nancumsum(x, axis=1)) + _out(np.nancumprod(x)))
+def f_cumulative(x):                                                      # noqa: E302
+    return _out(np.cumulative_sum(x, axis=0, include_initial=True)) + _out(
+        np.cumulative_prod(x, axis=1)) + _out(np.cumulative_sum(x[0], include_initial=True))
+def f_vector_norm(x):                                                     # noqa: E302
+    return _out(np.linalg.vector_norm(x)) + _out(np.linalg.vector_norm(x, axis=1, ord=3)) + _out(
+        np.linalg.vector_norm(x, keepdims=True))
+def f_vecdot(x, y):                                                       # noqa: E302
+    return _out(np.vecdot(x, y)) + _out(np.linalg.vecdot(x, y, axis=0)) + _out(
+        np.matvec(x[None] * y[:, None], y)) + _out(np.vecmat(y, x[None] * y[:, None]))
+def f_linalg_aliases(x, y):                                               # noqa: E302
+    return (_out(np.linalg.outer(x[0], y[1])) + _out(np.linalg.trace(x * y, offset=1))
+            + _out(np.linalg.diagonal(x @ y.T)) + _out(np.linalg.tensordot(x, y, axes=1 + 1))
+            + _out(np.linalg.cross(x, y)))
+def f_diagflat(x): return _out(np.diagflat(x, 1) * 2.0)                    # noqa: E302, E704
+def f_polys(p, q): return _out(np.polymul(p, q)) + _out(np.polyder(p)) + _out(np.polyder(q, 2))  # noqa: E704
+
+
+def f_median_all_keep(x): return _out(np.median(x, keepdims=True) * x)    # noqa: E302, E704
+def f_small_aliases(x, y):                                                # noqa: E302
+    return (_out(np.ascontiguousarray(x) * np.asfortranarray(y))
+            + _out(np.asarray_chkfinite(x)) + _out(np.float_power(x * x + 1.0, y)))
+def f_average(x, w):                                                      # noqa: E302
+    # (weights along an int axis need the ranks: a shape-specialised variant only, which
+    # tests/test_no_silent_constants.py checks to first order)
+    return _out(np.average(x, axis=1)) + _out(np.average(x * w, weights=x * x + w))
+def f_vander(x): return _out(np.vander(x) * 0.5) + _out(np.vander(x, 2, increasing=True))  # noqa: E302, E704
+def f_broadcast_arrays(x, y):                                             # noqa: E302
+    a, b = np.broadcast_arrays(x, y)
+    return _out(a * b * b)
+def f_nan_order(x):                                                       # noqa: E302
+    return (_out(np.nanmedian(x, axis=1)) + _out(np.nanquantile(x, [0.2, 0.7], axis=0))
+            + _out(np.nanpercentile(x, 35.0)) + _out(np.nanmedian(x, keepdims=True))
+            + _out(np.nanquantile(x, 0.4, axis=1, keepdims=True)))
+
+
+def f_i0(x): return _out(np.i0(x) * 0.01)                                 # noqa: E302, E704
+def f_block(a, b): return _out(np.block([[a, b], [b, a]]))                # noqa: E302, E704
+def f_block_mixed(a, b): return _out(np.block([[a, b[:, None]], [b[None, :2], 0.5]]))  # noqa: E704
+
+
 
 
 _R = np.random.default_rng(29)
@@ -112,6 +215,49 @@ CASES = [
     (f_interp, [np.array([[-1.5, -0.7, 0.1], [0.6, 1.1, 2.0]]), _R.standard_normal(4)]),
     (f_interp_knots, [np.array([0.9, 1.7, 2.4, 3.1, 5.0]), _R.standard_normal(4) * 0.3]),
     (f_interp, [np.array(0.2), _R.standard_normal(4)]),
+    (f_rot90, [_R.standard_normal((3, 4))]), (f_rot90_k, [_R.standard_normal((2, 3, 2))]),
+    (f_rollaxis, [_R.standard_normal((2, 3, 4))]), (f_rollaxis_end, [_R.standard_normal((2, 3, 4))]),
+    (f_logspace, [_R.standard_normal(2), _R.standard_normal(2)]),
+    (f_geomspace, [np.array(0.5), np.array(2.0)]),
+    (f_geomspace_open, [np.array([-0.5, 1.5]), np.array([-2.0, 0.3])]),
+    (f_gradient, [_R.standard_normal((4, 5))]),
+    (f_gradient_1d, [_R.standard_normal(5), np.array(0.7)]),
+    (f_divmod, [_R.standard_normal((2, 4)) * 3, _R.uniform(0.5, 1.0, 4)]),
+    (f_frexp, [_R.standard_normal((2, 3)) * 3]),
+    (f_sliding_window, [_R.standard_normal((3, 4))]),
+    (f_sliding_window_axis, [_R.standard_normal((2, 5))]),
+    (f_correlate, [_R.standard_normal(5), _R.standard_normal(3)]),
+    (f_correlate, [_R.standard_normal(4), _R.standard_normal(4)]),
+    (f_correlate, [_R.standard_normal(2), _R.standard_normal(6)]),
+    (f_matrix_norms, [_R.standard_normal((3, 4))]),
+    (f_matrix_norm_axes, [_R.standard_normal((2, 3, 4))]),
+    (f_cond, [_R.standard_normal((3, 3)) * 0.3 + 2 * np.eye(3)]),
+    (f_cond, [_WC]),
+    (f_lstsq, [_R.standard_normal((5, 3)), _R.standard_normal(5)]),
+    (f_lstsq, [_R.standard_normal((4, 2)), _R.standard_normal((4, 2))]),
+    (f_lstsq_wide, [_R.standard_normal((2, 4)), _R.standard_normal(2)]),
+    (f_copyto, [_R.standard_normal(5), _R.standard_normal(5)]),
+    (f_putmask, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
+    (f_place, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
+    (f_put, [_R.standard_normal((2, 3)), _R.standard_normal(4)]),
+    (f_ptp, [_R.standard_normal((3, 4))]),
+    (f_fmax_fmin, [np.array([[0.3, np.nan, -1.2], [0.8, 2.0, 0.4]]), np.array([0.1, -0.5, np.nan])]),
+    (f_nan_stats, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
+    (f_cumulative, [_R.standard_normal((3, 4))]),
+    (f_vector_norm, [_R.standard_normal((3, 4))]),
+    (f_vecdot, [_R.standard_normal((3, 3)), _R.standard_normal((3, 3))]),
+    (f_linalg_aliases, [_R.standard_normal((2, 3)), _R.standard_normal((2, 3))]),
+    (f_diagflat, [_R.standard_normal((2, 2))]),
+    (f_polys, [_R.standard_normal(4), _R.standard_normal(3)]),
+    (f_median_all_keep, [_R.standard_normal((2, 3))]),
+    (f_small_aliases, [_R.standard_normal((2, 3)), _R.standard_normal((2, 3))]),
+    (f_average, [_R.standard_normal((2, 3)), _R.uniform(0.5, 1.5, 3)]),
+    (f_vander, [np.array([0.0, 0.7, -1.3])]),
+    (f_broadcast_arrays, [_R.standard_normal((3, 1)), _R.standard_normal(4)]),
+    (f_nan_order, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
+    (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
+    (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
+    (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
 ]
 IDS = [f.__name__.removeprefix("f_") for f, _ in CASES]
 
