@@ -24,11 +24,12 @@ from srcgrad.autograd.anomaly_mode import (
 )
 from srcgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from srcgrad.autograd.tensor import Tensor  # noqa: E402
+from srcgrad.autograd.variable import Variable  # noqa: E402
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "Function", "FunctionCtx",
            "once_differentiable", "function", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "backward", "grad",
-           "Tensor", "engine", "tensor", "ops", "methods", "inplace", "dispatch", "saved"]
+           "Tensor", "Variable", "engine", "tensor", "ops", "methods", "inplace", "dispatch", "saved"]
 __all__ += ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
             "is_anomaly_check_nan_enabled"]
 

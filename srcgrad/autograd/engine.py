@@ -31,6 +31,7 @@ import numpy
 
 from srcgrad.autograd import accumulate as _acc
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.final_callbacks import pass_callbacks
 from srcgrad.autograd.node import (
     SECOND_TIME,
     AccumulateGrad,
@@ -302,6 +303,15 @@ def _needed(root_nodes, deps, targets, captures) -> set:
 
 
 def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results=None):
+    """A pass, then its final callbacks (Note [Final callbacks] in
+    srcgrad.autograd.final_callbacks)."""
+    with pass_callbacks() as final:
+        _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results)
+        final.run(create_graph)
+
+
+def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures,
+              results=None):
     """One pass (Note [Engine order]). Op nodes run in decreasing sequence number: a node's
     consumers were all created after it, so each node runs once its gradient is complete,
     in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last

@@ -234,3 +234,12 @@ class _MultiHandle:
 
 
 _ = RemovableHandle
+
+
+def __getattr__(name: str):
+    """`graph.Variable` (torch's module has it) without importing the Tensor runtime here."""
+    if name == "Variable":
+        from srcgrad.autograd.variable import Variable
+
+        return Variable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
