@@ -48,6 +48,7 @@ import numpy
 
 from srcgrad.autograd import function as _function_module
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.batching import Batched
 from srcgrad.autograd.function import (
     RUNTIME,
     Function,
@@ -151,6 +152,8 @@ class BackwardCFunction(Node, FunctionCtx):
         """One gradient per next edge (Note [Custom Function nodes])."""
         if self._saved is None:
             raise RuntimeError(SECOND_TIME)
+        if not create_graph and any(type(c) is Batched for c in cts):
+            return self._run_batched(cts)
         grads = []
         for c, meta in zip(cts, self._out_meta):
             if c is None:
@@ -160,6 +163,20 @@ class BackwardCFunction(Node, FunctionCtx):
                 c = Tensor._make(numpy.asarray(c))
             grads.append(c)
         return self._check_grads(self.apply(*grads), create_graph)
+
+    def _run_batched(self, cts) -> tuple:
+        """A batch of seeds (Note [Batched seeds] in srcgrad.autograd.batching): the Python
+        backward once per seed, the gradients stacked into batches, as torch's vmap runs an
+        op without a batching rule in a loop."""
+        n = next(c.size for c in cts if type(c) is Batched)
+        rows = [self.run_backward([c.data[b] if type(c) is Batched else c for c in cts], False)
+                for b in range(n)]
+        out = []
+        for k, meta in enumerate(self._in_meta):
+            column = [r[k] for r in rows]
+            out.append(None if all(g is None for g in column) else Batched(numpy.stack(
+                [numpy.zeros(meta[0], meta[1]) if g is None else g for g in column])))
+        return tuple(out)
 
     def _check_grads(self, result, create_graph) -> tuple:
         name = self.name()
