@@ -43,6 +43,7 @@ tests/autograd/test_function_parity.py asserts it.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy
 
@@ -69,6 +70,20 @@ _PACK_MUTATES = (
     "pack hook cannot be modified by in-place operations as this can lead to unexpected "
     "side-effects. Please open an issue if you need to perform in-place operations on the "
     "input to a pack hook.")
+
+
+_ACCESSED_ONCE = (
+    "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on "
+    "the autograd.Function. Either access saved_tensors only once, or set "
+    "clear_saved_tensors_on_access=False.")
+
+
+class _Cleared(tuple):
+    """A node's `_saved` once read under clear_saved_tensors_on_access: nothing held, and
+    not None, so the node still runs (its backward then reads saved_tensors again, an error)."""
+
+
+_CLEARED = _Cleared()
 
 
 class _ForwardAD:
@@ -109,6 +124,8 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is "
                                "not allowed. You should only implement one of them.")
         user_fn = cls.vjp if has_vjp else cls.backward
+        if cls.boxed_grads_call:
+            return user_fn(self, list(args))
         return user_fn(self, *args)
 
     def apply_jvp(self, *args):
@@ -134,7 +151,18 @@ class BackwardCFunction(Node, FunctionCtx):
             return tuple(self.saved_for_forward)
         if self._saved is None:
             raise RuntimeError(SECOND_TIME)
-        return tuple(_unpack(self, e) for e in self._saved)
+        if self._saved is _CLEARED:
+            raise RuntimeError(_ACCESSED_ONCE)
+        values = tuple(_unpack(self, e) for e in self._saved)
+        if self._forward_cls.clear_saved_tensors_on_access:
+            self._saved = _CLEARED  # the references go; the node can still run (and read again)
+        return values
+
+    @property
+    def saved_variables(self) -> tuple:
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
 
     @property
     def _raw_saved_tensors(self) -> tuple:
@@ -144,7 +172,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def release(self) -> None:
         """Free the saved values (after a backward without retain_graph)."""
-        if self._saved:
+        if self._saved or self._saved is _CLEARED:
             self._saved = None
 
     # ------------------------------------------------------------ the backward

@@ -34,9 +34,11 @@ from srcgrad.autograd import grad_mode
 from srcgrad.autograd.final_callbacks import pass_callbacks
 from srcgrad.autograd.node import (
     SECOND_TIME,
+    SEQUENCE_NRS_SET,
     AccumulateGrad,
     GradientEdge,
     Node,
+    ready_order,
     task_stack,
     torch_dtype,
     torch_size,
@@ -327,6 +329,8 @@ def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, cap
     capture_nodes = {n for n, _ in captures}
     plain = needed is None and not captures and INSTRUMENT is None
     order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
+    if SEQUENCE_NRS_SET[0]:  # Note [Sequence numbers set by hand] in srcgrad.autograd.node
+        order = ready_order(root_nodes, deps)
     stack = task_stack()
     stack.append(task)
     prev_mode = _STATE.grad_enabled
