@@ -87,6 +87,9 @@ class Tensor:
             return self
         if flag and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if flag and self._inference and not _STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._rg = flag
         return self
 
