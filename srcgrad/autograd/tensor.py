@@ -17,6 +17,7 @@ import warnings
 import numpy
 
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.dtypes import of as _torch_dtype_object
 from srcgrad.autograd.node import AccumulateGrad, add_hook, c_type, scalar_name, torch_dtype
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange",
@@ -251,7 +252,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        return self._data.dtype
+        return _torch_dtype_object(self._data.dtype)  # Note [Dtype objects] in srcgrad.autograd.dtypes
 
     @property
     def ndim(self) -> int:
