@@ -180,7 +180,8 @@ _HOMES = {
     **dict.fromkeys(["save", "load"], "srcgrad.autograd.serialization"),
     # the torch namespace on tensors and torch's dtypes (API.md §3)
     **dict.fromkeys((
-    "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort asin asinh atan atan2 "
+    "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort as_strided asin asinh "
+    "atan atan2 empty_strided "
     "atanh bmm bool cat cdouble ceil cfloat chunk clamp clip clone complex128 complex64 concat "
     "concatenate cos cosh cumprod cumsum detach div dot double dtype einsum eq exp exp2 expm1 finfo "
     "flatten "

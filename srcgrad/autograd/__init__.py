@@ -5,7 +5,7 @@
 # Each module below installs its part of Tensor (operators, methods, NumPy protocols,
 # backward) when imported.
 from srcgrad.autograd import custom, dispatch, engine, function, graph, inplace, methods, ops, saved, tensor  # noqa: E402,I001,E501,F401
-from srcgrad.autograd import serialization, torch_methods  # noqa: E402,I001,F401  (install methods)
+from srcgrad.autograd import serialization, strided, torch_methods  # noqa: E402,I001,F401  (install methods)
 from srcgrad.autograd.engine import backward, grad  # noqa: E402
 from srcgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from srcgrad.autograd.grad_mode import (

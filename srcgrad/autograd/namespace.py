@@ -17,6 +17,7 @@ import numpy
 
 from srcgrad.autograd import dtypes as _dt
 from srcgrad.autograd import grad_mode, tensor, torch_methods
+from srcgrad.autograd import strided as _strided
 from srcgrad.autograd.tensor import _RNG, Tensor, _check_device, _leaf, _shape
 
 # ---------------------------------------------------------------- dtypes
@@ -212,6 +213,7 @@ def randperm(n, *, dtype=None, requires_grad=False, device="cpu", generator=None
 
 _FUNCTIONS.update(softmax=softmax, log_softmax=log_softmax, max=max, min=min, numel=numel,
                   cat=cat, concat=cat, concatenate=cat, stack=stack, hstack=hstack,
-                  vstack=vstack, where=where, einsum=einsum, randint=randint, randperm=randperm)
+                  vstack=vstack, where=where, einsum=einsum, randint=randint, randperm=randperm,
+                  as_strided=_strided.as_strided, empty_strided=_strided.empty_strided)
 globals().update({k: v for k, v in _FUNCTIONS.items() if k not in globals()})
 __all__ = sorted(set(_FUNCTIONS) | set(DTYPES))
