@@ -129,7 +129,18 @@ class BackwardCFunction(Node, FunctionCtx):
         return user_fn(self, *args)
 
     def apply_jvp(self, *args):
-        """Run the user's `jvp` on tangents (forward-mode AD)."""
+        """Run the user's `jvp` on tangents (forward-mode AD); a batch of tangents one seed
+        at a time, as `_run_batched` does for backward."""
+        if any(type(a) is Batched for a in args):
+            n = next(a.size for a in args if type(a) is Batched)
+            rows = []
+            for b in range(n):
+                r = self.apply_jvp(*[Tensor._make(a.data[b]) if type(a) is Batched else a
+                                     for a in args])
+                rows.append(r if isinstance(r, tuple) else (r,))
+            return tuple(None if all(r[k] is None for r in rows) else Batched(numpy.stack(
+                [numpy.asarray(r[k]._data if isinstance(r[k], Tensor) else r[k]) for r in rows]))
+                for k in range(len(rows[0])))
         self._in_jvp = True
         try:
             return self._forward_cls.jvp(self, *args)

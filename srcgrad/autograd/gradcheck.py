@@ -160,7 +160,8 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                                check_undefined_grad=check_undefined_grad,
                                check_forward_ad=check_forward_ad,
                                check_backward_ad=check_backward_ad, fast_mode=fast_mode,
-                               check_batched_grad=check_batched_grad)
+                               check_batched_grad=check_batched_grad,
+                               check_batched_forward_grad=check_batched_forward_grad)
     inputs, diff = _prepare(inputs)
     out_leaves = _leaves(func(*inputs))  # an error in func propagates
     outputs = _differentiable_outputs(out_leaves)

@@ -17,7 +17,8 @@ gradients. A row's node passes undefined gradients on (its backward of undefined
 gradients is undefined); a custom Function's backward is called with them (zeros, or
 None under `set_materialize_grads(False)`), so this checks custom Functions.
 `check_batched_grad` runs one batched backward per output (srcgrad.autograd.gradcheck_batched).
-Not done here: `check_batched_forward_grad` and `masked` are accepted and ignored;
+`check_batched_forward_grad` runs one batched forward-mode pass per input (the same module).
+Not done here: `masked` is accepted and ignored;
 complex inputs are refused (torch checks them as Wirtinger derivatives).
 """
 
@@ -235,7 +236,7 @@ def _close(a, n, atol, rtol) -> bool:
 def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_forward_ad=False,
               check_backward_ad=True, fast_mode=False, check_batched_grad=False,
-              **_ignored) -> bool:
+              check_batched_forward_grad=False, **_ignored) -> bool:
     """srcgrad.autograd.gradcheck for Tensor inputs (see the module docstring)."""
     inputs = _as_tuple(inputs)
     diff = _prepare(inputs)
@@ -251,6 +252,10 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
         else:
             _slow(func, inputs, diff, outs, diff_out, shapes, eps, atol, rtol, nondet_tol,
                   check_forward_ad, check_backward_ad)
+        if check_batched_forward_grad:
+            from srcgrad.autograd.gradcheck_batched import check_batched_forward_grad as fwd
+
+            fwd(func, inputs, _error)
         if check_backward_ad:
             if check_batched_grad:
                 from srcgrad.autograd.gradcheck_batched import check_batched_grad as batched

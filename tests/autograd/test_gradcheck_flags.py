@@ -271,3 +271,40 @@ def test_gradcheck_names_the_function_as_torch_does():
                                                            "get_numerical_jacobian")
     assert sys.modules["srcgrad.autograd.gradcheck"].get_numerical_jacobian is \
         get_numerical_jacobian
+
+
+def test_check_batched_forward_grad_runs(monkeypatch):
+    # observed in torch 2.14: True for this function, and for a custom Function with jvp
+    a = leaf([[1.0, 2.0], [3.0, 4.0]])
+    b = leaf([0.5, -1.0])
+    assert gradcheck(lambda a, b: ((a.sin() @ b).exp().sum(0, keepdim=True) * a, b.cumsum(0)),
+                     (a, b), check_forward_ad=True, check_batched_forward_grad=True)
+
+    class Sq(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 2 * x * t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    assert gradcheck(Sq.apply, (leaf([1.0, 2.0]),), check_forward_ad=True, check_backward_ad=False,
+                     check_undefined_grad=False, check_batched_forward_grad=True)
+    # a wrong batching rule (planted) is caught; the per-tangent check alone does not see it
+    x = leaf([1.0, 2.0, 3.0])
+    f = lambda t: t.cumsum(0) * 1.5  # noqa: E731
+    real = batching._FUNCS[np.cumsum]
+    monkeypatch.setitem(batching._FUNCS, np.cumsum, lambda *a, **k: real(*a, **k) * 2)
+    assert gradcheck(f, (x,), check_forward_ad=True)
+    # (torch's text: its forward-AD note keeps its leading newline, so three newlines)
+    with pytest.raises(GradcheckError, match=r"^For output 0 and input 0:\n\n\ngradcheck failed "
+                                             r"while testing batched gradient computation with "
+                                             r"forward-mode AD\."):
+        gradcheck(f, (x,), check_forward_ad=True, check_batched_forward_grad=True)
