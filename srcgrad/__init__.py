@@ -180,9 +180,11 @@ _HOMES = {
     **dict.fromkeys(["save", "load"], "srcgrad.autograd.serialization"),
     # the torch namespace on tensors and torch's dtypes (API.md §3)
     **dict.fromkeys((
-    "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort asin asinh atan atan2 "
+    "abs acos acosh add addcdiv addcmul all amax amin any argmax argmin argsort as_strided asin asinh "
+    "atan atan2 empty_strided "
     "atanh bmm bool cat cdouble ceil cfloat chunk clamp clip clone complex128 complex64 concat "
-    "concatenate cos cosh cumprod cumsum detach div dot double einsum eq exp exp2 expm1 finfo flatten "
+    "concatenate cos cosh cumprod cumsum detach div dot double dtype einsum eq exp exp2 expm1 finfo "
+    "flatten "
     "flip float float16 float32 float64 floor fmod gather ge get_default_dtype gt half hstack iinfo "
     "index_add index_select int int16 int32 int64 int8 is_complex is_floating_point isfinite isinf "
     "isnan le lerp log log10 log1p log2 log_softmax logical_not logsumexp long lt masked_fill "

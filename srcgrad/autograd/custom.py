@@ -43,11 +43,13 @@ tests/autograd/test_function_parity.py asserts it.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy
 
 from srcgrad.autograd import function as _function_module
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.batching import Batched
 from srcgrad.autograd.function import (
     RUNTIME,
     Function,
@@ -68,6 +70,20 @@ _PACK_MUTATES = (
     "pack hook cannot be modified by in-place operations as this can lead to unexpected "
     "side-effects. Please open an issue if you need to perform in-place operations on the "
     "input to a pack hook.")
+
+
+_ACCESSED_ONCE = (
+    "saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is set on "
+    "the autograd.Function. Either access saved_tensors only once, or set "
+    "clear_saved_tensors_on_access=False.")
+
+
+class _Cleared(tuple):
+    """A node's `_saved` once read under clear_saved_tensors_on_access: nothing held, and
+    not None, so the node still runs (its backward then reads saved_tensors again, an error)."""
+
+
+_CLEARED = _Cleared()
 
 
 class _ForwardAD:
@@ -108,10 +124,23 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is "
                                "not allowed. You should only implement one of them.")
         user_fn = cls.vjp if has_vjp else cls.backward
+        if cls.boxed_grads_call:
+            return user_fn(self, list(args))
         return user_fn(self, *args)
 
     def apply_jvp(self, *args):
-        """Run the user's `jvp` on tangents (forward-mode AD)."""
+        """Run the user's `jvp` on tangents (forward-mode AD); a batch of tangents one seed
+        at a time, as `_run_batched` does for backward."""
+        if any(type(a) is Batched for a in args):
+            n = next(a.size for a in args if type(a) is Batched)
+            rows = []
+            for b in range(n):
+                r = self.apply_jvp(*[Tensor._make(a.data[b]) if type(a) is Batched else a
+                                     for a in args])
+                rows.append(r if isinstance(r, tuple) else (r,))
+            return tuple(None if all(r[k] is None for r in rows) else Batched(numpy.stack(
+                [numpy.asarray(r[k]._data if isinstance(r[k], Tensor) else r[k]) for r in rows]))
+                for k in range(len(rows[0])))
         self._in_jvp = True
         try:
             return self._forward_cls.jvp(self, *args)
@@ -133,7 +162,18 @@ class BackwardCFunction(Node, FunctionCtx):
             return tuple(self.saved_for_forward)
         if self._saved is None:
             raise RuntimeError(SECOND_TIME)
-        return tuple(_unpack(self, e) for e in self._saved)
+        if self._saved is _CLEARED:
+            raise RuntimeError(_ACCESSED_ONCE)
+        values = tuple(_unpack(self, e) for e in self._saved)
+        if self._forward_cls.clear_saved_tensors_on_access:
+            self._saved = _CLEARED  # the references go; the node can still run (and read again)
+        return values
+
+    @property
+    def saved_variables(self) -> tuple:
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
 
     @property
     def _raw_saved_tensors(self) -> tuple:
@@ -143,7 +183,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def release(self) -> None:
         """Free the saved values (after a backward without retain_graph)."""
-        if self._saved:
+        if self._saved or self._saved is _CLEARED:
             self._saved = None
 
     # ------------------------------------------------------------ the backward
@@ -151,6 +191,8 @@ class BackwardCFunction(Node, FunctionCtx):
         """One gradient per next edge (Note [Custom Function nodes])."""
         if self._saved is None:
             raise RuntimeError(SECOND_TIME)
+        if not create_graph and any(type(c) is Batched for c in cts):
+            return self._run_batched(cts)
         grads = []
         for c, meta in zip(cts, self._out_meta):
             if c is None:
@@ -160,6 +202,20 @@ class BackwardCFunction(Node, FunctionCtx):
                 c = Tensor._make(numpy.asarray(c))
             grads.append(c)
         return self._check_grads(self.apply(*grads), create_graph)
+
+    def _run_batched(self, cts) -> tuple:
+        """A batch of seeds (Note [Batched seeds] in srcgrad.autograd.batching): the Python
+        backward once per seed, the gradients stacked into batches, as torch's vmap runs an
+        op without a batching rule in a loop."""
+        n = next(c.size for c in cts if type(c) is Batched)
+        rows = [self.run_backward([c.data[b] if type(c) is Batched else c for c in cts], False)
+                for b in range(n)]
+        out = []
+        for k, meta in enumerate(self._in_meta):
+            column = [r[k] for r in rows]
+            out.append(None if all(g is None for g in column) else Batched(numpy.stack(
+                [numpy.zeros(meta[0], meta[1]) if g is None else g for g in column])))
+        return tuple(out)
 
     def _check_grads(self, result, create_graph) -> tuple:
         name = self.name()

@@ -31,11 +31,14 @@ import numpy
 
 from srcgrad.autograd import accumulate as _acc
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.final_callbacks import pass_callbacks
 from srcgrad.autograd.node import (
     SECOND_TIME,
+    SEQUENCE_NRS_SET,
     AccumulateGrad,
     GradientEdge,
     Node,
+    ready_order,
     task_stack,
     torch_dtype,
     torch_size,
@@ -302,6 +305,15 @@ def _needed(root_nodes, deps, targets, captures) -> set:
 
 
 def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results=None):
+    """A pass, then its final callbacks (Note [Final callbacks] in
+    srcgrad.autograd.final_callbacks)."""
+    with pass_callbacks() as final:
+        _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results)
+        final.run(create_graph)
+
+
+def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures,
+              results=None):
     """One pass (Note [Engine order]). Op nodes run in decreasing sequence number: a node's
     consumers were all created after it, so each node runs once its gradient is complete,
     in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last
@@ -317,6 +329,8 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
     capture_nodes = {n for n, _ in captures}
     plain = needed is None and not captures and INSTRUMENT is None
     order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
+    if SEQUENCE_NRS_SET[0]:  # Note [Sequence numbers set by hand] in srcgrad.autograd.node
+        order = ready_order(root_nodes, deps)
     stack = task_stack()
     stack.append(task)
     prev_mode = _STATE.grad_enabled

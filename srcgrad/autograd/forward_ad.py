@@ -476,7 +476,8 @@ def _function_hook(node, inputs: tuple, outs: list) -> list:
         if isinstance(o, Tensor) and t is not None and o._data.dtype.kind in "fc":
             if not isinstance(t, Batched):  # torch checks the user's tangent, never broadcasts it
                 _check_size(o.shape, numpy.shape(t._data if isinstance(t, Tensor) else t))
-            t = _full_tangent(o, t if isinstance(t, Tensor) else Tensor._make(numpy.asarray(t)), ())
+            t = _full_tangent(o, t if isinstance(t, (Tensor, Batched)) else
+                              Tensor._make(numpy.asarray(t)), ())
             set_tangent(o, t, level)
     return outs
 

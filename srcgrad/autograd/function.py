@@ -132,6 +132,10 @@ class Function(metaclass=_FunctionMeta):
 
     _srcgrad_function = True  # how the compiler recognises `MyFn.apply` (frontend.function)
     generate_vmap_rule = False
+    # torch 2.14's: ctx.saved_tensors may be read once (then the references are dropped);
+    # backward receives the gradients as one list it may empty (srcgrad.autograd.custom).
+    clear_saved_tensors_on_access = False
+    boxed_grads_call = False
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "

@@ -193,9 +193,9 @@ class inference_mode(_DecoratorContextManager, _SavedState):  # noqa: N801
     """`inference_mode(True)`: grad off and inference mode on (tensors made inside are
     inference tensors); `inference_mode(False)`: grad on and inference mode off."""
 
-    def __new__(cls, mode_or_func=True):
-        if mode_or_func is None or isinstance(mode_or_func, bool):
-            return super().__new__(cls)
+    def __new__(cls, mode_or_func=True, mode=None):
+        if mode is not None or mode_or_func is None or isinstance(mode_or_func, bool):
+            return super().__new__(cls)  # inference_mode(), (False), (mode=False)
         return cls()(mode_or_func)  # bare `@inference_mode`
 
     def __init__(self, mode: bool = True):

@@ -141,19 +141,27 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
 
     Returns True, or raises GradcheckError (returns False with
     raise_exception=False) naming the first mismatching output/input pair.
-    `check_undefined_grad`, `nondet_tol` and the batched checks are accepted for
-    PyTorch compatibility: generated code is deterministic and never produces an
-    undefined gradient, so they always pass.
+    For NumPy functions `check_undefined_grad`, `nondet_tol` and the batched checks
+    are accepted for PyTorch compatibility: generated code is deterministic and never
+    produces an undefined gradient, so they always pass. For sg.Tensor inputs they run
+    (srcgrad.autograd.gradcheck_eager).
     """
     if not (check_forward_ad or check_backward_ad):
         raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad "
+                             "to be True")
     eager = _eager_module(inputs)
     if eager is not None:  # a function of sg.Tensors (Function.apply included): the engine
         return eager.gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol,
                                raise_exception=raise_exception, nondet_tol=nondet_tol,
                                check_undefined_grad=check_undefined_grad,
                                check_forward_ad=check_forward_ad,
-                               check_backward_ad=check_backward_ad, fast_mode=fast_mode)
+                               check_backward_ad=check_backward_ad, fast_mode=fast_mode,
+                               check_batched_grad=check_batched_grad,
+                               check_batched_forward_grad=check_batched_forward_grad)
     inputs, diff = _prepare(inputs)
     out_leaves = _leaves(func(*inputs))  # an error in func propagates
     outputs = _differentiable_outputs(out_leaves)
@@ -257,13 +265,21 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
     backward, whose derivatives are srcgrad's second-order code. Random grad_outputs
     (float64, fixed seed) are used unless given. With sg.Tensor inputs the backward is
     the eager engine's create_graph pass (srcgrad.autograd.gradcheck_eager)."""
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
+                             "to be True")
+    for flag, name in ((check_undefined_grad, "check_undefined_grad"),
+                       (check_batched_grad, "check_batched_grad")):
+        if flag and not check_rev_over_rev:
+            raise AssertionError(f"Setting {name}=True requires check_rev_over_rev to be True")
     eager = _eager_module(inputs)
     if eager is not None:
         return eager.gradgradcheck(func, inputs, grad_outputs, eps=eps, atol=atol, rtol=rtol,
                                    raise_exception=raise_exception, nondet_tol=nondet_tol,
                                    check_undefined_grad=check_undefined_grad,
                                    check_fwd_over_rev=check_fwd_over_rev,
-                                   check_rev_over_rev=check_rev_over_rev, fast_mode=fast_mode)
+                                   check_rev_over_rev=check_rev_over_rev, fast_mode=fast_mode,
+                                   check_batched_grad=check_batched_grad)
     inputs, diff = _prepare(inputs)
     out = func(*inputs)
     leaves = _leaves(out)
@@ -355,3 +371,13 @@ def _describe_item(item) -> str:
     if isinstance(item, tuple):
         return "x".join(map(str, item)) if item else "scalar"
     return f"{type(item).__name__} {item!r}"
+
+
+def __getattr__(name: str):
+    """torch's deprecated `get_numerical_jacobian` / `get_analytical_jacobian` (for
+    sg.Tensors), from their own module on first use."""
+    if name in ("get_numerical_jacobian", "get_analytical_jacobian"):
+        from srcgrad.autograd import gradcheck_jacobians
+
+        return getattr(gradcheck_jacobians, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

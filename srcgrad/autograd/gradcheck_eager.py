@@ -15,8 +15,10 @@ that require grad; Jacobians print one row per input element.
 them and, for several outputs, one at a time, and requires undefined or zero input
 gradients. A row's node passes undefined gradients on (its backward of undefined
 gradients is undefined); a custom Function's backward is called with them (zeros, or
-None under `set_materialize_grads(False)`), so this checks custom Functions. Not done here:
-`check_batched_grad`, `check_batched_forward_grad` and `masked` are accepted and ignored;
+None under `set_materialize_grads(False)`), so this checks custom Functions.
+`check_batched_grad` runs one batched backward per output (srcgrad.autograd.gradcheck_batched).
+`check_batched_forward_grad` runs one batched forward-mode pass per input (the same module).
+Not done here: `masked` is accepted and ignored;
 complex inputs are refused (torch checks them as Wirtinger derivatives).
 """
 
@@ -160,16 +162,23 @@ def _reverse(out, diff_inputs, nondet_tol) -> list:
     for row in range(out._data.size):
         v = numpy.zeros(out._data.shape, dtype=out._data.dtype)
         v.reshape(-1)[row] = 1
-        first, second = _vjp(out, diff_inputs, v), _vjp(out, diff_inputs, v)
-        for j, (a, b) in enumerate(zip(first, second)):
-            if a.size and numpy.max(numpy.abs(a - b)) > nondet_tol:
-                raise _error(
-                    "Backward is not reentrant, i.e., running backward with same input and "
-                    "grad_output multiple times gives different values, although analytical "
-                    "gradient matches numerical gradient.The tolerance for nondeterminism was "
-                    f"{nondet_tol}." + _NONDET_NOTE)
+        first = _vjp(out, diff_inputs, v)
+        _check_reentrant(first, _vjp(out, diff_inputs, v), nondet_tol)
+        for j, a in enumerate(first):
             blocks[j][row, :] = a
     return blocks
+
+
+def _check_reentrant(first, second, nondet_tol) -> None:
+    """Two backward passes with the same grad_output agree within nondet_tol (torch's
+    reentrancy check, slow and fast mode alike)."""
+    for a, b in zip(first, second):
+        if a.size and numpy.max(numpy.abs(a - b)) > nondet_tol:
+            raise _error(
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical "
+                "gradient matches numerical gradient.The tolerance for nondeterminism was "
+                f"{nondet_tol}." + _NONDET_NOTE)
 
 
 def _forward_ad():
@@ -226,7 +235,8 @@ def _close(a, n, atol, rtol) -> bool:
 
 def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_forward_ad=False,
-              check_backward_ad=True, fast_mode=False, **_ignored) -> bool:
+              check_backward_ad=True, fast_mode=False, check_batched_grad=False,
+              check_batched_forward_grad=False, **_ignored) -> bool:
     """srcgrad.autograd.gradcheck for Tensor inputs (see the module docstring)."""
     inputs = _as_tuple(inputs)
     diff = _prepare(inputs)
@@ -242,7 +252,16 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
         else:
             _slow(func, inputs, diff, outs, diff_out, shapes, eps, atol, rtol, nondet_tol,
                   check_forward_ad, check_backward_ad)
+        if check_batched_forward_grad:
+            from srcgrad.autograd.gradcheck_batched import check_batched_forward_grad as fwd
+
+            fwd(func, inputs, _error)
         if check_backward_ad:
+            if check_batched_grad:
+                from srcgrad.autograd.gradcheck_batched import check_batched_grad as batched
+
+                for n_k, k in enumerate(diff_out):
+                    batched(diff_inputs, outs[k], n_k, _error)
             _check_mul_by_grad_output(outs, diff_out, diff_inputs)
             if check_undefined_grad:
                 _check_undefined_grad(func, inputs, diff_inputs)
@@ -301,7 +320,9 @@ def _fast(func, inputs, diff, outs, diff_out, shapes, eps, atol, rtol, nondet_to
         n = [float(numpy.sum(vs[k] * d[k])) for d in directional]
         analytical = []
         if bwd:
-            grads = _vjp(outs[k], diff_inputs, vs[k].astype(outs[k]._data.dtype))
+            v = vs[k].astype(outs[k]._data.dtype)
+            grads = _vjp(outs[k], diff_inputs, v)
+            _check_reentrant(grads, _vjp(outs[k], diff_inputs, v), nondet_tol)
             analytical.append((False, [float(g @ u.reshape(-1)) for g, u in zip(grads, us)]))
         if tangents is not None:
             analytical.append((True, [float(vs[k].reshape(-1) @ t[k]) for t in tangents]))
@@ -379,7 +400,7 @@ def _check_undefined_grad(func, inputs, diff_inputs) -> None:
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
                   raise_exception=True, nondet_tol=0.0, check_undefined_grad=True,
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
-                  **_ignored) -> bool:
+                  check_batched_grad=False, **_ignored) -> bool:
     """gradcheck of `(inputs, grad_outputs) -> grad(func(inputs), inputs, grad_outputs,
     create_graph=True)`: the backward's own derivatives, by the engine's create_graph pass.
     Random grad_outputs in [-1, 1) (requiring grad, fixed seed) unless given."""
@@ -408,4 +429,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                      rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
                      check_undefined_grad=check_undefined_grad,
                      check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
-                     fast_mode=fast_mode)
+                     fast_mode=fast_mode, check_batched_grad=check_batched_grad)

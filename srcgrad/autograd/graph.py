@@ -37,10 +37,18 @@ class saved_tensors_hooks:  # noqa: N801 (torch's name)
         if disabled:
             raise RuntimeError(disabled[-1])
         # transforms take their slow path, which reads the hooks (Note [Modes the guards test])
-        contexts.push_hooks((self.pack_hook, self.unpack_hook))
+        self._entry = (self.pack_hook, self.unpack_hook)
+        contexts.push_hooks(self._entry)
         return self
 
     def __exit__(self, *exc):
+        stack = _stack()
+        if not stack:  # exited twice (torch: a no-op then)
+            return False
+        if stack[-1] is not getattr(self, "_entry", None):
+            raise RuntimeError("saved_tensors_hooks: exiting a context that is not the innermost "
+                               "active one (exited twice, or out of order); the active hooks "
+                               "are left as they are")
         contexts.pop_hooks()
         return False
 
@@ -96,7 +104,9 @@ class disable_saved_tensors_hooks:  # noqa: N801
         return self
 
     def __exit__(self, *exc):
-        _disabled().pop()
+        disabled = _disabled()
+        if disabled:  # (exited twice: torch's is a no-op then)
+            disabled.pop()
         return False
 
 
@@ -234,3 +244,12 @@ class _MultiHandle:
 
 
 _ = RemovableHandle
+
+
+def __getattr__(name: str):
+    """`graph.Variable` (torch's module has it) without importing the Tensor runtime here."""
+    if name == "Variable":
+        from srcgrad.autograd.variable import Variable
+
+        return Variable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

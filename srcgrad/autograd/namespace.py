@@ -6,7 +6,7 @@ nothing here computes a derivative. `out=` follows torch: refused with its "don'
 support automatic differentiation" error when grad mode is on and an input requires
 grad; otherwise the result is written into `out` (a version bump, as torch's).
 
-Dtypes are NumPy's dtype objects (`sg.float32 is numpy.dtype("float32")`), so
+Dtypes are torch's dtype objects standing for NumPy's (srcgrad.autograd.dtypes), so
 `t.dtype == sg.float32` and `sg.zeros(2, dtype=sg.float64)` mean what they do in torch;
 the default floating dtype is srcgrad.autograd.tensor.DEFAULT_FLOAT (float32).
 """
@@ -15,30 +15,41 @@ from __future__ import annotations
 
 import numpy
 
+from srcgrad.autograd import dtypes as _dt
 from srcgrad.autograd import grad_mode, tensor, torch_methods
+from srcgrad.autograd import strided as _strided
 from srcgrad.autograd.tensor import _RNG, Tensor, _check_device, _leaf, _shape
 
 # ---------------------------------------------------------------- dtypes
-float16 = half = numpy.dtype("float16")
-float32 = float = numpy.dtype("float32")  # noqa: A001 (torch's names)
-float64 = double = numpy.dtype("float64")
-complex64 = cfloat = numpy.dtype("complex64")
-complex128 = cdouble = numpy.dtype("complex128")
-uint8, int8 = numpy.dtype("uint8"), numpy.dtype("int8")
-int16 = short = numpy.dtype("int16")
-int32 = int = numpy.dtype("int32")  # noqa: A001
-int64 = long = numpy.dtype("int64")
-bool = numpy.dtype("bool")  # noqa: A001
-finfo, iinfo = numpy.finfo, numpy.iinfo
+# torch's dtype objects, each standing for its NumPy dtype (Note [Dtype objects] in
+# srcgrad.autograd.dtypes)
+float16 = half = _dt.of("float16")
+float32 = float = _dt.of("float32")  # noqa: A001 (torch's names)
+float64 = double = _dt.of("float64")
+complex64 = cfloat = _dt.of("complex64")
+complex128 = cdouble = _dt.of("complex128")
+uint8, int8 = _dt.of("uint8"), _dt.of("int8")
+int16 = short = _dt.of("int16")
+int32 = int = _dt.of("int32")  # noqa: A001
+int64 = long = _dt.of("int64")
+bool = _dt.of("bool")  # noqa: A001
+iinfo, dtype = _dt.iinfo, _dt.dtype
 
-DTYPES = ["float16", "half", "float32", "float", "float64", "double", "complex64", "cfloat",
+DTYPES = ["dtype", "float16", "half", "float32", "float", "float64", "double", "complex64", "cfloat",
           "complex128", "cdouble", "uint8", "int8", "int16", "short", "int32", "int", "int64",
           "long", "bool", "finfo", "iinfo", "get_default_dtype", "set_default_dtype",
           "is_floating_point", "is_complex"]
 
 
 def get_default_dtype():
-    return tensor.DEFAULT_FLOAT
+    return _dt.of(tensor.DEFAULT_FLOAT)
+
+
+class finfo(_dt.finfo):  # noqa: N801 (torch's name)
+    __doc__ = _dt.finfo.__doc__
+
+    def __init__(self, type=None):  # noqa: A002 (torch's parameter name)
+        super().__init__(tensor.DEFAULT_FLOAT if type is None else type)
 
 
 def set_default_dtype(d) -> None:
@@ -202,6 +213,7 @@ def randperm(n, *, dtype=None, requires_grad=False, device="cpu", generator=None
 
 _FUNCTIONS.update(softmax=softmax, log_softmax=log_softmax, max=max, min=min, numel=numel,
                   cat=cat, concat=cat, concatenate=cat, stack=stack, hstack=hstack,
-                  vstack=vstack, where=where, einsum=einsum, randint=randint, randperm=randperm)
+                  vstack=vstack, where=where, einsum=einsum, randint=randint, randperm=randperm,
+                  as_strided=_strided.as_strided, empty_strided=_strided.empty_strided)
 globals().update({k: v for k, v in _FUNCTIONS.items() if k not in globals()})
 __all__ = sorted(set(_FUNCTIONS) | set(DTYPES))

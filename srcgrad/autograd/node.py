@@ -101,6 +101,12 @@ class Node:
     def _sequence_nr(self) -> int:
         return self._seq
 
+    def _set_sequence_nr(self, sequence_nr: int) -> None:
+        """torch's: the engine runs ready nodes in decreasing sequence number (Note
+        [Sequence numbers set by hand])."""
+        self._seq = int(sequence_nr)
+        SEQUENCE_NRS_SET[0] = True
+
     def register_prehook(self, fn) -> RemovableHandle:
         """`fn(grad_outputs) -> tuple | None`, run before the node."""
         if self._pre is None:
@@ -324,3 +330,35 @@ def version_error(data, current, expected, label) -> RuntimeError:
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [torch.{scalar_name(data.dtype)}Tensor [{sizes}]]{ours}{where} is at "
         f"version {current}; expected version {expected} instead. Hint: {anomaly_hint()}")
+
+
+# Note [Sequence numbers set by hand]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The engine runs op nodes in decreasing sequence number, which is a topological order
+# while numbers are creation order (a node's consumers were created after it; Note
+# [Engine order] in srcgrad.autograd.engine). `Node._set_sequence_nr` can break that, so
+# once any number was set by hand the engine takes `ready_order`: torch's ready queue,
+# the highest-numbered node among those whose consumers have all run.
+SEQUENCE_NRS_SET = [False]
+
+
+def ready_order(root_nodes, deps) -> list:
+    """The op nodes reachable from the roots, each after all its consumers, the highest
+    sequence number first among the ready ones."""
+    import heapq
+
+    remaining = dict(deps)
+    heap, order, tie = [], [], itertools.count()
+    for n in set(root_nodes):
+        if remaining.get(n, 0) == 0 and type(n) is not AccumulateGrad:
+            heapq.heappush(heap, (-n._seq, next(tie), n))
+    while heap:
+        node = heapq.heappop(heap)[2]
+        order.append(node)
+        for e in node._next:
+            if e is not None:
+                child = e[0]
+                remaining[child] -= 1
+                if remaining[child] == 0 and type(child) is not AccumulateGrad:
+                    heapq.heappush(heap, (-child._seq, next(tie), child))
+    return order

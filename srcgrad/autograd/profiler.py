@@ -26,13 +26,26 @@ import time
 import warnings
 
 from srcgrad.autograd import instrument
+from srcgrad.autograd.profiler_events import (
+    FunctionEvent,
+    FunctionEventAvg,
+    Interval,
+    format_time,
+    populate_cpu_children,
+)
 
 __all__ = ["profile", "record_function", "emit_nvtx", "emit_itt", "EventList", "FunctionEvent",
-           "FunctionEventAvg", "_profiler_enabled"]
+           "FunctionEventAvg", "Interval", "_profiler_enabled", "kineto_available"]
 
 _STATE = instrument.STATE
 _local = threading.local()  # per thread: the events now open (for nesting and self time)
 _perf_ns = time.perf_counter_ns
+
+
+def kineto_available() -> bool:
+    """torch's: whether the Kineto profiler backend is built in; srcgrad's profiler is its own
+    Python recorder, so False (torch 2.14 with Kineto says True)."""
+    return False
 
 
 def _profiler_enabled() -> bool:
@@ -40,12 +53,7 @@ def _profiler_enabled() -> bool:
     return _STATE.profiler is not None
 
 
-def _format_time(time_us: float) -> str:
-    if time_us >= 1e6:
-        return f"{time_us / 1e6:.3f}s"
-    if time_us >= 1e3:
-        return f"{time_us / 1e3:.3f}ms"
-    return f"{time_us:.3f}us"
+_format_time = format_time
 
 
 def _format_time_share(time_us: float, total_us: float) -> str:
@@ -64,97 +72,24 @@ def _stack_strings() -> list:
     return [f"{f.filename}({f.lineno}): {f.name}" for f in reversed(instrument.user_frames())]
 
 
-class FunctionEvent:
-    """One recorded range: an op, a backward node, or a `record_function` label."""
-
-    __slots__ = ("id", "name", "thread", "start_ns", "end_ns", "cpu_parent", "cpu_children",
-                 "input_shapes", "stack", "category", "_children_ns")
-    count = 1
-    is_async = False
-
-    def __init__(self, eid, name, thread, start_ns, parent, input_shapes, stack, category):
-        self.id = eid
-        self.name = name
-        self.thread = thread
-        self.start_ns = start_ns
-        self.end_ns = start_ns
-        self.cpu_parent = parent
-        self.cpu_children = []
-        self.input_shapes = input_shapes
-        self.stack = stack
-        self.category = category
-        self._children_ns = 0
-
-    @property
-    def key(self) -> str:
-        return self.name
-
-    @property
-    def time_range(self) -> tuple:
-        return (self.start_ns / 1e3, self.end_ns / 1e3)
-
-    @property
-    def cpu_time_total(self) -> float:
-        return (self.end_ns - self.start_ns) / 1e3
-
-    @property
-    def self_cpu_time_total(self) -> float:
-        return (self.end_ns - self.start_ns - self._children_ns) / 1e3
-
-    @property
-    def cpu_time(self) -> float:
-        return self.cpu_time_total
-
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-
-    def __repr__(self) -> str:
-        return (f"<FunctionEvent id={self.id} name={self.name} thread={self.thread} "
-                f"cpu_time={self.cpu_time_total_str} self_cpu_time={self.self_cpu_time_total_str} "
-                f"input_shapes={self.input_shapes}>")
-
-
-class FunctionEventAvg:
-    """Events with the same key, summed (what `key_averages()` lists)."""
-
-    is_async = False
-
-    def __init__(self, key="Total", input_shapes=None, stack=None):
-        self.key = key
-        self.count = 0
-        self.cpu_time_total = 0.0
-        self.self_cpu_time_total = 0.0
-        self.input_shapes = input_shapes
-        self.stack = stack if stack is not None else []
-
-    def add(self, other) -> FunctionEventAvg:
-        self.count += other.count
-        self.cpu_time_total += other.cpu_time_total
-        self.self_cpu_time_total += other.self_cpu_time_total
-        return self
-
-    @property
-    def cpu_time(self) -> float:
-        return self.cpu_time_total / self.count if self.count else 0.0
-
-    @property
-    def self_cpu_time(self) -> float:
-        return self.self_cpu_time_total / self.count if self.count else 0.0
-
-    cpu_time_total_str = property(lambda self: _format_time(self.cpu_time_total))
-    self_cpu_time_total_str = property(lambda self: _format_time(self.self_cpu_time_total))
-    cpu_time_str = property(lambda self: _format_time(self.cpu_time))
-
-    def __repr__(self) -> str:
-        return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
-                f"cpu_time={self.cpu_time_str} input_shapes={self.input_shapes}>")
-
-
 class EventList(list):
-    """A list of events (FunctionEvent or FunctionEventAvg) with torch's summaries."""
+    """A list of events (FunctionEvent or FunctionEventAvg) with torch's summaries; a list
+    made by hand has its tree (cpu_parent/cpu_children) built by _populate_cpu_children."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args)
+        self._tree_built = False
+
+    def _populate_cpu_children(self) -> None:
+        populate_cpu_children(self)
+
+    def _build_tree(self) -> None:
+        self._populate_cpu_children()
+        self._tree_built = True
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0) -> EventList:
+        if not self._tree_built:
+            raise AssertionError("Expected tree to be built before calling key_averages")
         groups = {}
         for evt in self:
             key = (evt.key,)
@@ -164,16 +99,21 @@ class EventList(list):
                 key += tuple(evt.stack[:group_by_stack_n])
             avg = groups.get(key)
             if avg is None:
-                avg = groups[key] = FunctionEventAvg(
-                    evt.key, evt.input_shapes if group_by_input_shape else None,
-                    list(evt.stack[:group_by_stack_n]) if group_by_stack_n > 0 else None)
+                avg = groups[key] = FunctionEventAvg()
             avg.add(evt)
-        return EventList(groups.values())
+        for avg in groups.values():  # grouped by shape / stack: the group's; else none
+            avg.input_shapes = avg.input_shapes if group_by_input_shape else None
+            avg.stack = list(avg.stack or [])[:group_by_stack_n] if group_by_stack_n > 0 else []
+        out = EventList(groups.values())
+        out._tree_built = True
+        return out
 
     def total_average(self) -> FunctionEventAvg:
-        total = FunctionEventAvg("Total")
+        total = FunctionEventAvg()
         for evt in self:
+            total.key = None
             total.add(evt)
+        total.key = "Total"
         return total
 
     @property
@@ -322,6 +262,7 @@ class profile:  # noqa: N801 (torch's name)
             evt.end_ns = now
         _local.open = []
         self.function_events = EventList(self._events)
+        self.function_events._tree_built = True  # parents and children set while recording
         return False
 
     # -------------------------------------------------------------- recording
@@ -329,10 +270,11 @@ class profile:  # noqa: N801 (torch's name)
         stack = _open_events()
         parent = stack[-1] if stack else None
         self._next_id += 1
-        evt = FunctionEvent(self._next_id, name, threading.get_native_id(), 0, parent,
-                            _shapes(operands) if self.record_shapes and operands is not None
-                            else ([] if self.record_shapes else None),
-                            _stack_strings() if self.with_stack else [], category)
+        evt = FunctionEvent(self._next_id, name, threading.get_native_id(), 0, 0,
+                            input_shapes=_shapes(operands) if self.record_shapes and operands
+                            is not None else ([] if self.record_shapes else None),
+                            stack=_stack_strings() if self.with_stack else [], category=category)
+        evt.cpu_parent = parent
         if parent is not None:
             parent.cpu_children.append(evt)
         self._events.append(evt)
@@ -345,8 +287,6 @@ class profile:  # noqa: N801 (torch's name)
         stack = _open_events()
         if stack and stack[-1] is evt:
             stack.pop()
-        if evt.cpu_parent is not None:
-            evt.cpu_parent._children_ns += evt.end_ns - evt.start_ns
 
     # -------------------------------------------------------------- results
     def _check_finish(self) -> None:

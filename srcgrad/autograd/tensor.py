@@ -17,6 +17,7 @@ import warnings
 import numpy
 
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.dtypes import of as _torch_dtype_object
 from srcgrad.autograd.node import AccumulateGrad, add_hook, c_type, scalar_name, torch_dtype
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn", "arange",
@@ -87,6 +88,9 @@ class Tensor:
             return self
         if flag and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if flag and self._inference and not _STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._rg = flag
         return self
 
@@ -248,7 +252,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        return self._data.dtype
+        return _torch_dtype_object(self._data.dtype)  # Note [Dtype objects] in srcgrad.autograd.dtypes
 
     @property
     def ndim(self) -> int:
