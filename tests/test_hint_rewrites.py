@@ -1515,7 +1515,9 @@ EXEMPT = {
      "(sg.source of the outer transform), or there with a tuple, list or dict argument, is "
      "not supported yet; sg.grad and sg.value_and_grad of a vmap also need a scalar output, "
      "and a vmap's has the batch axis"): VMAP,
-    ("pipeline/vmap.py", "sg.vmap of a {}: {} (no batched form yet, in {}())"): VMAP,
+    ("pipeline/vmap.py", "sg.vmap of a {}: {}: `{}` has no batched form yet (in {}())"): VMAP,
+    ("frontend/control.py", "srcgrad's generated code of a loop's derivative cannot be traced "
+     "again (its loop keeps a tape)"): COMPOSED,
     ("pipeline/vmap.py", "sg.vmap: a result of kind {} is not supported yet"): VMAP,
     ("pipeline/vmap.py", "sg.vmap: {}: `{}` has no batched form yet (in {}())"): VMAP,
     ("pipeline/vmap.py", "vmap of a jacobian: a derivative's shape depends on the data"): VMAP,
