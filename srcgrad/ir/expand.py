@@ -227,13 +227,17 @@ class Expander:
         return (self.starred if isinstance(e, gast.Starred) else self.expr), e
 
     def starred(self, e, scope):
-        inner = self.expr(e.value, scope)
+        inner = self.star_items(self.expr(e.value, scope), e)
         if isinstance(inner, Const):
             inner = [Const(v) for v in inner.value]
         if not isinstance(inner, (tuple, list)):
             self.fail(e, "unpacking an array with `*`",
                       "index its rows instead (`x[0], x[1]` for `*x`), or use the array whole")
         return inner
+
+    def star_items(self, value, node):
+        """`*value`'s items where the tracer knows them (an array's rows), else `value`."""
+        return value
 
     def in_order(self, parts, scope):
         """Note [Operands evaluated in order]
