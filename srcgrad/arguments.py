@@ -18,6 +18,12 @@ def plain_function(fn):
     function with the parameters it leaves open (srcgrad.frontend.parse.partial_function)."""
     if _user_method(fn):  # `sg.grad(sim.loss)`: `self` a constant (Note [Bound methods])
         fn = functools.partial(fn.__func__, fn.__self__)
+    code = getattr(fn, "__code__", None)
+    if code is not None and (code.co_kwonlyargcount or code.co_flags & 0x08) \
+            and not code.co_flags & 0x04:  # `def f(x, *, s=2.0)`, `def f(x, **kw)`
+        from srcgrad.frontend.parse import keyword_function  # (gast: not on a disk-cache hit)
+
+        return keyword_function(fn)
     if not isinstance(fn, functools.partial):
         return fn
     from srcgrad.frontend.parse import partial_function  # (gast: not on a disk-cache hit)

@@ -105,6 +105,12 @@ PROGRAM = textwrap.dedent('''
         assert np.sum(x) >= 0.0, "negative"
         return np.sum(np.sin(x))
 
+    def bad_filter_on_data(x):
+        return sum(filter(lambda v: v > 0.5, [x[0], x[1]]))  # HERE
+
+    def good_filter_on_data(x):
+        return np.sum(np.where(x[:2] > 0.5, x[:2], 0.0))
+
     def bad_traced_isinstance(x):
         s = np.sum(x * x)
         return s * 2.0 if isinstance(s, float) else s  # HERE
@@ -1276,6 +1282,8 @@ ROWS = [
         "inside `try`", "assign the result to a name inside the `try`", "good_try"),
     Row(("frontend/python_forms.py", "`raise` on a path that depends on array values"),
         "bad_raise", "`raise` on a path", "`assert <condition>, <message>`", "good_raise"),
+    Row(("frontend/python_forms.py", "`filter()` with a test on array values"),
+        "bad_filter_on_data", "`filter()` with a test", "`np.where`", "good_filter_on_data"),
     Row(("frontend/python_forms.py", "`{}()` of a computed array or number"),
         "bad_traced_isinstance", "`isinstance()` of a computed", "`np.ndim(v) == 0`",
         "good_traced_isinstance"),
@@ -1615,6 +1623,15 @@ EXEMPT = {
         "reached only by a value Python cannot unpack either (`a, b = 3.0`): an array unpacks "
         "through the `unpack` row"),
     ("frontend/python_forms.py", "{}() iterable argument is empty"): WRONG,
+    ("frontend/python_forms.py", "'{}' object is not iterable"): WRONG,
+    ("frontend/python_forms.py", "reduce() of empty iterable"): WRONG,
+    ("frontend/python_forms.py", "filter expected 2 arguments"): WRONG,
+    ("frontend/python_forms.py", "calling a function that depends on the arguments"): (
+        "a function passed as an argument is read as an array; the hint's named `def` or "
+        "`lambda` compiles (tests/test_python_surface_forms.py: map and functools.reduce)"),
+    ("frontend/python_forms.py", "{} of this value"): (
+        "an object the tracer holds that is no sequence (a custom Function's ctx), which "
+        "Python cannot iterate either; a list or an array compiles (the map/filter tests)"),
     ("ir/expand.py", "unpacking an array with `*`"): (
         "reached only by a value that is not an array or a sequence (`*ctx`): an array's rows "
         "unpack where their count is known, else the python_forms row-count row refuses"),

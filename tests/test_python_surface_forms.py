@@ -6,6 +6,9 @@ tests/fuzz/surface_forms.py. Each test failed before srcgrad.frontend.python_for
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 import pytest
 
@@ -244,7 +247,32 @@ def test_builtin_max_inside_a_loop_picks_the_item_python_picks():
     check(max_inside_loop, np.array([2.0, 0.5, -1.0]))
 
 
-# ---------------------------------------------------------------------- unpacking, *args
+def _square(v):
+    return v * v
+
+
+def functional_builtins(x):
+    a = sum(map(np.sin, x)) + np.sum(list(map(_square, x)))
+    b = sum(map(lambda u, w: u * w, [x[0], x[1]], [x[2], x[0]]))
+    c = functools.reduce(operator.mul, [x[0], x[1], x[2]])
+    d = functools.reduce(lambda p, q: p + _square(q), list(x), 0.0)
+    e = sum(x[i] for i in filter(lambda i: i % 2 == 0, range(3))) + operator.neg(x[2])
+    return a + b + c + d + e
+
+
+def test_map_filter_functools_reduce_and_operator_functions():
+    check(functional_builtins, X)
+
+
+def filter_on_data(x):
+    return sum(filter(lambda v: v > 0.0, [x[0], x[1]]))
+
+
+def test_filter_with_a_test_on_array_values_is_refused_with_a_rewrite():
+    with pytest.raises(CompileError, match="`filter\\(\\)` with a test on array values") as err:
+        sg.grad(filter_on_data)(X)
+    assert "np.where" in err.value.hint
+
 def star_unpacking(x):
     a, *rest = x
     first, *middle, last = [x[0], x[1] * 2.0, x[2], x[0] * x[1]]
@@ -274,6 +302,20 @@ def test_star_unpacking_in_shape_generic_code_is_refused_with_a_rewrite():
     with pytest.raises(CompileError, match="star unpacking of an array") as err:
         sg.source(sg.grad(star_unpacking))
     assert "x[1:]" in err.value.hint
+
+
+def keyword_only(x, *, s=2.0):
+    return np.sum(np.sin(x) * x) * s
+
+
+def keyword_options(x, **options):
+    return np.sum(x ** 3) * options.get("scale", 0.5)
+
+
+def test_top_level_keyword_only_parameters_and_kwargs():
+    check(keyword_only, X)
+    check(keyword_options, X)
+    assert_close(sg.grad(keyword_only)(X, s=3.0), 1.5 * sg.grad(keyword_only)(X))
 
 
 def top_varargs(*xs):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import types
 
 import gast
@@ -68,6 +69,8 @@ def builtin(tracer, fn, args, kwargs, node):
     """A builtin of FOLDABLE_BUILTINS (srcgrad.frontend.trace) called on tvalues."""
     if fn is range and tracer.facts is not None:  # `range(len(x))`: Note [Shape facts]
         args = [tracer.shape_fact(a) for a in args]
+    if fn in (map, filter) and len(args) >= 2 and not kwargs:  # (a lambda: traced, not run)
+        return _map_filter(tracer, fn, args, node)
     static = all(isinstance(a, Const) for a in args) and all(
         isinstance(v, Const) for v in kwargs.values())
     if static:
@@ -128,6 +131,52 @@ def builtin(tracer, fn, args, kwargs, node):
                      "code: a Python number carries no derivative, so the result would be a "
                      "silent constant", builtin_hint(fn, bool(detail)))
     tracer.fail(node, f"`{fn.__name__}()` of an array{detail}", builtin_hint(fn, bool(detail)))
+
+
+def _items(tracer, value, node, what):
+    """The items of a sequence tvalue: a native sequence's, a constant's, an array's rows."""
+    if isinstance(value, (tuple, list)):
+        return list(value)
+    if isinstance(value, Var):
+        return rows(tracer, value, node, what)
+    if isinstance(value, Const):
+        try:
+            return [Const(v) for v in value.value]
+        except TypeError:
+            tracer.error(node, f"'{type(value.value).__name__}' object is not iterable")
+    tracer.fail(node, f"{what} of this value", "pass a list or an array")
+
+
+def _apply_callable(tracer, fn, args, node):
+    if not isinstance(fn, Const):
+        tracer.fail(node, "calling a function that depends on the arguments",
+                    "call a function defined in the code (`def` or `lambda`) by its name")
+    return tracer.call(fn.value, list(args), {}, node)
+
+
+def _map_filter(tracer, fn, args, node):
+    """`map(f, xs, ...)` / `filter(f, xs)` as the list of f's results (or of the items it
+    keeps: each test decided when compiling), over a list or an array's rows."""
+    seqs = [_items(tracer, a, node, f"`{fn.__name__}()`") for a in args[1:]]
+    if fn is map:
+        return [_apply_callable(tracer, args[0], items, node) for items in zip(*seqs)]
+    if len(seqs) != 1:
+        tracer.error(node, f"filter expected 2 arguments, got {len(args)}")
+    kept = []
+    for item in seqs[0]:
+        test = item if isinstance(args[0], Const) and args[0].value is None else \
+            _apply_callable(tracer, args[0], [item], node)
+        if not isinstance(test, Const):
+            tracer.fail(node, "`filter()` with a test on array values",
+                        "use `np.where` or boolean indexing")
+        if test.value:
+            kept.append(item)
+    return kept
+
+
+_OPERATORS = {"add": gast.Add, "sub": gast.Sub, "mul": gast.Mult, "truediv": gast.Div,
+              "floordiv": gast.FloorDiv, "mod": gast.Mod, "pow": gast.Pow,
+              "matmul": gast.MatMult}
 
 
 def rows(tracer, array, node, what):
@@ -243,6 +292,21 @@ def call_other(tracer, callee, args, kwargs, node):
     guarded by srcgrad.frontend.resolve.object_bindings), a pure method of a constant
     (`"w_{}".format(i)`), or refused."""
     owner = getattr(callee, "__self__", None)
+    if callee is functools.reduce and 2 <= len(args) <= 3 and not kwargs:
+        items = _items(tracer, args[1], node, "`functools.reduce()`")
+        if len(args) == 2 and not items:
+            tracer.error(node, "TypeError: reduce() of empty iterable with no initial value")
+        total = args[2] if len(args) == 3 else items.pop(0)
+        for item in items:
+            total = _apply_callable(tracer, args[0], [total, item], node)
+        return total
+    module = getattr(callee, "__module__", None)
+    if module in ("_operator", "operator") and getattr(callee, "__name__", None) in _OPERATORS \
+            and len(args) == 2 and not kwargs:  # `operator.mul(a, b)`: `a * b`
+        return tracer.binop(_OPERATORS[callee.__name__], args[0], args[1], node)
+    if module in ("_operator", "operator") and getattr(callee, "__name__", None) == "neg" \
+            and len(args) == 1:
+        return tracer.apply(rules.RULES["negative"], args, {}, node)
     if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
         from srcgrad.frontend.parse import parse_function
 

@@ -34,7 +34,7 @@ from srcgrad.rules import compositions
 # Builtins evaluated at compile time when all their arguments are static.
 FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, list, dict,
                      isinstance, round, slice, zip, enumerate, reversed, sorted, str, type,
-                     divmod, any, all, map}
+                     divmod, any, all, map, filter}
 
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
 _INT_ARITHMETIC = frozenset({"add", "subtract", "multiply", "floor_divide", "mod", "negative",
