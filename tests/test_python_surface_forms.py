@@ -365,6 +365,19 @@ def test_a_changed_float_attribute_compiles_again():
     assert not np.allclose(grad(X), first)
 
 
+def test_sg_compile_and_vjp_of_a_bound_method_follow_its_attributes():
+    sim = Sim(0.1, 2.0)
+    for dt in (0.1, 0.3):
+        sim.dt = dt
+        expected = numeric_grad(sim.loss, [X], 0)
+        t = sg.tensor(X.copy(), requires_grad=True)
+        sg.compile(sim.loss)(t).backward()
+        assert_close(t.grad.numpy(), expected, rtol=1e-6)
+        out, vjp_fn = sg.vjp(sim.loss, X)
+        assert_close(out, sim.loss(X), rtol=1e-12)
+        assert_close(vjp_fn(1.0)[0], expected, rtol=1e-6)
+
+
 def constructs(x):
     return np.sum(Sim(0.1, 2.0).step(x))
 

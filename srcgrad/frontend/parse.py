@@ -93,6 +93,9 @@ def _source_lines(fn, code):
 
 def parse_function(fn) -> FunctionSource:
     """Parse `fn`'s source; CompileError when there is none to read."""
+    if inspect.ismethod(fn) and inspect.isfunction(fn.__func__) and not isinstance(
+            fn.__self__, type) and not fn.__func__.__module__.startswith("srcgrad"):
+        fn = functools.partial(fn.__func__, fn.__self__)  # sg.vjp(sim.loss, x): Note [Bound methods]
     if isinstance(fn, functools.partial):
         fn = partial_function(fn)
     compiled = getattr(fn, "__srcgrad__", None)
