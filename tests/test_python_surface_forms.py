@@ -67,6 +67,14 @@ def try_except_static(x, key="b"):
     return np.sum(x ** p)
 
 
+def try_numpy_on_constants(x):
+    try:
+        inv = np.linalg.inv(np.zeros((3, 3)))  # LinAlgError while compiling (constants)
+    except np.linalg.LinAlgError:
+        inv = np.eye(3) * 2.0
+    return np.sum((inv @ x) ** 2)
+
+
 def try_except_traced(x):
     try:
         y = np.exp(x)  # does not raise on these arguments: the handler never runs
@@ -78,9 +86,28 @@ def try_except_traced(x):
 def test_try_finally_and_except_around_code_that_does_not_raise():
     check(try_finally, X)
     check(try_except_traced, X)
+    check(try_numpy_on_constants, X)
     # the handler of an error raised while compiling runs as in Python (p = 2.0)
     assert_close(sg.grad(lambda x: try_except_static(x, "b"))(X), 2 * X)
     assert_close(sg.grad(lambda x: try_except_static(x, "a"))(X), 4 * X ** 3)
+
+
+def try_around_max(x):
+    try:
+        m = max(x[0], x[1])
+    except TypeError:
+        m = x[2]
+    return m * x[0]
+
+
+def test_an_error_of_srcgrad_itself_is_not_handed_to_the_users_handler(monkeypatch):
+    from srcgrad.frontend import python_forms
+
+    # a stand-in for a bug: a call with the wrong arguments, inside srcgrad's own code
+    monkeypatch.setattr(python_forms, "_extremum", python_forms.rows)
+    sg.cache_clear()
+    with pytest.raises(TypeError, match="positional arguments"):  # (not the handler's x[2])
+        sg.grad(try_around_max)(X)
 
 
 def try_reraise(x):
@@ -173,6 +200,15 @@ def test_isinstance_and_type_of_arguments_are_decided_when_compiling():
 def isinstance_of_computed(x):
     s = np.sum(x)
     return s * 2.0 if isinstance(s, float) else s
+
+
+def first_is_array(xs):
+    return np.sum(xs[0] ** 2) * (3.0 if isinstance(xs[0], np.ndarray) else 1.0)
+
+
+def test_isinstance_of_a_container_arguments_leaf_is_not_the_containers_class():
+    # (a one-leaf list: its leaf lines up with the argument; its class is not the list's)
+    assert_close(sg.grad(first_is_array)([X]), [6.0 * X])
 
 
 def test_isinstance_of_a_computed_value_is_refused():

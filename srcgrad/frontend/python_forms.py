@@ -41,6 +41,7 @@ from srcgrad.ir.core import Const, Var
 # Classes a traced value may be at run time (an array, a NumPy scalar, a Python number).
 _RUNTIME_CLASSES = (numpy.ndarray, numpy.float64, numpy.float32, numpy.int64, numpy.bool_,
                     float, int, bool, complex)
+_PACKAGE = __file__.rsplit("frontend", 1)[0]  # srcgrad's own directory (_python_error)
 # Constants whose methods are pure: `"w_{}".format(i)`, `name.upper()` fold when compiling.
 _PURE_CONSTANTS = (str, bytes, int, float, tuple, frozenset, range)
 
@@ -74,7 +75,11 @@ def builtin(tracer, fn, args, kwargs, node):
     static = all(isinstance(a, Const) for a in args) and all(
         isinstance(v, Const) for v in kwargs.values())
     if static:
-        value = fn(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
+        try:
+            value = fn(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
+        except Exception as err:  # the user's code raised (`int("x")`): a `try` may handle it
+            err._srcgrad_static = True  # (Note [try in compiled code])
+            raise
         if fn is dict:  # a new dict the code may write into (`d['b'] = x`): a native one
             return {k: Const(v) for k, v in value.items()}
         if fn is list:
@@ -197,7 +202,9 @@ def _runtime_class(tracer, value):
     argument not rebound since (its example's class is in the variant's guard)."""
     example = getattr(tracer.mutation, "example", None)
     inputs = tracer.mutation.inputs
-    if example is None or not isinstance(value, Var) or len(inputs) != len(example):
+    if example is None or not isinstance(value, Var) or len(inputs) != len(example) or any(
+            isinstance(a, (tuple, list, dict)) or hasattr(a, "__dataclass_fields__")
+            for a in example):  # (inputs are leaves: one per argument only without containers)
         return None
     for var, arg in zip(inputs, example):
         if var is value:
@@ -436,12 +443,25 @@ def _python_error(caught):
     from srcgrad.errors import CompileError
 
     if not isinstance(caught, CompileError):
-        return caught
+        # raised by the user's code run on constants (a fold, a `raise`), never by
+        # srcgrad itself: an internal error is not the user's to handle
+        return caught if getattr(caught, "_srcgrad_static", False) or _outside(caught) else None
     context = caught.__context__
     if caught.message.startswith("cannot evaluate `") and isinstance(
             context, (IndexError, KeyError, TypeError)):
         return context
+    if caught.message.startswith("cannot compile this line: `") and isinstance(
+            context, Exception) and _outside(context):  # a NumPy function of constants
+        return context
     return None
+
+
+def _outside(err) -> bool:
+    """Whether `err` was raised by code outside srcgrad's package (its innermost frame)."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
 
 
 def _leaves_block(node) -> bool:
@@ -491,14 +511,18 @@ def trace_raise(tracer, node, scope):
     if not isinstance(exc, Const) or not (isinstance(exc.value, BaseException) or (
             isinstance(exc.value, type) and issubclass(exc.value, BaseException))):
         tracer.fail(node, "`raise` of a traced value", "raise an exception with a constant message")
-    raise exc.value
+    err = exc.value() if isinstance(exc.value, type) else exc.value
+    err._srcgrad_static = True  # (the user's own raise: _python_error)
+    raise err
 
 
 # Note [try in compiled code]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A `try` body is traced in place. An exception raised while compiling (code on
-# constants: `int("3")`, a dict lookup of a constant key, a `raise` on a static path)
-# is handled as Python handles it: the first matching `except` handler is traced
+# A `try` body is traced in place. An exception raised while compiling by the user's
+# code on constants (`int("x")`, a dict lookup of a missing constant key, a NumPy call
+# on constants, a `raise` on a static path: `_python_error` tells them from srcgrad's
+# own errors, which are never handed to the user's handlers) is handled as Python
+# handles it: the first matching `except` handler is traced
 # instead, and `finally` is traced after either. The generated code itself has no
 # `try`: an exception the generated code raises at run time on traced data (a
 # LinAlgError of a singular matrix) propagates to the caller instead of running a

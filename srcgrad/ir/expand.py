@@ -377,7 +377,11 @@ class Expander:
                 return type(base)(picked)
             return self.decided(picked, node)
         if isinstance(base, Const) and isinstance(index, Const):
-            return Const(base.value[index.value])
+            try:
+                return Const(base.value[index.value])
+            except Exception as err:  # the user's lookup raised (`TABLE["b"]`): a `try` may
+                err._srcgrad_static = True  # handle it (Note [try in compiled code])
+                raise
         if isinstance(base, Const) and not isinstance(base.value, _INDEXABLE) and not \
                 isinstance(base.value, (numpy_namespace().ndarray, numpy_namespace().generic)):
             return self.subscript_object(base.value, index, node)
