@@ -414,6 +414,18 @@ def test_sg_compile_and_vjp_of_a_bound_method_follow_its_attributes():
         assert_close(vjp_fn(1.0)[0], expected, rtol=1e-6)
 
 
+def steps_argument(x, sim):
+    return np.sum(sim.step(x))
+
+
+def test_a_method_of_an_object_argument_says_the_argument_is_an_array():
+    with pytest.raises(CompileError, match="`sim.step`: compiled code reads the argument `sim` "
+                                           "as an array") as err:
+        sg.grad(steps_argument)(X, SIM)
+    assert err.value.lineno == steps_argument.__code__.co_firstlineno + 1
+    assert "dataclass" in err.value.hint
+
+
 def constructs(x):
     return np.sum(Sim(0.1, 2.0).step(x))
 

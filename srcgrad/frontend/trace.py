@@ -16,6 +16,7 @@ import math
 import types
 
 import gast
+import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
@@ -371,6 +372,10 @@ class Tracer(Inlining, Expander, ControlFlow):
                        "constant", "drop it: a 0-d array works as a number in compiled code")
         if isinstance(base, TraceObject):
             return base.trace_method(self, name, args, kwargs, node)
+        if isinstance(base, Var) and base in getattr(self, "_parameters", {}) \
+                and rules.lookup_method(name) is None and not hasattr(numpy.ndarray, name) \
+                and isinstance(node.func, gast.Attribute):  # `sim.step(y)` of an argument
+            described.not_an_array(self, node.func, *self._parameters[base])
         if isinstance(base, (tuple, list, dict)):
             from srcgrad.frontend import containers  # (not on a straight-line compile: issue 15)
             return containers.method(self, base, name, args, kwargs, node)
