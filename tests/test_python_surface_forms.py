@@ -503,5 +503,17 @@ def test_early_return_inside_a_loop_after_a_write_on_some_paths(x):
     check(early_return_after_write, x)
 
 
+def while_bound_is_a_view_written(x):
+    y = x.copy()
+    bound = y[:1]  # the `while` test reads bound[0], which the body writes through y
+    k = 0
+    while k < 3 and y[1] < bound[0] * 5.0:
+        y[1] = y[1] + 0.5 * bound[0]
+        y[0] = y[0] * 1.1
+        k += 1
+    return np.sum(y ** 2)
+
+
 def test_a_write_into_an_array_sharing_memory_with_a_loop_bound():
     check(write_into_loop_bound, X)
+    check(while_bound_is_a_view_written, np.array([0.5, 0.3, 1.0]))
