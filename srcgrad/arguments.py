@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 import numpy
 
@@ -15,11 +16,26 @@ _PLAIN = frozenset({numpy.ndarray, float, int, numpy.float64, numpy.float32})
 def plain_function(fn):
     """What a transform compiles for `fn`: `fn`, or for a functools.partial a plain
     function with the parameters it leaves open (srcgrad.frontend.parse.partial_function)."""
+    if _user_method(fn):  # `sg.grad(sim.loss)`: `self` a constant (Note [Bound methods])
+        fn = functools.partial(fn.__func__, fn.__self__)
+    code = getattr(fn, "__code__", None)
+    if code is not None and (code.co_kwonlyargcount or code.co_flags & 0x08) \
+            and not code.co_flags & 0x04:  # `def f(x, *, s=2.0)`, `def f(x, **kw)`
+        from srcgrad.frontend.parse import keyword_function  # (gast: not on a disk-cache hit)
+
+        return keyword_function(fn)
     if not isinstance(fn, functools.partial):
         return fn
     from srcgrad.frontend.parse import partial_function  # (gast: not on a disk-cache hit)
 
     return partial_function(fn)
+
+
+def _user_method(fn) -> bool:
+    """A method bound to an object (not a class) whose function is plain Python."""
+    func = getattr(fn, "__func__", None)
+    return isinstance(fn, types.MethodType) and isinstance(func, types.FunctionType) \
+        and not isinstance(fn.__self__, type) and not func.__module__.startswith("srcgrad")
 
 
 def bound_args(fn, args: tuple, transform: str = "srcgrad") -> tuple:

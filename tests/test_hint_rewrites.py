@@ -41,6 +41,17 @@ PROGRAM = textwrap.dedent('''
     W = np.array([1.0, 2.0, 3.0])
 
 
+    class Stepper:
+        def __init__(self, dt):
+            self.dt = dt
+
+        def step(self, y):
+            return y + self.dt * np.sin(y)
+
+
+    STEPPER = Stepper(0.5)
+
+
     # ------------------------------------------------------------------ the fence
     def bad_yield(x):
         for i in range(3):
@@ -74,22 +85,47 @@ PROGRAM = textwrap.dedent('''
 
     def bad_try(x):
         try:  # HERE
-            y = np.log(x)
+            return np.sum(np.log(x))
         except ValueError:
-            y = x
-        return np.sum(y)
+            return np.sum(x)
 
     def good_try(x):
-        y = np.log(x)
-        return np.sum(y)
+        try:
+            y = np.sum(np.log(x))
+        except ValueError:
+            y = np.sum(x)
+        return y
 
     def bad_raise(x):
-        if x.shape[0] == 0:
-            raise ValueError("empty")  # HERE
+        if np.sum(x) < 0.0:
+            raise ValueError("negative")  # HERE
         return np.sum(np.sin(x))
 
     def good_raise(x):
+        assert np.sum(x) >= 0.0, "negative"
         return np.sum(np.sin(x))
+
+    def bad_filter_on_data(x):
+        return sum(filter(lambda v: v > 0.5, [x[0], x[1]]))  # HERE
+
+    def good_filter_on_data(x):
+        return np.sum(np.where(x[:2] > 0.5, x[:2], 0.0))
+
+    def bad_traced_isinstance(x):
+        s = np.sum(x * x)
+        return s * 2.0 if isinstance(s, float) else s  # HERE
+
+    def good_traced_isinstance(x):
+        s = np.sum(x * x)
+        return s * 2.0 if np.ndim(s) == 0 else s
+
+    def bad_constructed_object(x):
+        sim = Stepper(0.5)  # HERE
+        return np.sum(sim.step(x))
+
+    def good_constructed_object(x):
+        return np.sum(STEPPER.step(x))
+
 
     def bad_with(x):
         with np.errstate(all="ignore"):  # HERE
@@ -494,7 +530,7 @@ PROGRAM = textwrap.dedent('''
         return np.sum(x * x)
 
     def bad_max_of_array(x):
-        return max(x * x)  # HERE
+        return max(x[0], x[1], key=abs)  # HERE
 
     def good_max_of_array(x):
         return np.max(x * x)
@@ -1237,9 +1273,18 @@ ROWS = [
         "synchronous function", "good_nested_async"),
     Row(("frontend/fence.py", "a `global` statement"), "bad_global", "`global`",
         "pass the value in as an argument", "good_global", good_args=lambda m: (X.copy(), m.G)),
-    Row(("frontend/fence.py", "`try`/`except`"), "bad_try", "`try`", "move error handling outside",
-        "good_try"),
-    Row(("frontend/fence.py", "`raise`"), "bad_raise", "`raise`", "check inputs before", "good_raise"),
+    Row(("frontend/python_forms.py", "`return`, `break` or `continue` inside `try`"), "bad_try",
+        "inside `try`", "assign the result to a name inside the `try`", "good_try"),
+    Row(("frontend/python_forms.py", "`raise` on a path that depends on array values"),
+        "bad_raise", "`raise` on a path", "`assert <condition>, <message>`", "good_raise"),
+    Row(("frontend/python_forms.py", "`filter()` with a test on array values"),
+        "bad_filter_on_data", "`filter()` with a test", "`np.where`", "good_filter_on_data"),
+    Row(("frontend/python_forms.py", "`{}()` of a computed array or number"),
+        "bad_traced_isinstance", "`isinstance()` of a computed", "`np.ndim(v) == 0`",
+        "good_traced_isinstance"),
+    Row(("frontend/python_forms.py", "constructing a `{}` object"), "bad_constructed_object",
+        "constructing a `Stepper` object", "construct it outside the compiled function",
+        "good_constructed_object"),
     Row(("frontend/fence.py", "a `with` block"), "bad_with", "`with`",
         "move the context manager outside", "good_with"),
     Row(("frontend/fence.py", "a class definition"), "bad_class", "class definition",
@@ -1259,21 +1304,21 @@ ROWS = [
         "expression statement", "remove it", "good_expression_statement"),
     Row(("frontend/trace.py", "the statement `{}`"), "bad_match", "the statement `Match`",
         "move it out of the compiled function", "good_match"),
-    Row(("frontend/trace.py", "a starred assignment target"), "bad_starred_target",
-        "starred assignment target", "index the sequence", "good_starred_target"),
-    Row(("frontend/trace.py", "unpacking an array into names"), "bad_unpack_array",
-        "unpacking an array", "`a, b = x[0], x[1]`", "good_unpack_array"),
+    Row(("frontend/python_forms.py", "{} whose row count is not known when compiling"),
+        "bad_unpack_array", "star unpacking of an array", "index the rows (`x[0], x[1:]`)",
+        "good_unpack_array", trigger=lambda fn, args: sg.source(sg.grad(fn))),  # (the
+    # shape-generic code: a variant knows the row count and compiles)
     Row(("frontend/trace.py", "assignment to `{}`"), "bad_attribute_target",
         "assignment to `np.total`", "assign to a plain name", "good_attribute_target"),
-    Row(("frontend/trace.py", "`{}()` of an array{}"), "bad_builtin", "`round()` of an array",
+    Row(("frontend/python_forms.py", "`{}()` of an array{}"), "bad_builtin", "`round()` of an array",
         "`np.round(...)`", "good_builtin"),
-    Row(("frontend/trace.py", "a Python number carries no derivative"), "bad_float",
+    Row(("frontend/python_forms.py", "a Python number carries no derivative"), "bad_float",
         "`float()` of an array", "drop the `float()`", "good_float"),
     Row(("frontend/trace.py", "Python numbers carry no derivative"), "bad_item",
         "`.item()` is not supported", "drop it", "good_item"),
-    Row(("frontend/trace.py", "`{}()` of an array{}"), "bad_max_of_array", "`max()` of an array",
-        "`np.max(x)` of one array", "good_max_of_array"),
-    Row(("frontend/trace.py", "`{}()` of an array{}"), "bad_range_of_length", "`range()` of an array",
+    Row(("frontend/python_forms.py", "`{}()` with `{}=` of arrays"), "bad_max_of_array",
+        "`max()` with `key=`", "`np.max(x)` of one array", "good_max_of_array"),
+    Row(("frontend/python_forms.py", "`{}()` of an array{}"), "bad_range_of_length", "`range()` of an array",
         "a literal count (`range(3)`)", "good_range_of_length", args=lambda m: (X.copy(), 3),
         good_args=_x),
     Row(("frontend/inlining.py", "calls to `{}` nest more than"), "bad_recursion", "nest more than",
@@ -1308,9 +1353,9 @@ ROWS = [
     # containers
     Row(("frontend/containers.py", "the {} method `.{}()`"), "bad_list_method",
         "the list method `.remove()`", "compiled code supports", "good_list_method"),
-    Row(("frontend/containers.py", "iterating over an array in a comprehension"),
+    Row(("frontend/python_forms.py", "{} whose row count is not known when compiling"),
         "bad_comprehension_over_array", "iterating over an array", "use array operations",
-        "good_comprehension_over_array"),
+        "good_comprehension_over_array", trigger=lambda fn, args: sg.source(sg.grad(fn))),
     Row(("frontend/containers.py", "a comprehension `if` on array values"), "bad_comprehension_if",
         "comprehension `if`", "`np.where`", "good_comprehension_if"),
     # idioms
@@ -1323,8 +1368,8 @@ ROWS = [
     # expressions and calls
     Row(("ir/expand.py", "does not fit its supported signature"), "bad_signature",
         "the call to `clip`", "clip(x, a_min=None, a_max=None)", "good_signature"),
-    Row(("ir/expand.py", "the expression `{}`"), "bad_fstring", "`JoinedStr`",
-        "format text outside the compiled function", "good_fstring"),
+    Row(("frontend/python_forms.py", "an f-string of a traced array or number"), "bad_fstring",
+        "an f-string of a traced", "format text outside the compiled function", "good_fstring"),
     Row(("ir/expand.py", "the array method `.{}()`"), "bad_array_method", "`.conjugate()`",
         "`np.conjugate(x)`", "good_array_method"),
     Row(("ir/expand.py", "cannot differentiate the call to `{}`"), "bad_no_rule", "`math.hypot`",
@@ -1431,8 +1476,9 @@ ROWS = [
         "cannot read the source", "define the lambda in a file", "typed_in_a_file", line=False),
     Row(("ir/expand.py", "indexing a tuple, list or dict with a dynamic index"),
         "bad_dynamic_index", "dynamic index", "`np.stack(items)[i]`", "good_dynamic_index"),
-    Row(("ir/expand.py", "unpacking an array with `*`"), "bad_star_of_array", "with `*`",
-        "index its rows instead", "good_star_of_array"),
+    Row(("frontend/python_forms.py", "{} whose row count is not known when compiling"),
+        "bad_star_of_array", "with `*`", "index the rows", "good_star_of_array",
+        trigger=lambda fn, args: sg.source(sg.grad(fn))),  # (a variant knows the rows)
     Row(("frontend/trace.py", "repeating a sequence a dynamic number of times"), "bad_repeat",
         "a dynamic number of times", "`[x] * 2`", "good_repeat", args=lambda m: (X.copy(), 2)),
     Row(("frontend/control.py", "holding differently shaped containers"), "bad_branch_structure",
@@ -1574,6 +1620,38 @@ EXEMPT = {
     ("frontend/trace.py", "name `{}` is not defined"): WRONG,
     ("frontend/trace.py", "no binding for nonlocal"): WRONG,
     ("frontend/trace.py", "unpacking {} values into {} names"): WRONG,
+    ("frontend/trace.py", "unpacking an array into names"): (
+        "reached only by a value Python cannot unpack either (`a, b = 3.0`): an array unpacks "
+        "through the `unpack` row"),
+    ("frontend/python_forms.py", "{}() iterable argument is empty"): WRONG,
+    ("frontend/python_forms.py", "'{}' object is not iterable"): WRONG,
+    ("frontend/python_forms.py", "reduce() of empty iterable"): WRONG,
+    ("frontend/python_forms.py", "filter expected 2 arguments"): WRONG,
+    ("frontend/python_forms.py", "calling a function that depends on the arguments"): (
+        "a function passed as an argument is read as an array; the hint's named `def` or "
+        "`lambda` compiles (tests/test_python_surface_forms.py: map and functools.reduce)"),
+    ("frontend/python_forms.py", "{} of this value"): (
+        "an object the tracer holds that is no sequence (a custom Function's ctx), which "
+        "Python cannot iterate either; a list or an array compiles (the map/filter tests)"),
+    ("ir/expand.py", "unpacking an array with `*`"): (
+        "reached only by a value that is not an array or a sequence (`*ctx`): an array's rows "
+        "unpack where their count is known, else the python_forms row-count row refuses"),
+    ("ir/expand.py", "the expression `{}`"): (
+        "unreachable from user code: every expression Python parses has a tracer method or is "
+        "refused by the fence first (f-strings: frontend/python_forms.py's row)"),
+    ("frontend/python_forms.py", "cannot unpack non-iterable"): WRONG,
+    ("frontend/python_forms.py", "not enough values to unpack"): WRONG,
+    ("frontend/python_forms.py", "No active exception to reraise"): WRONG,
+    ("frontend/python_forms.py", "`isinstance()` with classes that depend"): (
+        "classes passed as arguments are arrays to compiled code; the hint's literal classes "
+        "compile (tests/test_python_surface_forms.py, isinstance of a dict argument)"),
+    ("frontend/python_forms.py", "`{}()` of this value"): PASSED_ON,
+    ("frontend/python_forms.py", "star unpacking of this value"): (
+        "an object the tracer holds (a custom Function's ctx): indexing it is the rewrite, "
+        "and a ctx is not indexed either"),
+    ("frontend/python_forms.py", "`raise` of a traced value"): (
+        "an exception object made from arrays: its constant-message rewrite is the raise "
+        "row's (bad_raise)"),
     ("ir/expand.py", "`{}` does not exist"): WRONG,
     ("ir/expand.py", "name `{}` is not defined"): WRONG,
     ("ir/expand.py", "calling a value that is not a function"): WRONG,

@@ -17,15 +17,14 @@ def with_match(x, mode):
 
 def with_try(x):
     try:
-        y = np.sin(x)
+        return np.sum(np.sin(x))
     except ValueError:
-        y = x
-    return np.sum(y)
+        return np.sum(x)
 
 
 @pytest.mark.parametrize("fn, what, hint", [
     (with_match, "the statement `Match`", "move it out of the compiled function"),
-    (with_try, "`try`/`except`", "move error handling outside"),
+    (with_try, "`try`/`except`", "assign the result to a name inside the `try`"),
 ])
 def test_refused_statement_names_the_line_and_a_rewrite(fn, what, hint):
     with pytest.raises(sg.CompileError, match=what) as info:

@@ -164,10 +164,9 @@ def _iterate(tracer, value, node):
             return [Const(v) for v in value.value]
         except TypeError:
             tracer.error(node, f"{type(value.value).__name__} is not iterable")
-    if isinstance(value, Var):
-        tracer.fail(node, "iterating over an array in a comprehension",
-                    "use array operations on the whole array (`x * 2` for "
-                    "`[v * 2 for v in x]`), or iterate over a literal `range(3)`")
+    if isinstance(value, Var):  # its rows, where their count is a shape fact
+        from srcgrad.frontend.python_forms import rows  # (Note [Python forms decided when compiling])
+        return rows(tracer, value, node, "iterating over an array in a comprehension")
     tracer.fail(node, "iterating over this value")
 
 

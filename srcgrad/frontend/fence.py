@@ -19,8 +19,6 @@ _REJECTED = {
     gast.AsyncFor: ("`async for`", "use a plain `for` loop"),
     gast.AsyncWith: ("`async with`", "move the context manager out of the function"),
     gast.Global: ("a `global` statement", "pass the value in as an argument and return the result"),
-    gast.Try: ("`try`/`except`", "move error handling outside the differentiated function"),
-    gast.Raise: ("`raise`", "check inputs before calling the differentiated function"),
     gast.With: ("a `with` block", "move the context manager outside the differentiated function"),
     gast.ClassDef: ("a class definition", "define the class at module level"),
     gast.Delete: ("`del`", "let the name go out of use instead"),

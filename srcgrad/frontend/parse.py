@@ -93,6 +93,9 @@ def _source_lines(fn, code):
 
 def parse_function(fn) -> FunctionSource:
     """Parse `fn`'s source; CompileError when there is none to read."""
+    if inspect.ismethod(fn) and inspect.isfunction(fn.__func__) and not isinstance(
+            fn.__self__, type) and not fn.__func__.__module__.startswith("srcgrad"):
+        fn = functools.partial(fn.__func__, fn.__self__)  # sg.vjp(sim.loss, x): Note [Bound methods]
     if isinstance(fn, functools.partial):
         fn = partial_function(fn)
     compiled = getattr(fn, "__srcgrad__", None)
@@ -278,6 +281,32 @@ def leading_function(fn, n: int):
     names = [q.name for q in params[:n]]
     ns = {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
     return _stand_in(fn, "defaults", names, ", ".join(names), ns, f"{id(fn):x} {n}")
+
+
+def keyword_function(fn):
+    """A plain function for `def f(x, *, s=2.0)` or `def f(x, **options)`: its
+    keyword-only parameters (each with a default) become parameters after the positional
+    ones, passed on by name, and `**options` is left empty; `fn` itself where it takes
+    `*args` or a keyword-only parameter without a default (the trace refuses those with
+    a rewrite: list the parameters explicitly)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    if not isinstance(fn, type(keyword_function)) or any(
+            q.kind is q.VAR_POSITIONAL or q.kind is q.KEYWORD_ONLY and q.default is q.empty
+            for q in params):
+        return fn
+    ns = {"_fn": fn, "__name__": getattr(fn, "__module__", None) or "__main__"}
+    signature, call = [], []
+    for q in params:
+        if q.kind is q.VAR_KEYWORD:
+            continue
+        if q.default is not q.empty:
+            ns[f"_default_{q.name}"] = q.default
+        signature.append(q.name if q.default is q.empty else f"{q.name}=_default_{q.name}")
+        call.append(f"{q.name}={q.name}" if q.kind is q.KEYWORD_ONLY else q.name)
+    return _stand_in(fn, "keywords", signature, ", ".join(call), ns, f"{id(fn):x}")
 
 
 def _stand_in(fn, kind: str, signature: list, call: str, ns: dict, tag: str):

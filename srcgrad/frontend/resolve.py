@@ -190,9 +190,12 @@ def global_bindings(fs, _stack=None) -> list:
     found = []
     paths = _attribute_paths(fs.node)
     for name in free_names(fs.node):
+        if name in fs.closure:  # a cell is not rebound in a module; a user object's
+            found += object_bindings(fs.closure[name])  # attributes may be (Note [Bound methods])
         if name in fs.closure or name not in fs.globals:
             continue  # a closure cell, a builtin or a missing name: nothing to rebind in a module
         value = fs.globals[name]
+        found += object_bindings(value)
         if not isinstance(value, types.ModuleType):
             found.append((fs.globals, name, value))
             found += _callee_bindings(value, stack, parse_function)
@@ -215,3 +218,40 @@ def _callee_bindings(value, stack, parse_function) -> list:
     except Exception:  # noqa: BLE001 (not our code to parse: its fingerprint says so)
         return []
     return global_bindings(sub, stack)
+
+
+# Note [Bound methods]
+# ~~~~~~~~~~~~~~~~~~~~
+# A method of a user object (`sim.step(y)` in compiled code, or `sg.grad(sim.loss)`:
+# srcgrad.arguments.plain_function makes it a partial of the function and the object)
+# is inlined with `self` the object itself, a constant: `self.dt` folds to the float it
+# holds (srcgrad.frontend.python_forms.call_other). Folded values are bindings (Note
+# [Bindings] in srcgrad.pipeline.modules): every attribute of the object's `__dict__`
+# and of its class's, and so on for the objects they hold, is guarded by identity, so
+# `sim.dt = 0.05` after a call compiles again instead of reusing the old step. An
+# array attribute written in place is not rebound (the generated code reads the
+# array's current contents, as for an array global). Such a function has no disk-cache
+# key (srcgrad.frontend.resolve.fingerprint prints no user object).
+_PLAIN_VALUES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                 numpy.ndarray, numpy.generic, bool, int, float, complex, str, bytes,
+                 tuple, list, dict, type(None))
+
+
+def object_bindings(obj, _seen=None, depth: int = 0) -> list:
+    """(namespace, name, value) for every attribute of a user object and of its class
+    (Note [Bound methods]); [] for anything else."""
+    if isinstance(obj, _PLAIN_VALUES) or depth > 3 or callable(obj) and not hasattr(obj, "__dict__"):
+        return []
+    attrs = getattr(obj, "__dict__", None)
+    if not isinstance(attrs, dict):
+        return []
+    seen = _seen if _seen is not None else set()
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    found = [(attrs, k, v) for k, v in attrs.items()]
+    found += [(vars(type(obj)), k, v) for k, v in vars(type(obj)).items()
+              if not k.startswith("__") and not isinstance(v, types.FunctionType)]
+    for v in list(attrs.values()):
+        found += object_bindings(v, seen, depth + 1)
+    return found

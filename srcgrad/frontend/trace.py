@@ -16,10 +16,11 @@ import math
 import types
 
 import gast
+import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend import described, idioms, numpy_forms
+from srcgrad.frontend import described, idioms, numpy_forms, python_forms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
@@ -34,7 +35,7 @@ from srcgrad.rules import compositions
 # Builtins evaluated at compile time when all their arguments are static.
 FOLDABLE_BUILTINS = {len, range, int, float, bool, abs, min, max, sum, tuple, list, dict,
                      isinstance, round, slice, zip, enumerate, reversed, sorted, str, type,
-                     divmod, any, all, map}
+                     divmod, any, all, map, filter}
 
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
 _INT_ARITHMETIC = frozenset({"add", "subtract", "multiply", "floor_divide", "mod", "negative",
@@ -49,25 +50,6 @@ _INT_ARITHMETIC = frozenset({"add", "subtract", "multiply", "floor_divide", "mod
 # gradient; JAX raises (ConcretizationTypeError) and so does HIPS autograd, and srcgrad
 # follows them: a zero gradient is a claim. A value of kind "static" (a loop index, a
 # shape) is a plain number and converts (srcgrad.frontend.idioms.lower_builtin).
-
-
-def _builtin_hint(fn, of_arguments: bool = False) -> str:
-    """What to write instead of a builtin applied to an array (tests/test_hint_rewrites.py
-    compiles each suggestion); `of_arguments`: of a value computed from arguments."""
-    if fn in (round, int) and of_arguments:
-        return (f"use the NumPy function instead: `np.{'round' if fn is round else 'trunc'}(...)`"
-                "; a number the code needs as a Python number (a loop count) is computed "
-                "outside and passed as an int")
-    if fn is float:
-        return "drop the `float()`: a 0-d array works as a number in compiled code"
-    if fn is range:
-        return "use a literal count (`range(3)`) or array operations on the whole array"
-    if fn in (min, max):
-        return (f"use the NumPy function instead: `np.{fn.__name__}(x)` of one array, "
-                f"`np.{fn.__name__}imum(a, b)` of two")
-    if fn in (abs, round):
-        return f"use the NumPy function instead: `np.{fn.__name__}(...)`"
-    return "use the NumPy function instead"
 
 
 def _from_srcgrad(callee) -> bool:
@@ -227,16 +209,11 @@ class Tracer(Inlining, Expander, ControlFlow):
         elif isinstance(node, gast.Pass):
             return
         elif isinstance(node, gast.Assert):  # runs in the forward, no effect on gradients
-            test = self.expr(node.test, scope)
-            message = Const(None)
-            if node.msg is not None:
-                message = self.expr(node.msg, scope)
-                if not isinstance(message, Const):  # a traced message: the source text
-                    import ast
-
-                    message = Const(ast.unparse(gast.gast_to_ast(node.msg)))
-            if not (isinstance(test, Const) and test.value):
-                self.apply(rules.RULES["assert_true"], [test, message], {}, node)
+            python_forms.trace_assert(self, node, scope)
+        elif isinstance(node, gast.Try):  # Note [try in compiled code]
+            python_forms.trace_try(self, node, scope)
+        elif isinstance(node, gast.Raise):
+            python_forms.trace_raise(self, node, scope)
         elif isinstance(node, gast.FunctionDef):
             self.bind(gast.Name(node.name, gast.Store(), None, None),
                       Const(_NestedDef(self, node, scope)), scope)
@@ -260,8 +237,9 @@ class Tracer(Inlining, Expander, ControlFlow):
             owner.env[target.id] = value
         elif isinstance(target, gast.Subscript):
             self.mutation.store_subscript(target, value, scope)
-        elif isinstance(target, gast.Starred):
-            self.fail(target, "a starred assignment target", "index the sequence instead")
+        elif isinstance(target, (gast.Tuple, gast.List)) and any(
+                isinstance(t, gast.Starred) for t in target.elts):
+            python_forms.star_bind(self, target, value, scope)  # `a, *rest = x`
         elif isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, Const) and (isinstance(value.value, (tuple, list))
                                              or getattr(value.value, "ndim", 0) >= 1):
@@ -304,6 +282,13 @@ class Tracer(Inlining, Expander, ControlFlow):
         return containers.comprehension(self, node, scope)
 
     expr_GeneratorExp = expr_ListComp
+
+    def star_items(self, value, node):  # `f(*x)`, `zip(*x)`: an array's rows, where known
+        return python_forms.rows(self, value, node, "unpacking an array with `*`") \
+            if isinstance(value, Var) else value
+
+    def expr_JoinedStr(self, node, scope):  # an f-string of constants: `f"w_{i}"`
+        return python_forms.joined_str(self, node, scope)
     expr_DictComp = expr_ListComp
 
     def expr_NamedExpr(self, node, scope):
@@ -387,6 +372,10 @@ class Tracer(Inlining, Expander, ControlFlow):
                        "constant", "drop it: a 0-d array works as a number in compiled code")
         if isinstance(base, TraceObject):
             return base.trace_method(self, name, args, kwargs, node)
+        if isinstance(base, Var) and base in getattr(self, "_parameters", {}) \
+                and rules.lookup_method(name) is None and not hasattr(numpy.ndarray, name) \
+                and isinstance(node.func, gast.Attribute):  # `sim.step(y)` of an argument
+            described.not_an_array(self, node.func, *self._parameters[base])
         if isinstance(base, (tuple, list, dict)):
             from srcgrad.frontend import containers  # (not on a straight-line compile: issue 15)
             return containers.method(self, base, name, args, kwargs, node)
@@ -471,53 +460,10 @@ class Tracer(Inlining, Expander, ControlFlow):
             return self.inline(parse_function(callee), args, kwargs, node)
         if callee is math.fsum and len(args) == 1:  # fsum over a list: a plain sum
             return self.builtin(sum, args, kwargs, node)
-        self.no_rule(callee, node)
+        return python_forms.call_other(self, callee, args, kwargs, node)  # `sim.step(y)`
 
     def builtin(self, fn, args, kwargs, node):
-        if fn is range and self.facts is not None:  # `range(len(x))`: Note [Shape facts]
-            args = [self.shape_fact(a) for a in args]
-        static = all(isinstance(a, Const) for a in args) and all(
-            isinstance(v, Const) for v in kwargs.values())
-        if static:
-            value = fn(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()})
-            if fn is dict:  # a new dict the code may write into (`d['b'] = x`): a native one
-                return {k: Const(v) for k, v in value.items()}
-            if fn is list:
-                return [Const(v) for v in value]
-            return Const(value)
-        if fn is abs and len(args) == 1:
-            return self.apply(rules.RULES["abs"], args, {}, node)
-        if fn is len and len(args) == 1 and isinstance(args[0], Var):
-            shape = self.apply(rules.RULES["shape"], args, {}, node)
-            return self.apply(rules.RULES["getitem"], [shape, Const(0)], {}, node)
-        if fn in (len, tuple, list) and len(args) == 1 and isinstance(args[0], (tuple, list)):
-            return Const(len(args[0])) if fn is len else fn(args[0])
-        if fn is sum and isinstance(args[0], Var) and not kwargs:
-            # Python's sum of an array adds its rows: NumPy's sum over axis 0 (a 0-d
-            # array raises at run time, as Python's iteration of it does)
-            total = self.apply(rules.RULES["sum"], [args[0]], {"axis": Const(0)}, node)
-            return self.binop(gast.Add, args[1], total, node) if len(args) > 1 else total
-        if fn is sum and isinstance(args[0], (tuple, list)):
-            total = args[1] if len(args) > 1 else Const(0)
-            for item in args[0]:
-                total = self.binop(gast.Add, total, item, node)
-            return total
-        if fn in (zip, enumerate) and all(isinstance(a, (tuple, list, Const)) for a in args):
-            seqs = [list(a) if not isinstance(a, Const) else [Const(x) for x in a.value]
-                    for a in args]
-            if fn is enumerate:
-                return [(Const(i), v) for i, v in enumerate(seqs[0])]
-            return [tuple(items) for items in zip(*seqs)]
-        lowered = idioms.lower_builtin(self, fn, args, kwargs, node)
-        if lowered is not idioms.NOT_LOWERED:
-            return lowered
-        detail = described.from_arguments(self, node, args[0]) \
-            if args and isinstance(args[0], Var) else ""
-        if fn in (float, int):  # Note [Python numbers of arrays]
-            self.error(node, f"`{fn.__name__}()` of an array{detail} is not supported in compiled "
-                       "code: a Python number carries no derivative, so the result would be a "
-                       "silent constant", _builtin_hint(fn, bool(detail)))
-        self.fail(node, f"`{fn.__name__}()` of an array{detail}", _builtin_hint(fn, bool(detail)))
+        return python_forms.builtin(self, fn, args, kwargs, node)
 
     # ------------------------------------------------------------------ primitives
     def note_fold(self, rule, operands, folded) -> None:

@@ -227,13 +227,17 @@ class Expander:
         return (self.starred if isinstance(e, gast.Starred) else self.expr), e
 
     def starred(self, e, scope):
-        inner = self.expr(e.value, scope)
+        inner = self.star_items(self.expr(e.value, scope), e)
         if isinstance(inner, Const):
             inner = [Const(v) for v in inner.value]
         if not isinstance(inner, (tuple, list)):
             self.fail(e, "unpacking an array with `*`",
                       "index its rows instead (`x[0], x[1]` for `*x`), or use the array whole")
         return inner
+
+    def star_items(self, value, node):
+        """`*value`'s items where the tracer knows them (an array's rows), else `value`."""
+        return value
 
     def in_order(self, parts, scope):
         """Note [Operands evaluated in order]
@@ -373,7 +377,11 @@ class Expander:
                 return type(base)(picked)
             return self.decided(picked, node)
         if isinstance(base, Const) and isinstance(index, Const):
-            return Const(base.value[index.value])
+            try:
+                return Const(base.value[index.value])
+            except Exception as err:  # the user's lookup raised (`TABLE["b"]`): a `try` may
+                err._srcgrad_static = True  # handle it (Note [try in compiled code])
+                raise
         if isinstance(base, Const) and not isinstance(base.value, _INDEXABLE) and not \
                 isinstance(base.value, (numpy_namespace().ndarray, numpy_namespace().generic)):
             return self.subscript_object(base.value, index, node)

@@ -99,8 +99,10 @@ NO_DERIVATIVE_NEEDED = frozenset({
     ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
     ("split", "indices_or_sections"), ("heaviside", "x"), ("copysign", "y"),
 })
-# Rows marked nondiff whose value does move with a varied operand (`np.arange(a, a + 3)`).
-_MOVING_NONDIFF = frozenset({"arange"})
+# Rows marked nondiff whose value does move with a varied operand (`np.arange(a, a + 3)`);
+# Python's `round()` of a differentiated value is refused as `int()` is (Note [Python
+# numbers of arrays] in srcgrad.frontend.trace): `round(T / dt)` of other values compiles.
+_MOVING_NONDIFF = frozenset({"arange", "builtin_round"})
 
 
 def refuse_silent_constants(ops: list, varied) -> None:

@@ -299,6 +299,10 @@ defrule("py_float", "x", "float(x)", nondiff=True, static_out=True,
         doc="float() of a loop index or a shape")
 defrule("py_int", "x", "int(x)", nondiff=True, static_out=True,
         doc="int() of a loop index or a shape")
+# `round(T / dt)` of Python numbers: an int (a trip count); piecewise constant, so its
+# derivative is zero wherever it is defined (srcgrad.frontend.python_forms.builtin)
+defrule("builtin_round", "x", "round(x)", nondiff=True, static_out=True,
+        doc="round() of a Python number: an int, derivative 0")
 
 defrule("negative", "x", "-x", targets=("numpy.negative",), elementwise=True,
         vjp={"x": "-g"}, jvp={"x": "-x_t"})

@@ -315,10 +315,9 @@ def uses_global(x):
 
 def uses_try(x):
     try:
-        y = np.sum(x)
+        return np.sum(x)
     except ValueError:
-        y = 0.0
-    return y
+        return 0.0
 
 
 def calls_without_source(x):
