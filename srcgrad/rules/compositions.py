@@ -721,6 +721,28 @@ def float_power(x1, x2):
     return np.power(x1, x2)
 
 
+
+def _shift_all(x, axes, sign):
+    if axes is None:
+        axes = tuple(range(np.ndim(x)))
+    elif np.ndim(axes) == 0:
+        axes = (axes,)
+    for ax in axes:
+        n = x.shape[ax]
+        x = np.roll(x, n // 2 if sign > 0 else -(n // 2), axis=ax)
+    return x
+
+
+def fftshift(x, axes=None):
+    """np.fft.fftshift: a roll by half of each axis's length (real arrays)."""
+    return _shift_all(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    """np.fft.ifftshift: fftshift's inverse roll."""
+    return _shift_all(x, axes, -1)
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -785,9 +807,10 @@ _BY_NAME = {
     "numpy.nanmedian": nanmedian,
     "numpy.ascontiguousarray": ascontiguousarray, "numpy.asfortranarray": asfortranarray,
     "numpy.asarray_chkfinite": asarray_chkfinite, "numpy.float_power": float_power,
+    "numpy.fft.fftshift": fftshift, "numpy.fft.ifftshift": ifftshift,
 }
 _BY_ID: dict = {}
-_MODULES = {"numpy": np, "numpy.linalg": np.linalg,
+_MODULES = {"numpy": np, "numpy.linalg": np.linalg, "numpy.fft": np.fft,
             "numpy.lib.stride_tricks": np.lib.stride_tricks}
 
 

@@ -37,6 +37,10 @@ def norms_of_a_matrix(x):
         np.linalg.norm(x, -np.inf))
 
 
+def fftshift_all_axes(x):
+    return _out(np.fft.fftshift(x) * x) + _out(np.fft.ifftshift(x) - x)
+
+
 def put_repeated(a, b):
     c = a * 1.0
     np.put(c, [1, 4, 1], b)  # NumPy: the last write of index 1 wins
@@ -49,8 +53,9 @@ def put_repeated(a, b):
     (windows_all_axes, [_R.standard_normal((3, 4))]),
     (norms_of_a_matrix, [_R.standard_normal((3, 4))]),
     (put_repeated, [_R.standard_normal((2, 3)), _R.standard_normal(3)]),
+    (fftshift_all_axes, [_R.standard_normal((3, 4))]),
 ], ids=["gradient-all-axes", "gradient-1d", "windows-all-axes", "matrix-norms-no-axis",
-        "put-repeated-index"])
+        "put-repeated-index", "fftshift-all-axes"])
 def test_shape_dependent_forms_match_differences(fn, args):
     wrt = tuple(range(len(args)))
     value, grads = sg.value_and_grad(fn, wrt=wrt)(*args)
