@@ -259,6 +259,7 @@ CASES = [
     (f_broadcast_arrays, [_R.standard_normal((3, 1)), _R.standard_normal(4)]),
     (f_nan_order, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
     (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
+    (f_i0, [np.array([0.0, -0.999, 1.001, 0.03])]),  # the series, its end, and 0 itself
     (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
     (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
 ]
