@@ -21,6 +21,8 @@ compiler fuzzer (tests/fuzz/generator.py, sweep_unary).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.lib import _function_base_impl as _function_base
 
@@ -485,16 +487,26 @@ def _chbevl(x, vals):
     return 0.5 * (b0 - b2)
 
 
+# i0's power series in t = x*x/4 (sum of t**k / k!**2, to k = 10: the next term is below
+# 1e-19 for |x| < 1): a polynomial in x*x, so every derivative at 0 is i0's own (the
+# Chebyshev expansions read |x|, whose second derivative at 0 would be abs's 0, not 1/2)
+_I0_SERIES = tuple(1.0 / float(math.factorial(k)) ** 2 for k in range(10, -1, -1))
+
+
 def i0(x):
     """np.i0: NumPy's two Chebyshev expansions of |x| (at most 8, and above), each
-    evaluated everywhere and selected (the other's operand kept finite). The second
-    derivative at exactly 0 is abs's (0), not i0''(0) = 1/2."""
+    evaluated everywhere and selected (the other's operand kept finite); for |x| < 1 the
+    power series, equal to rounding and smooth at 0."""
+    t = x * x / 4.0
+    series = 0.0
+    for c in _I0_SERIES:
+        series = series * t + c
     x = np.abs(x)
     small = x <= 8.0
     safe = np.where(small, 8.0, x)
     near = np.exp(x) * _chbevl(x / 2.0 - 2, _I0A)
     far = np.exp(safe) * _chbevl(32.0 / safe - 2.0, _I0B) / np.sqrt(safe)
-    return np.where(small, near, far)
+    return np.where(x < 1.0, series, np.where(small, near, far))
 
 
 # ---------------------------------------------------------------- aliases and small sums of rows
@@ -721,6 +733,28 @@ def float_power(x1, x2):
     return np.power(x1, x2)
 
 
+
+def _shift_all(x, axes, sign):
+    if axes is None:
+        axes = tuple(range(np.ndim(x)))
+    elif np.ndim(axes) == 0:
+        axes = (axes,)
+    for ax in axes:
+        n = x.shape[ax]
+        x = np.roll(x, n // 2 if sign > 0 else -(n // 2), axis=ax)
+    return x
+
+
+def fftshift(x, axes=None):
+    """np.fft.fftshift: a roll by half of each axis's length (real arrays)."""
+    return _shift_all(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    """np.fft.ifftshift: fftshift's inverse roll."""
+    return _shift_all(x, axes, -1)
+
+
 # ---------------------------------------------------------------- writers (into an argument)
 # Each writes into its first argument's storage with a `setitem` (the tracer's in-place
 # writes: Note [Lowered idioms]), so every name of that array sees the write.
@@ -785,9 +819,10 @@ _BY_NAME = {
     "numpy.nanmedian": nanmedian,
     "numpy.ascontiguousarray": ascontiguousarray, "numpy.asfortranarray": asfortranarray,
     "numpy.asarray_chkfinite": asarray_chkfinite, "numpy.float_power": float_power,
+    "numpy.fft.fftshift": fftshift, "numpy.fft.ifftshift": ifftshift,
 }
 _BY_ID: dict = {}
-_MODULES = {"numpy": np, "numpy.linalg": np.linalg,
+_MODULES = {"numpy": np, "numpy.linalg": np.linalg, "numpy.fft": np.fft,
             "numpy.lib.stride_tricks": np.lib.stride_tricks}
 
 

@@ -167,7 +167,6 @@ HAND = _merge(
              "numpy.linalg.multi_dot "
              "numpy.linalg.tensorinv "
              "numpy.linalg.tensorsolve "
-             "numpy.fft.fftshift numpy.fft.ifftshift "
              "ndarray.choose"),
     _group(R, "a ufunc method not lowered onto rows yet",
              "ufunc.accumulate ufunc.outer ufunc.reduce ufunc.reduceat"),

@@ -168,6 +168,8 @@ def f_average(x, w):                                                      # noqa
     # (weights along an int axis need the ranks: a shape-specialised variant only, which
     # tests/test_no_silent_constants.py checks to first order)
     return _out(np.average(x, axis=1)) + _out(np.average(x * w, weights=x * x + w))
+def f_fftshift(x):                                                        # noqa: E302
+    return _out(np.fft.fftshift(x, axes=(0, 1)) * x) + _out(np.fft.ifftshift(x, axes=1) * x)
 def f_vander(x): return _out(np.vander(x) * 0.5) + _out(np.vander(x, 2, increasing=True))  # noqa: E302, E704
 def f_broadcast_arrays(x, y):                                             # noqa: E302
     a, b = np.broadcast_arrays(x, y)
@@ -252,10 +254,12 @@ CASES = [
     (f_median_all_keep, [_R.standard_normal((2, 3))]),
     (f_small_aliases, [_R.standard_normal((2, 3)), _R.standard_normal((2, 3))]),
     (f_average, [_R.standard_normal((2, 3)), _R.uniform(0.5, 1.5, 3)]),
+    (f_fftshift, [_R.standard_normal((3, 4))]),
     (f_vander, [np.array([0.0, 0.7, -1.3])]),
     (f_broadcast_arrays, [_R.standard_normal((3, 1)), _R.standard_normal(4)]),
     (f_nan_order, [np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 0.3, 0.7, -1.0], [2.0, -0.4, 0.9, 1.5]])]),
     (f_i0, [np.array([[-8.6, -3.0, 0.4], [2.2, 7.9, 9.1]])]),
+    (f_i0, [np.array([0.0, -0.999, 1.001, 0.03])]),  # the series, its end, and 0 itself
     (f_block, [_R.standard_normal((2, 2)), _R.standard_normal((2, 3))[:, :2]]),
     (f_block_mixed, [_R.standard_normal((2, 2)), _R.standard_normal(2)]),
 ]

@@ -37,6 +37,10 @@ def norms_of_a_matrix(x):
         np.linalg.norm(x, -np.inf))
 
 
+def fftshift_all_axes(x):
+    return _out(np.fft.fftshift(x) * x) + _out(np.fft.ifftshift(x) - x)
+
+
 def put_repeated(a, b):
     c = a * 1.0
     np.put(c, [1, 4, 1], b)  # NumPy: the last write of index 1 wins
@@ -49,8 +53,9 @@ def put_repeated(a, b):
     (windows_all_axes, [_R.standard_normal((3, 4))]),
     (norms_of_a_matrix, [_R.standard_normal((3, 4))]),
     (put_repeated, [_R.standard_normal((2, 3)), _R.standard_normal(3)]),
+    (fftshift_all_axes, [_R.standard_normal((3, 4))]),
 ], ids=["gradient-all-axes", "gradient-1d", "windows-all-axes", "matrix-norms-no-axis",
-        "put-repeated-index"])
+        "put-repeated-index", "fftshift-all-axes"])
 def test_shape_dependent_forms_match_differences(fn, args):
     wrt = tuple(range(len(args)))
     value, grads = sg.value_and_grad(fn, wrt=wrt)(*args)
@@ -114,3 +119,22 @@ def test_matrix_norms_and_pinv_on_array_api_strict_agree_with_numpy():
                                atol=1e-8)
     got = sg.grad(linalg_on_matrices)(xs.asarray(a))
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-10, atol=1e-12)
+
+
+def i0_sum(x):
+    return np.sum(np.i0(x))
+
+
+_I0_GRAD = sg.grad(i0_sum)
+
+
+def i0_grad_sum(x):
+    return np.sum(_I0_GRAD(x))
+
+
+def test_i0_second_derivative_at_zero_is_one_half():
+    # i0(x) = 1 + x**2 / 4 + ...: i0''(0) = 1/2 (through |x| it would be abs's 0)
+    x = np.array([0.0, 0.5, -2.0])
+    second = sg.grad(i0_grad_sum)(x)
+    assert second[0] == pytest.approx(0.5, abs=1e-12)
+    np.testing.assert_allclose(second, numeric_grad(i0_grad_sum, [x], 0), rtol=1e-6, atol=1e-8)
