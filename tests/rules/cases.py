@@ -627,6 +627,7 @@ for _name, _spec in (("floor", {"x": 2.5}), ("ceil", {"x": -2.5}), ("trunc", {"x
     case(f"pymath_{_name}", ("int", _spec))
 case("py_float", ("int", {"x": 3}))
 case("py_int", ("float", {"x": 3.7}))
+case("builtin_round", ("float", {"x": 3.7}))
 case("fliplr", ("matrix", {"x": N(3, 4)}), ("3-d", {"x": N(2, 3, 2)}))
 case("flipud", ("vector", {"x": N(4)}), ("matrix", {"x": N(3, 4)}))
 case("roll", ("flat", {"x": N(3, 4), "shift": 5}), ("axis", {"x": N(3, 4), "shift": -1, "axis": 1}),
