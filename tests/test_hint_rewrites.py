@@ -1276,7 +1276,7 @@ ROWS = [
     Row(("frontend/python_forms.py", "`return`, `break` or `continue` inside `try`"), "bad_try",
         "inside `try`", "assign the result to a name inside the `try`", "good_try"),
     Row(("frontend/python_forms.py", "`raise` on a path that depends on array values"),
-        "bad_raise", "`raise` on a path", "`assert <condition>, <message>`", "good_raise"),
+        "bad_raise", "`raise` on a path", "`assert np.all(x > 0), 'x must be positive'`", "good_raise"),
     Row(("frontend/python_forms.py", "`filter()` with a test on array values"),
         "bad_filter_on_data", "`filter()` with a test", "`np.where`", "good_filter_on_data"),
     Row(("frontend/python_forms.py", "`{}()` of a computed array or number"),

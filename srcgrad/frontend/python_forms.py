@@ -499,7 +499,7 @@ def trace_raise(tracer, node, scope):
     on array values it is refused (Note [try in compiled code])."""
     if tracer.blocks:
         tracer.fail(node, "`raise` on a path that depends on array values",
-                    "check with `assert <condition>, <message>` (asserts run in compiled "
+                    "check with `assert np.all(x > 0), 'x must be positive'` (asserts run in compiled "
                     "code), or check the inputs before calling the differentiated function")
     if node.exc is None:
         handling = tracer.__dict__.get("handling")
