@@ -29,7 +29,11 @@ call numba raises in, runs the NumPy code instead, which gives NumPy's answer or
 `cache=True` keeps numba's machine code beside the module's text in srcgrad's disk
 cache (numba's `__pycache__` under the cache's shard directory, keyed by the module
 file, whose name is its content's hash); a module not stored there (one with constants
-bound at load) is compiled without numba's cache.
+bound at load) is compiled without numba's cache. A later process's first call so reads
+two small modules from srcgrad's cache (no trace, no emit) and the verdict, and numba
+loads the machine code (`dispatcher.stats.cache_hits`, which `sg.explain` reports): what
+it costs beyond that is numba's own first use of its target context (its registries are
+imported lazily), which any numba function loaded from numba's cache pays as well.
 """
 
 from __future__ import annotations
@@ -64,14 +68,20 @@ def require():
 class Record:
     """One variant as `sg.explain` reports it."""
 
-    __slots__ = ("arguments", "backend", "reason", "cached")
+    __slots__ = ("arguments", "backend", "reason", "cached", "loaded", "dispatcher")
 
-    def __init__(self, arguments: str, backend: str, reason: str = "", cached: bool = False):
+    def __init__(self, arguments: str, backend: str, reason: str = "", cached: bool = False,
+                 loaded: bool = False):
         self.arguments, self.backend, self.reason, self.cached = arguments, backend, reason, cached
+        self.loaded = loaded  # numba's dispatcher loaded the machine code from its disk cache
+        self.dispatcher = None  # numba's (its `.stats`: cache hits and misses)
 
     def line(self) -> str:
         if self.backend == "numba":
-            return f"{self.arguments}: numba" + (" (machine code cached on disk)" if self.cached else "")
+            if self.loaded:
+                return f"{self.arguments}: numba (machine code loaded from the disk cache)"
+            return f"{self.arguments}: numba" + (" (compiled; machine code cached on disk)"
+                                                 if self.cached else " (compiled, not cached)")
         return f"{self.arguments}: NumPy" + (f" (numba fallback: {self.reason})" if self.reason else "")
 
 
@@ -85,11 +95,12 @@ def describe_arguments(args) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
-def note(compiled, args, backend: str, reason: str = "", cached: bool = False) -> None:
+def note(compiled, args, backend: str, reason: str = "", cached: bool = False,
+         loaded: bool = False) -> None:
     """Record a variant for `sg.explain` (once per argument description)."""
     records = compiled.__dict__.setdefault("numba_records", {})
     text = describe_arguments(args)
-    records[text] = Record(text, backend, reason, cached)
+    records[text] = Record(text, backend, reason, cached, loaded)
 
 
 def variant(compiled, rendered, args, fallback):
@@ -124,7 +135,9 @@ def variant(compiled, rendered, args, fallback):
         if reason:
             return _on_numpy(compiled, args, fallback, path, reason)
         _write_verdict(path, {"backend": "numba", "converts": [[list(p), c.__name__] for p, c in converts]})
-    note(compiled, args, "numba", cached=cached)
+    # (`compile` of a signature numba's index holds loads it: a cache hit, no compile)
+    note(compiled, args, "numba", cached=cached, loaded=bool(sum(jitted.stats.cache_hits.values())))
+    compiled.numba_records[describe_arguments(args)].dispatcher = jitted
     restore = (lambda out: _convert(out, converts)) if converts else _same
 
     def call(*args):
