@@ -90,6 +90,8 @@ def describe_arguments(args) -> str:
     for a in args:
         if isinstance(a, numpy.ndarray):
             parts.append(f"{a.dtype}[{','.join(map(str, a.shape))}]")
+        elif type(a) is tuple:
+            parts.append(describe_arguments(a))
         else:
             parts.append(type(a).__name__)
     return "(" + ", ".join(parts) + ")"
@@ -149,6 +151,22 @@ def variant(compiled, rendered, args, fallback):
 
     call.__wrapped__ = fallback
     call.__srcgrad_numba__ = jitted
+    return call
+
+
+def on_first_call(compiled, rendered, fallback, lock):
+    """`variant` of `rendered` for the arguments of its first call (sg.vjp's backward:
+    the saved values its forward returned, and the cotangent), compiled holding `lock`
+    (one compile at a time)."""
+    chosen = []
+
+    def call(*args):
+        if not chosen:
+            with lock:
+                chosen.append(variant(compiled, rendered, args, fallback))
+        return chosen[0](*args)
+
+    call.__wrapped__ = fallback
     return call
 
 
@@ -249,6 +267,11 @@ def _best_of_two(fn, args) -> float:
 
 def _unsupported_argument(args) -> str:
     for i, a in enumerate(args):
+        if type(a) is tuple:  # sg.vjp's saved values: numba's tuples of arrays and numbers
+            inner = _unsupported_argument(a)
+            if inner:
+                return f"argument {i}, a tuple: its {inner}"
+            continue
         if isinstance(a, numpy.ndarray):
             if a.dtype.kind not in "fiub" or a.dtype.byteorder not in "=|":
                 return f"argument {i} is an array of dtype {a.dtype}"
@@ -260,7 +283,8 @@ def _unsupported_argument(args) -> str:
 
 
 def _copies(args) -> tuple:
-    return tuple(a.copy() if isinstance(a, numpy.ndarray) else copy.copy(a) for a in args)
+    return tuple(a.copy() if isinstance(a, numpy.ndarray) else _copies(a) if type(a) is tuple
+                 else copy.copy(a) for a in args)
 
 
 def _first_line(err) -> str:
@@ -327,6 +351,39 @@ def _replace(out, path, cls):
         return cls(out)
     i = path[0]
     return (*out[:i], _replace(out[i], path[1:], cls), *out[i + 1:])
+
+
+_NJIT_HELPER = '''def _njit(fn):
+    """`fn` compiled by numba (its machine code cached beside this file); where numba
+    cannot type it, `fn` itself runs, as Python over NumPy."""
+    jitted = numba.njit(cache=True, error_model="numpy")(fn)
+    refused = []
+
+    def call(*args):
+        if not refused:
+            try:
+                return jitted(*args)
+            except numba.core.errors.TypingError:
+                refused.append(True)
+        return fn(*args)
+
+    call.__wrapped__, call.__name__, call.dispatcher = fn, fn.__name__, jitted
+    return call'''
+
+
+def emitted_for_numba(text: str, entries: tuple) -> str:
+    """`srcgrad emit --backend numba`: the NumPy module (rendered without `out=`) with its
+    helpers written out (Note [Rewrites for numba]) and its entry functions decorated
+    `@_njit`, which runs the Python function where numba cannot type it."""
+    text = rewritten(text)
+    head, _, body = text.partition("\n\n")
+    tree = ast.parse(body)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in entries:
+            node.decorator_list.append(ast.Name("_njit", ast.Load()))
+    at = next(i for i, node in enumerate(tree.body) if not isinstance(node, (ast.Import, ast.ImportFrom)))
+    tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(_NJIT_HELPER).body
+    return head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 # Note [Rewrites for numba]
