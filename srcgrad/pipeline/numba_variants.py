@@ -407,7 +407,9 @@ def rewritten(source: str) -> str:
     head = []
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
         head.append(lines.pop(0))
-    tree = _ForNumba().visit(ast.parse("\n".join(lines)))
+    from srcgrad.pipeline.numba_accumulate import scatters_added_in_place
+
+    tree = scatters_added_in_place(_ForNumba().visit(ast.parse("\n".join(lines))))
     return "\n".join(head) + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 

@@ -183,3 +183,34 @@ def test_a_scatter_numba_writes_out_equals_numpys():
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-15)
     assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
     assert ": numba" in sg.explain(g).splitlines()[-1]
+
+
+def test_scatters_are_added_in_place_where_nothing_else_reads_them():
+    """Note [Scatters added in place]: a fresh `a` plus a scatter's zeros is `a` written at
+    the index; an `a` read elsewhere, or one of another shape, keeps NumPy's values."""
+    src = "\n".join([
+        "def g(x, v, w):",
+        "    a = x * 2.0",
+        "    s = xp.zeros((4,))",
+        "    s[1:3] = v",
+        "    y = a + s",
+        "    t = xp.zeros((4,))",
+        "    t[0] = w",
+        "    z = t + y",
+        "    b = x * 3.0",
+        "    r = xp.zeros((4,))",
+        "    r[2] = w",
+        "    q = b + r",
+        "    return z, q, b"])
+    out = numba_variants.rewritten(src)
+    assert "y[1:3] += v" in out and "z = y\n    z[0] += w" in out, out
+    assert "s = xp.zeros" not in out and "t = xp.zeros" not in out
+    assert "r = xp.zeros((4,))" in out and "q = b + r" in out  # b is returned too: not fresh
+    ns = {"xp": np}
+    exec(out, ns)
+    plain = {"xp": np}
+    exec(src, plain)
+    for x in (np.arange(4.0), np.array([5.0])):  # (1,): broadcast, as NumPy's `a + s`
+        got, want = ns["g"](x, np.array([7.0, 8.0]), 9.0), plain["g"](x, np.array([7.0, 8.0]), 9.0)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
