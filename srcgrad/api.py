@@ -254,7 +254,7 @@ def _backend_option(backend):
 _PLAIN_VJP: dict = {}
 
 
-def vjp(f, *primals, has_aux=False):
+def vjp(f, *primals, has_aux=False, backend=None):
     """`(out, vjp_fn)`: `vjp_fn(cotangent)` returns one gradient per primal, nested like
     the primal when it is a tuple, list or dict of arrays. With `has_aux`, `f` returns
     `(out, aux)` and the result is `(out, vjp_fn, aux)` (aux is not differentiated).
@@ -263,8 +263,11 @@ def vjp(f, *primals, has_aux=False):
     each array the backward keeps (what custom Functions save, and what the derivative
     formulas read); `vjp_fn` unpacks it with the same pair. A forward run
     inside `allow_mutation_on_saved_tensors` needs its `vjp_fn` run inside it too.
+    `backend="numba"`: forward and backward compiled by numba where it can.
     """
-    if not has_aux:
+    if backend is not None:
+        backend = _backend_option(backend)
+    if not has_aux and backend is None:
         guarded = _PLAIN_VJP.get(f)
         if guarded is not None:
             result = guarded(primals)
@@ -277,19 +280,22 @@ def vjp(f, *primals, has_aux=False):
             from srcgrad import jacobian_transforms
 
             return jacobian_transforms.vjp(f, primals, has_aux)
-        return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP)
+        return vjp_jvp.vjp(f, primals, has_aux, _PLAIN_VJP, backend=backend)
     except CompileError as err:  # one naming no line (sg.vjp of a Jacobian): the user's call
         raise hide_internal_frames(at_user_call(err, "vjp")) from None
 
 
-def jvp(f, primals, tangents, *, has_aux=False):
+def jvp(f, primals, tangents, *, has_aux=False, backend=None):
     """`(out, tangent_out)`: `f(*primals)` and its directional derivative along `tangents`
     (one per primal, of the same structure and shapes). With `has_aux`, `f` returns
     `(out, aux)` and the result is `(out, tangent_out, aux)`.
 
     Forward mode: one pass of generated code computes both, with no reverse pass.
-    `out` and `tangent_out` have the structure of `f`'s result.
+    `out` and `tangent_out` have the structure of `f`'s result. `backend="numba"`: that
+    pass compiled by numba where it can.
     """
+    if backend is not None:
+        backend = _backend_option(backend)
     from srcgrad.pipeline import vjp_jvp  # (not on a gradient's disk-cache hit: issue 15)
 
     try:
@@ -297,7 +303,7 @@ def jvp(f, primals, tangents, *, has_aux=False):
             from srcgrad import jacobian_transforms
 
             return jacobian_transforms.jvp(f, primals, tangents, has_aux)
-        return vjp_jvp.jvp(f, primals, tangents, has_aux)
+        return vjp_jvp.jvp(f, primals, tangents, has_aux, backend)
     except CompileError as err:  # one naming no line (sg.jvp of a Jacobian): the user's call
         raise hide_internal_frames(at_user_call(err, "jvp")) from None
 
@@ -310,7 +316,7 @@ def _is_jacobian(f) -> bool:
     return module is not None and isinstance(f, module.Jacobian)
 
 
-def jacobian(f, wrt=0, *, mode="auto", chunk_size=None):
+def jacobian(f, wrt=0, *, mode="auto", chunk_size=None, backend=None):
     """A function returning the Jacobian of `f` w.r.t. argument(s) `wrt`, shape
     `out.shape + arg.shape` (a tuple over `wrt` when it is a tuple; nested like
     `f`'s result when that is a tuple, list or dict).
@@ -318,20 +324,23 @@ def jacobian(f, wrt=0, *, mode="auto", chunk_size=None):
     `mode="reverse"` seeds the backward with every output element, `"forward"` the
     forward mode with every input element, in one batched pass (Note [Batching]);
     `"auto"` picks the one with fewer seeds. `chunk_size` bounds the seeds per pass.
+    `backend="numba"`: one pass per seed, each by sg.vjp or sg.jvp compiled by numba.
     """
     from srcgrad import jacobians  # the batching pass: imported when a Jacobian is asked for
 
-    return jacobians.Jacobian(f, *_normalize_wrt(f, wrt), mode, chunk_size)
+    return jacobians.Jacobian(f, *_normalize_wrt(f, wrt), mode, chunk_size,
+                              backend=backend and _backend_option(backend))
 
 
-def hessian(f, wrt=0, *, chunk_size=None):
+def hessian(f, wrt=0, *, chunk_size=None, backend=None):
     """A function returning the Hessian of scalar `f`, by forward-over-reverse: the
     batched forward mode of the gradient. For a tuple `wrt`, `H[i][j]` is the block
-    for arguments `wrt[i]` and `wrt[j]`."""
+    for arguments `wrt[i]` and `wrt[j]`. `backend="numba"`: one forward pass of the
+    gradient per seed, compiled by numba."""
     from srcgrad import jacobians
 
     return jacobians.Jacobian(grad(f, wrt), *_normalize_wrt(f, wrt), "forward", chunk_size,
-                              of=f, hooked_mode="reverse")
+                              of=f, hooked_mode="reverse", backend=backend and _backend_option(backend))
 
 
 def vmap(f, in_axes=0, out_axes=0):

@@ -462,9 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated argument names (or positions) to differentiate "
                         "with respect to (default: all)")
     e.add_argument("--mode", choices=("reverse", "forward", "both"), default="reverse")
-    e.add_argument("--backend", choices=("numpy", "cupy", "array-api"), default="numpy",
+    e.add_argument("--backend", choices=("numpy", "cupy", "array-api", "numba"), default="numpy",
                    help="the array namespace the module imports: numpy, cupy, or array-api "
-                        "(array_api_strict; rebind the module's `xp` for another)")
+                        "(array_api_strict; rebind the module's `xp` for another); numba: "
+                        "NumPy's code with its entry functions compiled by numba.njit")
     e.add_argument("--no-optimize", action="store_true",
                    help="skip simplify/cse/dce (shows the raw derivative)")
     e.add_argument("--ir", action="store_true",

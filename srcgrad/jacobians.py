@@ -40,12 +40,13 @@ class Jacobian:
     this is (`f` is then its generated gradient, which the per-column fallback runs)."""
 
     def __init__(self, f, indices: tuple, single: bool, mode: str, chunk_size=None, of=None,
-                 hooked_mode=None):
+                 hooked_mode=None, backend=None):
         if mode not in ("auto", "forward", "reverse"):
             raise ValueError(f"jacobian: mode must be 'auto', 'forward' or 'reverse'; got {mode!r}")
         if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
             raise ValueError(f"chunk_size must be a positive int or None; got {chunk_size!r}")
         self.f, self.mode, self.chunk_size, self.of = f, mode, chunk_size, of
+        self.backend = backend  # "numba": one pass per seed, each compiled by numba
         self.hooked_mode = hooked_mode  # the mode while saved-tensor hooks are active
         self.indices, self.single = indices, single
         self._modes: dict = {}  # argument shapes -> the mode auto chose
@@ -93,13 +94,13 @@ class Jacobian:
                 in_size = sum(numpy.size(args[i]) for i in self.indices)
                 mode = self._modes[key] = "forward" if in_size < out_size else "reverse"
         # saved-tensor hooks pack what a backward saves: the per-seed code honours them
-        plan = None if hooked else self._plan(args, mode)
+        plan = None if hooked or self.backend else self._plan(args, mode)
         if plan is not None:
             tree, outs, blocks = plan.blocks(args)
         else:
             if self.of is not None:
                 self._check_scalar(args)
-            tree, outs, blocks = jacobian_blocks(self.f, args, self.indices, mode)
+            tree, outs, blocks = jacobian_blocks(self.f, args, self.indices, mode, self.backend)
         leaves = self._assemble(args, outs, blocks)
         return (tree, leaves) if parts else pytree.unflatten(tree, leaves)
 
@@ -339,23 +340,26 @@ class _Batched:
         return blocks
 
 
-def jacobian_blocks(f, args, indices, mode):
+def jacobian_blocks(f, args, indices, mode, backend=None):
     """(out tree, output leaves, blocks): blocks[k][j] is the (size of output k, size of
     argument indices[j]) Jacobian matrix, by forward or reverse mode."""
     if mode == "forward":
-        return _forward_blocks(f, args, indices)
-    return _reverse_blocks(f, args, indices)
+        return _forward_blocks(f, args, indices, backend)
+    return _reverse_blocks(f, args, indices, backend)
 
 
-def _forward_blocks(f, args, indices):
+def _forward_blocks(f, args, indices, backend=None):
     fn = vjp_jvp.source_function(f, len(args), args)  # (a gradient's: its variant for args)
     blocks, outs, tree = None, None, None
     for j, i in enumerate(indices):
-        compiled = vjp_jvp.compiled_jvp(fn, (i,))
-        impl = compiled.entry_at(args)  # the generic code, else a variant (Note [Layout facts])
+        compiled = vjp_jvp.compiled_jvp(fn, (i,), backend=backend)
         arg = numpy.asarray(args[i])
         basis = numpy.zeros(arg.size, dtype=_float_dtype(arg))
         tangent = basis.reshape(arg.shape)
+        if compiled.backend_option == "numba":
+            impl = compiled.numba_entry(list(args), [tangent])
+        else:
+            impl = compiled.entry_at(args)  # the generic code, else a variant (Note [Layout facts])
         for col in range(arg.size):
             basis[col] = 1.0
             outs, touts = impl(*args, tangent)
@@ -389,10 +393,10 @@ def _hooks():
     return contexts.current_hooks()
 
 
-def _reverse_blocks(f, args, indices):
+def _reverse_blocks(f, args, indices, backend=None):
     hooks = _hooks()  # the hook state is part of the variant (issue 10 item 2)
     compiled = vjp_jvp.compiled_vjp(vjp_jvp.source_function(f, len(args), _shaped(f, args)),
-                                    hooks=hooks is not None)
+                                    hooks=hooks is not None, backend=backend)
     fwd, bwd, _ = compiled.vjp_variant(list(args))  # a variant: Note [Layout facts] decides more
     if hooks is not None:  # packed once by the forward, unpacked by each row's backward
         fwd, bwd = functools.partial(fwd, hooks[0]), functools.partial(bwd, hooks[1])

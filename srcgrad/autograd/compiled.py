@@ -69,10 +69,11 @@ class _CallKernel:
 class CompiledFunction:
     """`sg.compile(f)`: call it like `f`; on Tensors it is one node of the autograd graph.
     `.grad(wrt)`, `.value_and_grad(wrt)`, `.vjp(*primals)`, `.jvp(primals, tangents)` are
-    the compiler's transforms of `f`."""
+    the compiler's transforms of `f`; `backend="numba"`: theirs and the node's backward
+    compiled by numba where it can (Note [The numba backend])."""
 
-    def __init__(self, fn):
-        self.fn = fn
+    def __init__(self, fn, backend=None):
+        self.fn, self.backend = fn, backend
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
@@ -87,7 +88,7 @@ class CompiledFunction:
             return _wrap_tree(self.fn(*datas))
         from srcgrad.api import vjp
 
-        out, vjp_fn = vjp(self.fn, *datas)
+        out, vjp_fn = vjp(self.fn, *datas, backend=self.backend)
         leaves, tree = pytree.flatten(out)
         positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         kernel = _CallKernel(vjp_fn, tree, self.fn, args, positions)
@@ -104,22 +105,22 @@ class CompiledFunction:
     def grad(self, wrt=0):
         from srcgrad.api import grad
 
-        return grad(self.fn, wrt)
+        return grad(self.fn, wrt, backend=self.backend)
 
     def value_and_grad(self, wrt=0):
         from srcgrad.api import value_and_grad
 
-        return value_and_grad(self.fn, wrt)
+        return value_and_grad(self.fn, wrt, backend=self.backend)
 
     def vjp(self, *primals):
         from srcgrad.api import vjp
 
-        return vjp(self.fn, *primals)
+        return vjp(self.fn, *primals, backend=self.backend)
 
     def jvp(self, primals, tangents):
         from srcgrad.api import jvp
 
-        return jvp(self.fn, primals, tangents)
+        return jvp(self.fn, primals, tangents, backend=self.backend)
 
     def __repr__(self) -> str:
         return f"<srcgrad.compile of {getattr(self.fn, '__qualname__', self.fn)!r}>"
@@ -137,12 +138,16 @@ def _wrap_tree(value):
         v, (numpy.ndarray, numpy.generic, float)) else v for v in leaves])
 
 
-def compile(f=None):  # noqa: A001 (the API's name)
+def compile(f=None, *, backend=None):  # noqa: A001 (the API's name)
     """`sg.compile(f)` / `@sg.compile`: a CompiledFunction (Note [A compiled call is one
-    node])."""
+    node]); `backend`: None or "numba" (API.md)."""
     if f is None:
-        return compile
-    return CompiledFunction(f)
+        return lambda fn: compile(fn, backend=backend)
+    if backend is not None:
+        from srcgrad.api import _backend_option  # (the option's errors, at the decorator)
+
+        backend = _backend_option(backend)
+    return CompiledFunction(f, backend)
 
 
 _ = OpNode

@@ -123,14 +123,14 @@ class Compiled:
         example = tuple(args) if self.arg_trees else bound_args(self.fn, args, self.kind)
         ns = self._load(key, lambda: self._generate(self.parsed(), key or "uncached", example),
                         example=example)
-        if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad"):
+        if self.backend_option == "numba" and self.kind in ("grad", "value_and_grad", "vjp"):
             return self._numba_variant(ns, shapes, example)
         return self._entries(ns)
 
-    def _numba_variant(self, ns, shapes, example):
-        """The variant rendered without `out=` buffers (numba's ufuncs take no keyword
-        `out`) and compiled by numba, NumPy's (`ns`) where numba cannot take it."""
-        from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+    def numba_rendered(self, shapes, example) -> dict:
+        """The variant's module rendered without `out=` buffers (numba's ufuncs take no
+        keyword `out`) and rewritten for numba (Note [Rewrites for numba]), under its own key."""
+        from srcgrad.pipeline import numba_variants
 
         key = self.cache_key(self.options(shapes) + (("backend", "numba"),))
 
@@ -140,9 +140,19 @@ class Compiled:
             with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
                 source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
             return numba_variants.rewritten(source), constants, out_tree
-        rendered = self._entries(self._load(key, generate, example=example))
+        return self._load(key, generate, example=example)
+
+    def _numba_variant(self, ns, shapes, example):
+        """The variant compiled by numba, NumPy's (`ns`) where numba cannot take it; sg.vjp's
+        backward is compiled at its first call, for its arguments (the saved values)."""
+        from srcgrad.pipeline import numba_variants  # Note [The numba backend]
+
+        rendered, fallback = self._entries(self.numba_rendered(shapes, example)), self._entries(ns)
         with COMPILING:
-            return numba_variants.variant(self, rendered, example, fallback=self._entries(ns))
+            if self.kind == "vjp":
+                return (numba_variants.variant(self, rendered[0], example, fallback=fallback[0]),
+                        numba_variants.on_first_call(self, rendered[1], fallback[1], COMPILING))
+            return numba_variants.variant(self, rendered, example, fallback=fallback)
 
     def _entries(self, ns):
         entries = tuple(ns[name] for name in entry_names(self))

@@ -29,7 +29,11 @@ call numba raises in, runs the NumPy code instead, which gives NumPy's answer or
 `cache=True` keeps numba's machine code beside the module's text in srcgrad's disk
 cache (numba's `__pycache__` under the cache's shard directory, keyed by the module
 file, whose name is its content's hash); a module not stored there (one with constants
-bound at load) is compiled without numba's cache.
+bound at load) is compiled without numba's cache. A later process's first call so reads
+two small modules from srcgrad's cache (no trace, no emit) and the verdict, and numba
+loads the machine code (`dispatcher.stats.cache_hits`, which `sg.explain` reports): what
+it costs beyond that is numba's own first use of its target context (its registries are
+imported lazily), which any numba function loaded from numba's cache pays as well.
 """
 
 from __future__ import annotations
@@ -64,14 +68,20 @@ def require():
 class Record:
     """One variant as `sg.explain` reports it."""
 
-    __slots__ = ("arguments", "backend", "reason", "cached")
+    __slots__ = ("arguments", "backend", "reason", "cached", "loaded", "dispatcher")
 
-    def __init__(self, arguments: str, backend: str, reason: str = "", cached: bool = False):
+    def __init__(self, arguments: str, backend: str, reason: str = "", cached: bool = False,
+                 loaded: bool = False):
         self.arguments, self.backend, self.reason, self.cached = arguments, backend, reason, cached
+        self.loaded = loaded  # numba's dispatcher loaded the machine code from its disk cache
+        self.dispatcher = None  # numba's (its `.stats`: cache hits and misses)
 
     def line(self) -> str:
         if self.backend == "numba":
-            return f"{self.arguments}: numba" + (" (machine code cached on disk)" if self.cached else "")
+            if self.loaded:
+                return f"{self.arguments}: numba (machine code loaded from the disk cache)"
+            return f"{self.arguments}: numba" + (" (compiled; machine code cached on disk)"
+                                                 if self.cached else " (compiled, not cached)")
         return f"{self.arguments}: NumPy" + (f" (numba fallback: {self.reason})" if self.reason else "")
 
 
@@ -80,16 +90,19 @@ def describe_arguments(args) -> str:
     for a in args:
         if isinstance(a, numpy.ndarray):
             parts.append(f"{a.dtype}[{','.join(map(str, a.shape))}]")
+        elif type(a) is tuple:
+            parts.append(describe_arguments(a))
         else:
             parts.append(type(a).__name__)
     return "(" + ", ".join(parts) + ")"
 
 
-def note(compiled, args, backend: str, reason: str = "", cached: bool = False) -> None:
+def note(compiled, args, backend: str, reason: str = "", cached: bool = False,
+         loaded: bool = False) -> None:
     """Record a variant for `sg.explain` (once per argument description)."""
     records = compiled.__dict__.setdefault("numba_records", {})
     text = describe_arguments(args)
-    records[text] = Record(text, backend, reason, cached)
+    records[text] = Record(text, backend, reason, cached, loaded)
 
 
 def variant(compiled, rendered, args, fallback):
@@ -124,7 +137,9 @@ def variant(compiled, rendered, args, fallback):
         if reason:
             return _on_numpy(compiled, args, fallback, path, reason)
         _write_verdict(path, {"backend": "numba", "converts": [[list(p), c.__name__] for p, c in converts]})
-    note(compiled, args, "numba", cached=cached)
+    # (`compile` of a signature numba's index holds loads it: a cache hit, no compile)
+    note(compiled, args, "numba", cached=cached, loaded=bool(sum(jitted.stats.cache_hits.values())))
+    compiled.numba_records[describe_arguments(args)].dispatcher = jitted
     restore = (lambda out: _convert(out, converts)) if converts else _same
 
     def call(*args):
@@ -136,6 +151,22 @@ def variant(compiled, rendered, args, fallback):
 
     call.__wrapped__ = fallback
     call.__srcgrad_numba__ = jitted
+    return call
+
+
+def on_first_call(compiled, rendered, fallback, lock):
+    """`variant` of `rendered` for the arguments of its first call (sg.vjp's backward:
+    the saved values its forward returned, and the cotangent), compiled holding `lock`
+    (one compile at a time)."""
+    chosen = []
+
+    def call(*args):
+        if not chosen:
+            with lock:
+                chosen.append(variant(compiled, rendered, args, fallback))
+        return chosen[0](*args)
+
+    call.__wrapped__ = fallback
     return call
 
 
@@ -236,6 +267,11 @@ def _best_of_two(fn, args) -> float:
 
 def _unsupported_argument(args) -> str:
     for i, a in enumerate(args):
+        if type(a) is tuple:  # sg.vjp's saved values: numba's tuples of arrays and numbers
+            inner = _unsupported_argument(a)
+            if inner:
+                return f"argument {i}, a tuple: its {inner}"
+            continue
         if isinstance(a, numpy.ndarray):
             if a.dtype.kind not in "fiub" or a.dtype.byteorder not in "=|":
                 return f"argument {i} is an array of dtype {a.dtype}"
@@ -247,7 +283,8 @@ def _unsupported_argument(args) -> str:
 
 
 def _copies(args) -> tuple:
-    return tuple(a.copy() if isinstance(a, numpy.ndarray) else copy.copy(a) for a in args)
+    return tuple(a.copy() if isinstance(a, numpy.ndarray) else _copies(a) if type(a) is tuple
+                 else copy.copy(a) for a in args)
 
 
 def _first_line(err) -> str:
@@ -316,6 +353,39 @@ def _replace(out, path, cls):
     return (*out[:i], _replace(out[i], path[1:], cls), *out[i + 1:])
 
 
+_NJIT_HELPER = '''def _njit(fn):
+    """`fn` compiled by numba (its machine code cached beside this file); where numba
+    cannot type it, `fn` itself runs, as Python over NumPy."""
+    jitted = numba.njit(cache=True, error_model="numpy")(fn)
+    refused = []
+
+    def call(*args):
+        if not refused:
+            try:
+                return jitted(*args)
+            except numba.core.errors.TypingError:
+                refused.append(True)
+        return fn(*args)
+
+    call.__wrapped__, call.__name__, call.dispatcher = fn, fn.__name__, jitted
+    return call'''
+
+
+def emitted_for_numba(text: str, entries: tuple) -> str:
+    """`srcgrad emit --backend numba`: the NumPy module (rendered without `out=`) with its
+    helpers written out (Note [Rewrites for numba]) and its entry functions decorated
+    `@_njit`, which runs the Python function where numba cannot type it."""
+    text = rewritten(text)
+    head, _, body = text.partition("\n\n")
+    tree = ast.parse(body)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in entries:
+            node.decorator_list.append(ast.Name("_njit", ast.Load()))
+    at = next(i for i, node in enumerate(tree.body) if not isinstance(node, (ast.Import, ast.ImportFrom)))
+    tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(_NJIT_HELPER).body
+    return head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
 # Note [Rewrites for numba]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
 # numba types none of the rule helpers (they ask for the array namespace, take any index)
@@ -337,7 +407,9 @@ def rewritten(source: str) -> str:
     head = []
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
         head.append(lines.pop(0))
-    tree = _ForNumba().visit(ast.parse("\n".join(lines)))
+    from srcgrad.pipeline.numba_accumulate import scatters_added_in_place
+
+    tree = scatters_added_in_place(_ForNumba().visit(ast.parse("\n".join(lines))))
     return "\n".join(head) + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 

@@ -64,6 +64,7 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
     fs = parse_function(func)
     if mode not in ("reverse", "forward", "both"):
         raise ValueError(f"mode={mode!r}: choose 'reverse', 'forward' or 'both'")
+    for_numba, namespace = namespace == "numba", "numpy" if namespace == "numba" else namespace
     target = backend.STANDALONE[namespace]  # `emit --backend`: Note [Array namespaces]
     params = list(inspect.signature(func).parameters)
     if args is not None:
@@ -78,11 +79,19 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
                        + ([f"--mode {mode}"] if mode != "reverse" else [])
                        + (["--no-optimize"] if not optimize else [])
                        + ([f"--backend {namespace}"] if namespace != "numpy" else [])
+                       + (["--backend numba"] if for_numba else [])
                        + (["--args ..."] if args is not None else []))
-    with emit.namespace(target.spelling, target.mutable, target.describe(), backend.reference(target)):
-        text = _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args)
+    # (numba: NumPy's code without `out=` buffers, which numba's ufuncs do not take)
+    with emit.namespace(target.spelling, target.mutable and not for_numba, target.describe(),
+                        backend.reference(target)):
+        text = _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args,
+                           variant_first=for_numba)
     if "\nimport numpy\n" in text:  # one import of NumPy: the namespace is NumPy itself
         text = text.replace("\nimport numpy as xp\n", "\nxp = numpy  # the array namespace\n", 1)
+    if for_numba:
+        from srcgrad.pipeline.numba_variants import emitted_for_numba
+
+        text = emitted_for_numba(text, (f"grad_{fs.name}", f"{fs.name}_jvp"))
     return text
 
 
@@ -116,7 +125,8 @@ def _refuse_container_uses(fs, params) -> None:
             f"srcgrad.api.emit_standalone({fs.name}, args=(...))")
 
 
-def _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args) -> str:
+def _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args,
+                variant_first=False) -> str:
     from srcgrad.codegen import emit
     from srcgrad.ir import tree as pytree
 
@@ -128,14 +138,14 @@ def _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args)
             name = f"_grad_{fs.name}_leaves"
             source, pool, _ = _specialised_or_generic(
                 lambda a: _programs().container_gradient_program(
-                    fs, wrt, trees, optimized=optimize, fn_name=name, args=a), leaves)
+                    fs, wrt, trees, optimized=optimize, fn_name=name, args=a), leaves, variant_first)
             sources += [source, _wrapper(func, fs.name, name, trees, wrt, single, args)]
             if "_record(" in sources[-1]:
                 extra.append(_RECORD_HELPER)
         else:
             source, pool = _specialised_or_generic(
                 lambda a: _programs().gradient_program(fs, wrt, single=single, optimized=optimize,
-                                                       args=a), args)
+                                                       args=a), args, variant_first)
             sources.append(source)
         constants.update(pool.values)
     if mode in ("forward", "both"):
@@ -154,9 +164,17 @@ def _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args)
     return text
 
 
-def _specialised_or_generic(compile_, args):
+def _specialised_or_generic(compile_, args, variant_first=False):
     """The shape-generic program; where only a variant for `args`' shapes compiles
-    (Note [Emitted container arguments]), that variant, with a check of the shapes."""
+    (Note [Emitted container arguments]), that variant, with a check of the shapes.
+    `variant_first` (emit --backend numba with --args): the variant where it compiles,
+    whose known shapes spare numba the shape-generic helpers."""
+    if variant_first and args is not None and all(hasattr(a, "shape") for a in args):
+        try:
+            result = compile_(tuple(args))
+            return (_with_shape_check(result[0], args, "for numba: --args"),) + tuple(result[1:])
+        except CompileError:
+            pass
     try:
         return compile_(None)
     except CompileError as err:
@@ -175,7 +193,7 @@ def _specialised_or_generic(compile_, args):
     return (_with_shape_check(result[0], args),) + tuple(result[1:])
 
 
-def _with_shape_check(source: str, args) -> str:
+def _with_shape_check(source: str, args, why="the shape-generic code does not compile") -> str:
     """`source`'s function refusing arguments of other shapes than `args`'."""
     fn = ast.parse(source).body[0]
     names = [a.arg for a in fn.args.args]
@@ -186,8 +204,8 @@ def _with_shape_check(source: str, args) -> str:
     body = fn.lineno  # after the `def` line, and after a docstring
     if isinstance(fn.body[0], ast.Expr) and isinstance(getattr(fn.body[0], "value", None), ast.Constant):
         body = fn.body[0].end_lineno
-    message = (f"{fn.name} was emitted for arguments of the shapes {said} (the shape-generic "
-               "code does not compile): emit it again with --args of these shapes")
+    message = (f"{fn.name} was emitted for arguments of the shapes {said} ({why}): emit it "
+               "again with --args of these shapes")
     check = [f"    if {test}:", f"        raise ValueError({message!r})"]
     return "\n".join(lines[:body] + check + lines[body:])
 

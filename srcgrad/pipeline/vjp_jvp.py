@@ -263,6 +263,27 @@ class CompiledJvp(Compiled):
         return self._load(key, lambda: self._generate(self.parsed(), key or "uncached", args),
                           example=args)
 
+    def numba_entry(self, p_leaves, t_leaves):
+        """backend="numba": the variant for these primals compiled by numba for these
+        primals and tangents (Note [The numba backend]), NumPy's where numba cannot take it,
+        the generic code where no variant can be made."""
+        shapes = tuple([guard_value(a) for a in (*p_leaves, *t_leaves)])
+        key = ("numba", shapes, mutation_allowed())
+        hit = self.variants.get(key)
+        if hit is None:
+            from srcgrad.pipeline import numba_variants
+
+            p_shapes = shapes[:len(p_leaves)]
+            try:
+                fallback = self._variant(tuple(p_leaves), p_shapes)[self.fn_name + "_jvp"]
+                rendered = self.numba_rendered(p_shapes, tuple(p_leaves))[self.fn_name + "_jvp"]
+            except (CompileError, ProbeFailed):
+                return self.entry_at(p_leaves)
+            with modules.COMPILING:
+                hit = self.variants[key] = numba_variants.variant(
+                    self, rendered, (*p_leaves, *t_leaves), fallback=fallback)
+        return hit
+
     def entry(self, index: int = 0):
         if self._entry is None:
             ns = self.load()  # sets fn_name (quick key or parse): a hit parses nothing
@@ -278,42 +299,47 @@ class CompiledJvp(Compiled):
 _JVP: dict = {}  # (source function, wrt) -> CompiledJvp, so repeated calls compile once
 
 
-def compiled_jvp(fn, wrt=None, trees=None) -> CompiledJvp:
+def compiled_jvp(fn, wrt=None, trees=None, backend=None) -> CompiledJvp:
     """`sg.jvp`'s module for `fn` (tangents for the parameters `wrt`, default all);
-    `trees`: the arguments' tree definitions when some are containers."""
-    key = (fn, wrt, trees)
+    `trees`: the arguments' tree definitions when some are containers; `backend`: "numba"
+    or None."""
+    key = (fn, wrt, trees) if backend is None else (fn, wrt, trees, backend)
     compiled = _JVP.get(key)
     if compiled is None:
         compiled = _JVP[key] = CompiledJvp(fn, wrt, trees)
+        compiled.backend_option = backend
     elif compiled.stale():
         compiled.forget()
     return compiled
 
 
-def compiled_vjp(fn, hooks: bool = False, trees=None) -> Compiled:
+def compiled_vjp(fn, hooks: bool = False, trees=None, backend=None) -> Compiled:
     """`sg.vjp`'s module for `fn`; `hooks`: the saved-tensor-hook variant; `trees`: the
-    arguments' tree definitions when some are containers."""
+    arguments' tree definitions when some are containers; `backend`: "numba" or None
+    (numba takes neither hooks nor containers: their variants run on NumPy)."""
     if hooks:
         table, make = _VJP_HOOKS, CompiledVjpHooks
     else:
         table, make = _VJP, lambda f, t: Compiled(f, "vjp", arg_trees=t)
-    key = fn if trees is None else (fn, trees)
+    backend = backend if not hooks and trees is None else None
+    key = fn if trees is None and backend is None else (fn, trees, backend)
     compiled = table.get(key)
     if compiled is None:
         compiled = table[key] = make(fn, trees)
+        compiled.backend_option = backend
     elif compiled.stale():
         compiled.forget()
     return compiled
 
 
-def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
+def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None, backend=None):
     """srcgrad.api.vjp's call (its docstring says what it returns); `guards`: its table
-    of guarded plain calls (Note [The plain sg.vjp call])."""
+    of guarded plain calls (Note [The plain sg.vjp call]); `backend`: "numba" or None."""
     given = f
     arguments.check_not_complex("vjp", f, primals)
     f, hooks = arguments.plain_function(f), contexts.current_hooks()  # (functools.partial)
     recorded_in = contexts.mutation_allowed()
-    if hooks is None and recorded_in is None and not has_aux:
+    if hooks is None and recorded_in is None and not has_aux and backend is None:
         # Note [The plain sg.vjp call]; srcgrad.api looks guarded calls up by what it was
         # given: none for the function a partial stands for
         plain = plain_vjp(f, primals, guards if f is given else None)
@@ -326,7 +352,7 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     nested = any(t != pytree.LEAF for t in trees)
     fn = source_function(f, len(primals), shaped_args(f, primals))
     compiled = compiled_vjp(fn, hooks=hooks is not None,
-                           trees=trees if nested else None)
+                           trees=trees if nested else None, backend=backend)
     # a variant for these leaves' shapes, under hooks and for container arguments too: it
     # decides what layout and shape facts decide (a loop over a row count, unrolled)
     fwd, bwd, specialized = compiled.vjp_variant(leaves)
@@ -356,8 +382,8 @@ def vjp(f, primals: tuple, has_aux: bool, guards: dict | None = None):
     return out, vjp_fn
 
 
-def jvp(f, primals, tangents, has_aux: bool):
-    """srcgrad.api.jvp's call (its docstring says what it returns)."""
+def jvp(f, primals, tangents, has_aux: bool, backend_option=None):
+    """srcgrad.api.jvp's call (its docstring says what it returns); `backend_option`: "numba" or None."""
     from srcgrad.ir import tree as pytree
 
     name = getattr(f, "__name__", "f")
@@ -392,9 +418,15 @@ def jvp(f, primals, tangents, has_aux: bool):
         raise TypeError(f"jvp: {getattr(fn, '__name__', 'f')}() takes {n} arguments; got "
                         f"{len(primals)} primals: primals is a tuple with one value per argument")
     nested = any(t != pytree.LEAF for t in trees)
-    compiled = compiled_jvp(fn, trees=trees if nested else None)
+    compiled = compiled_jvp(fn, trees=trees if nested else None,
+                            backend=None if nested else backend_option)
     target = backend.target_of(*p_leaves, *t_leaves)  # Note [Array namespaces]
-    impl = compiled.entry_at(p_leaves) if target is backend.NUMPY else compiled.entry_for(target)
+    if target is not backend.NUMPY:
+        impl = compiled.entry_for(target)
+    elif compiled.backend_option == "numba":
+        impl = compiled.numba_entry(p_leaves, t_leaves)
+    else:
+        impl = compiled.entry_at(p_leaves)
     outs, touts = impl(*p_leaves, *t_leaves)
     tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])

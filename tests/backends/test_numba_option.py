@@ -104,7 +104,6 @@ def test_numbas_machine_code_is_loaded_by_a_second_process(tmp_path):
     pytest.importorskip("numba")
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent("""
-        import time
         import numpy as np
         import srcgrad as sg
 
@@ -112,21 +111,22 @@ def test_numbas_machine_code_is_loaded_by_a_second_process(tmp_path):
             return np.sum(np.tanh(x * w) * np.exp(-x * x))
 
         g = sg.grad(f, backend="numba")
-        t = time.perf_counter()
         g(np.linspace(0, 1, 9), 0.3)
-        print(time.perf_counter() - t)
+        (record,) = g.__srcgrad__.numba_records.values()
+        jitted = record.dispatcher  # the dispatcher numba compiled or loaded
+        print(sum(jitted.stats.cache_hits.values()), sum(jitted.stats.cache_misses.values()))
         print(sg.explain(g).splitlines()[-1])
     """))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "SRCGRAD_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": root}
     runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                            check=True).stdout.split("\n") for _ in range(2)]
-    assert all("numba (machine code cached on disk)" in r[1] for r in runs), runs
+    # the first process compiles (a miss) and writes numba's cache; the second loads it
+    assert runs[0][0] == "0 1" and "numba (compiled; machine code cached on disk)" in runs[0][1], runs
+    assert runs[1][0] == "1 0" and "numba (machine code loaded from the disk cache)" in runs[1][1], runs
     assert list((tmp_path / "cache").glob("*/__pycache__/*.nbi")), "numba wrote no cache index"
     verdicts = list((tmp_path / "cache").glob("*/*.numba.json"))  # Note [Verdicts kept]
     assert len(verdicts) == 1 and '"backend": "numba"' in verdicts[0].read_text()
-    # the second process loads numba's machine code: no compile (a compile is seconds)
-    assert float(runs[1][0]) < float(runs[0][0]) / 2, runs
 
 
 def test_a_variant_numba_runs_slower_runs_numpys_code(monkeypatch):
@@ -183,3 +183,34 @@ def test_a_scatter_numba_writes_out_equals_numpys():
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-15)
     assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
     assert ": numba" in sg.explain(g).splitlines()[-1]
+
+
+def test_scatters_are_added_in_place_where_nothing_else_reads_them():
+    """Note [Scatters added in place]: a fresh `a` plus a scatter's zeros is `a` written at
+    the index; an `a` read elsewhere, or one of another shape, keeps NumPy's values."""
+    src = "\n".join([
+        "def g(x, v, w):",
+        "    a = x * 2.0",
+        "    s = xp.zeros((4,))",
+        "    s[1:3] = v",
+        "    y = a + s",
+        "    t = xp.zeros((4,))",
+        "    t[0] = w",
+        "    z = t + y",
+        "    b = x * 3.0",
+        "    r = xp.zeros((4,))",
+        "    r[2] = w",
+        "    q = b + r",
+        "    return z, q, b"])
+    out = numba_variants.rewritten(src)
+    assert "y[1:3] += v" in out and "z = y\n    z[0] += w" in out, out
+    assert "s = xp.zeros" not in out and "t = xp.zeros" not in out
+    assert "r = xp.zeros((4,))" in out and "q = b + r" in out  # b is returned too: not fresh
+    ns = {"xp": np}
+    exec(out, ns)
+    plain = {"xp": np}
+    exec(src, plain)
+    for x in (np.arange(4.0), np.array([5.0])):  # (1,): broadcast, as NumPy's `a + s`
+        got, want = ns["g"](x, np.array([7.0, 8.0]), 9.0), plain["g"](x, np.array([7.0, 8.0]), 9.0)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)

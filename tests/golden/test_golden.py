@@ -68,3 +68,43 @@ def test_golden_module_runs_and_is_right(name, module, func, wrt, make):
     pairs = zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,))
     for a, b in pairs:
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# RK4 (examples/rk4.py): a `while` loop of 1000 steps, emitted for numba with the
+# arguments' shapes (`srcgrad emit examples/rk4.py:loss --wrt p --backend numba --args
+# "(4,), (2,)"`): the variant sg.grad(..., backend="numba") compiles, no shape plumbing
+RK4_ARGS = (np.array([1.0, 0.5, 0.5, 1.0]), np.array([1.0, 0.5]))
+
+
+def test_rk4_numba_module_matches_golden(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    from examples.rk4 import loss
+
+    text = emit_standalone(loss, wrt=("p",), backend="numba", args=RK4_ARGS)
+    path = HERE / "rk4_grad.py"
+    if os.environ.get("SRCGRAD_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), "emitted source of examples.rk4:loss changed; review the diff"
+
+
+def test_rk4_golden_module_runs_and_is_right(tmp_path):
+    pytest.importorskip("numba")
+    import importlib.util
+
+    import srcgrad as sg
+    from examples.rk4 import loss
+
+    path = tmp_path / "rk4_grad.py"  # a file of its own: numba caches beside it
+    path.write_text((HERE / "rk4_grad.py").read_text())
+    spec = importlib.util.spec_from_file_location("rk4_grad", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.grad_loss.__wrapped__ is not module.grad_loss  # the @_njit wrapper
+    got = module.grad_loss(*RK4_ARGS)
+    assert module.grad_loss.dispatcher.signatures, "numba compiled nothing: the Python ran"
+    np.testing.assert_allclose(got, sg.grad(loss, wrt="p")(*RK4_ARGS), rtol=1e-12)
+    # and arithmetic: central differences of the loss
+    eps = 1e-6
+    fd = [(loss(RK4_ARGS[0] + eps * e, RK4_ARGS[1]) - loss(RK4_ARGS[0] - eps * e, RK4_ARGS[1]))
+          / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(got, fd, rtol=1e-6)
