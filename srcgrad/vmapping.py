@@ -15,7 +15,7 @@ import inspect
 
 import numpy
 
-from srcgrad import backend
+from srcgrad import arguments, backend
 from srcgrad.errors import CompileError, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobians import JacobianSource
@@ -115,7 +115,14 @@ class VMapped:
         if target is not backend.NUMPY:  # the module is bound to NumPy (issue 32: not yet)
             raise TypeError(f"vmap: {target.describe()} arrays are not supported yet (NumPy "
                             "arrays only)")
-        if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
+        source = getattr(self._vm_f, "__srcgrad__", None)
+        if isinstance(source, JacobianSource) or getattr(source, "kind", "vmap") != "vmap":
+            # a derivative batched into one program: complex arguments are refused as the
+            # transform itself refuses them (its own check runs only on its own calls; the
+            # batched source reads the generated code: fuzz seed 2600029, issue 28)
+            arguments.check_not_complex("vmap of " + getattr(source, "kind", "jacobian"),
+                                        self._vm_f, args)
+        if isinstance(source, JacobianSource):
             return self._compile_jacobian(args, axes, size)
         inner = getattr(self._vm_f, "__srcgrad__", None)
         if getattr(inner, "shape_specialised", False):  # a vmap of a vmap: the inner one's

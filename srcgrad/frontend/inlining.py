@@ -61,7 +61,12 @@ class Inlining:
             if not isinstance(a, Var) or kind is None or shape is None:
                 return None
             cls, dtype = kind
-            out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
+            if cls is numpy.ndarray or isinstance(cls, type):
+                out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
+            elif shape == ():  # a number or a 0-d value: one kind and no class (shapes._kind_of),
+                out.append(numpy.float64(0.0))  # as a float passed to a vmapped f (issue 28)
+            else:
+                return None
         return tuple(out)
 
     def inline_generated(self, fn, args, kwargs, node):
