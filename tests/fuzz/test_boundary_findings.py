@@ -1,0 +1,61 @@
+"""What the boundary campaigns (benchmarks/fuzz.py --boundary, seeds 2600000+ and the
+trial 2700000+) found, each tested at its mechanism; every test failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+
+
+def test_vmap_of_grad_with_an_if_on_data():
+    """Seed 2700169 (nested: vmap(grad)): the gradient saves `multiply_saved = None` on the
+    branch not taken; batched, both branches run and `1.0 * None` crashed (ProbeFailed in
+    passes/shapes.py). The merged value is the other branch's (passes/batch_control)."""
+    def f(x0):
+        if x0 > 0.08:
+            pass
+        else:
+            x0 = x0 * (x0 * x0)
+        return x0
+
+    xs = np.array([0.5, -0.5, 0.1, -2.0])
+    got = sg.vmap(sg.grad(f))(xs)
+    np.testing.assert_allclose(got, [sg.grad(f)(float(x)) for x in xs])
+    np.testing.assert_allclose(got, np.where(xs > 0.08, 1.0, 3 * xs * xs))
+
+
+def test_vmap_of_grad_with_an_if_on_data_of_arrays():
+    """The same with arrays: the loop's value, or a CompileError that says what vmap
+    cannot batch (today: the gradient's `shape` of a batched value), never a crash."""
+    def f(x, w):
+        if np.sum(x * w) > 0.0:
+            y = np.sin(x) * w
+        else:
+            y = np.exp(0.5 * x) * w * w
+        return np.sum(y)
+
+    xs = np.array([[0.5, 0.2], [-0.7, -0.1], [0.1, 0.3]])
+    w = np.array([1.5, -0.5])
+    try:
+        got = sg.vmap(sg.grad(f), in_axes=(0, None))(xs, w)
+    except sg.CompileError as err:
+        # (it names the generated gradient's line, not f's: reported, issue 28)
+        assert "sg.vmap" in err.message and err.lineno
+        return
+    np.testing.assert_allclose(got, np.stack([sg.grad(f)(x, w) for x in xs]))
+
+
+def test_grad_of_a_constant_mask_index_on_the_array_api():
+    """Seed 2700011 (array_api): `x[np.array([True, False, True])]` was emitted as
+    `x[mask, ...]`, which array_api_strict refuses (a mask must be the sole index)."""
+    xs = pytest.importorskip("array_api_strict")
+
+    def f(x0):
+        y = (np.add(3.0, x0))[np.array([True, False, True])]
+        return np.sum(y * y)
+
+    x = np.array([1.0, 2.0, 3.0])
+    got = sg.grad(f)(xs.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), 2 * (3.0 + x) * [1, 0, 1])
