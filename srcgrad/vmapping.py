@@ -16,7 +16,7 @@ import inspect
 import numpy
 
 from srcgrad import arguments, backend
-from srcgrad.errors import CompileError, hide_internal_frames
+from srcgrad.errors import CompileError, at_user_call, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobians import JacobianSource
 from srcgrad.pipeline import modules, programs, vjp_jvp
@@ -107,7 +107,7 @@ class VMapped:
             try:
                 plan = self._vm_plans[key] = self._compile(args, axes, size)
             except CompileError as err:  # the user's line, not the compiler's frames under it
-                raise hide_internal_frames(err) from None
+                raise hide_internal_frames(at_user_call(err, "vmap")) from None
         return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
     def _compile(self, args, axes, size):
