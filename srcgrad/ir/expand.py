@@ -105,7 +105,11 @@ _PLAIN: dict = {}  # a signature's text -> ((name, default), ...) or None (not p
 def _first_by_target_name(rule, sig, kwargs: dict) -> dict:
     """`kwargs` with the NumPy function's own name for its first parameter (`np.sum(a=x)`,
     `np.linalg.norm(x=...)`) renamed to the row's (`x`); only the first: the later
-    parameters of a row need not sit where NumPy's do (issue 28's boundary fuzzing)."""
+    parameters of a row need not sit where NumPy's do (issue 28's boundary fuzzing).
+    Keywords the row lacks that are NumPy's no-op defaults are dropped."""
+    kwargs = {k: v for k, v in kwargs.items() if not (  # `dtype=None`, `out=None`: NumPy's
+        k in ("dtype", "out") and k not in sig.parameters  # defaults, the call without them
+        and (v is None or isinstance(v, Const) and v.value is None))}
     first = next(iter(sig.parameters), None)
     if not kwargs or first is None or first in kwargs:
         return kwargs

@@ -89,11 +89,16 @@ def test_oracle_passes_index_objects_and_call_forms(program_dir, body):
 
 
 @pytest.mark.parametrize("body", ["np.sum(a=x1, axis=0)", "np.mean(a=x1, axis=0)",
-                                  "np.linalg.norm(x=x0) * x0", "pow(x0, 2) + pow(1.5, x0)"])
+                                  "np.linalg.norm(x=x0) * x0", "pow(x0, 2) + pow(1.5, x0)",
+                                  "np.multiply(x0, 0.5, dtype=None)", "np.add(x0, x0, out=None)",
+                                  "x0.__neg__().__mul__(x0).__add__(1.0).__abs__()",
+                                  "x1.__matmul__(x0).__pow__(2).__truediv__(2.0).sum().__sub__(x0)"])
 def test_numpys_own_keyword_names_and_builtin_pow(program_dir, body):
     """Refused before (the boundary campaign's top reasons): `np.sum(a=x)`, NumPy's name for
     the array, "does not fit its supported signature" (the row's is `x`: expand renames
-    NumPy's first parameter); Python's `pow` had no row (now the power row's target)."""
+    NumPy's first parameter); Python's `pow` had no row (now the power row's target);
+    `dtype=None`/`out=None` (NumPy's no-op defaults) did not fit the row's signature; an
+    operator's own method (`x.__mul__(y)`) was "not supported" (now the operator's row)."""
     program = oracle.spec_from_source(INDEXED.replace("BODY", body), seed=7)
     result = oracle.check(program, program_dir)
     assert result.outcome == "pass", _explain(result)
