@@ -92,13 +92,17 @@ def test_oracle_passes_index_objects_and_call_forms(program_dir, body):
                                   "np.linalg.norm(x=x0) * x0", "pow(x0, 2) + pow(1.5, x0)",
                                   "np.multiply(x0, 0.5, dtype=None)", "np.add(x0, x0, out=None)",
                                   "x0.__neg__().__mul__(x0).__add__(1.0).__abs__()",
-                                  "x1.__matmul__(x0).__pow__(2).__truediv__(2.0).sum().__sub__(x0)"])
+                                  "x1.__matmul__(x0).__pow__(2).__truediv__(2.0).sum().__sub__(x0)",
+                                  "np.add.reduce(x1) + np.multiply.reduce(x1, axis=0)",
+                                  "np.maximum.reduce(x1, 0, keepdims=True)[0] * np.minimum.reduce("
+                                  "x0, axis=None)"])
 def test_numpys_own_keyword_names_and_builtin_pow(program_dir, body):
     """Refused before (the boundary campaign's top reasons): `np.sum(a=x)`, NumPy's name for
     the array, "does not fit its supported signature" (the row's is `x`: expand renames
     NumPy's first parameter); Python's `pow` had no row (now the power row's target);
     `dtype=None`/`out=None` (NumPy's no-op defaults) did not fit the row's signature; an
-    operator's own method (`x.__mul__(y)`) was "not supported" (now the operator's row)."""
+    operator's own method (`x.__mul__(y)`) was "not supported" (now the operator's row);
+    `np.add.reduce` had no rule (now sum's, over axis 0 by default)."""
     program = oracle.spec_from_source(INDEXED.replace("BODY", body), seed=7)
     result = oracle.check(program, program_dir)
     assert result.outcome == "pass", _explain(result)
