@@ -84,3 +84,20 @@ def test_a_complex_argument_not_differentiated_is_refused(call):
     [2.236, -0.583]). A complex constant argument is refused as sg.vjp refuses it."""
     with pytest.raises(TypeError, match="argument `z` is complex; complex differentiation"):
         call()
+
+
+@pytest.mark.parametrize("test", ["np.iscomplex", "np.isreal"])
+def test_iscomplex_of_a_python_float_on_the_array_api(test):
+    """Seed 2600845 (campaign 2600000, array_api): the Array-API spelling of iscomplex /
+    isreal read `x.dtype` of a Python float argument (AttributeError in generated code)."""
+    xs = pytest.importorskip("array_api_strict")
+    check = {"np.iscomplex": np.iscomplex, "np.isreal": np.isreal}[test]
+
+    def f(x, c):
+        return np.sum(x * x) * np.where(check(c), 0.5, 2.0) * c
+
+    x = np.array([1.0, -2.0])
+    gx, gc = sg.grad(f, wrt=(0, 1))(xs.asarray(x), -0.7)
+    want = 2.0 if test == "np.iscomplex" else 0.5
+    np.testing.assert_allclose(np.asarray(gx), 2 * x * want * -0.7)
+    np.testing.assert_allclose(float(gc), np.sum(x * x) * want)
