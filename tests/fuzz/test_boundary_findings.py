@@ -101,3 +101,24 @@ def test_iscomplex_of_a_python_float_on_the_array_api(test):
     want = 2.0 if test == "np.iscomplex" else 0.5
     np.testing.assert_allclose(np.asarray(gx), 2 * x * want * -0.7)
     np.testing.assert_allclose(float(gc), np.sum(x * x) * want)
+
+
+C1 = np.arange(12.0).reshape(4, 3)
+
+
+def _sum_of_concatenate(x0):
+    return np.sum(np.concatenate([x0, C1], axis=0))
+
+
+def _sum_of_stack(x0):
+    return np.sum(np.stack([x0, C1[:2]], axis=1) * 2.0)
+
+
+@pytest.mark.parametrize("f", [_sum_of_concatenate, _sum_of_stack])
+def test_vmap_of_grad_of_concatenate_with_a_constant(f):
+    """Seed 2601781 (campaign 2600000, nested vmap(grad) of a table-row program): the
+    gradient's concat_bar of a constant cotangent was sliced along the batch-shifted axis
+    while the cotangent was not batched: shape (6, 2) for (3, 2, 3) (passes/batch.py)."""
+    xs = np.arange(18.0).reshape(3, 2, 3) * 0.1
+    got = sg.vmap(sg.grad(f))(xs)
+    np.testing.assert_allclose(got, np.stack([sg.grad(f)(x) for x in xs]))
