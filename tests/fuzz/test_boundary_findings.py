@@ -122,3 +122,32 @@ def test_vmap_of_grad_of_concatenate_with_a_constant(f):
     xs = np.arange(18.0).reshape(3, 2, 3) * 0.1
     got = sg.vmap(sg.grad(f))(xs)
     np.testing.assert_allclose(got, np.stack([sg.grad(f)(x) for x in xs]))
+
+
+class _Same(sg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * x
+
+
+def _writes_what_a_function_saved(x0, x1):
+    w1 = x0.reshape(-1)
+    w1[[2]] = _Same.apply(x0[:1])
+    return np.dot(x1[:1], np.mean(w1) * np.ones((1,)))
+
+
+def test_vmap_of_grad_raises_the_programs_own_saved_value_error():
+    """Seed 2602382 (campaign 2600000, nested vmap(grad)): a write into a value a custom
+    Function saved is torch's RuntimeError (by design, as sg.grad raises it); under sg.vmap
+    the probe's ProbeFailed wrapper escaped instead (pipeline/vmap._probe)."""
+    x0, x1 = np.array([0.3, -0.2, 0.5]), np.array([1.5, 0.5, -1.0, 2.0])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        sg.grad(_writes_what_a_function_saved)(x0, x1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        sg.vmap(sg.grad(_writes_what_a_function_saved), in_axes=(0, None))(np.stack([x0, x0]), x1)
