@@ -1,11 +1,13 @@
 """The long differential fuzz run of srcgrad (issue 10).
 
     python benchmarks/fuzz.py --programs 10000 --seed 0 --jobs 1 [--minutes 15]
-        [--timeout 30] [--shrink-budget 90] [--findings FILE] [--replay 50]
+        [--timeout 30] [--shrink-budget 90] [--findings FILE] [--replay 50] [--boundary 0.3]
 
 Generates programs from consecutive seeds (tests/fuzz/generator.py), checks each one with
 tests/fuzz/oracle.py (its default transforms and, unless --extra says otherwise, the opt-in
-ones: sg.grad on array_api_strict arrays), and prints counts of pass / wrong / crash / refused / hang /
+ones: sg.grad on array_api_strict arrays, two-deep compositions, complex arguments
+that must be refused; tests/fuzz/compose.py), with --boundary of the seeds drawing the
+boundary grammar (tests/fuzz/boundary.py), and prints counts of pass / wrong / crash / refused / hang /
 discarded, the refused share and its top reasons, and, for each distinct failure class
 (oracle.Failure.signature), a shrunk repro. Ctrl-C (or the --minutes budget) stops the run
 and reports what was done. With --findings, each new failure class is appended to that
@@ -71,6 +73,9 @@ def main(argv=None) -> int:
     ap.add_argument("--findings", type=Path, default=None, help="append each new failure class here")
     ap.add_argument("--replay", type=int, default=20, help="passing programs to replay in a fresh process")
     ap.add_argument("--dir", type=Path, default=None, help="where program modules are written")
+    ap.add_argument("--boundary", type=float, default=0.3,
+                    help="share of the boundary grammar (tests/fuzz/boundary.py: a call of any "
+                         "table row, index objects and call forms); 0 for the curated grammar only")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--log", type=Path, default=None, help="one JSON line per program")
     ap.add_argument("--extra", default=",".join(oracle.OPT_IN),
@@ -78,6 +83,7 @@ def main(argv=None) -> int:
                          "all of oracle.OPT_IN, which the CI slice does not run)")
     args = ap.parse_args(argv)
 
+    os.environ["SRCGRAD_FUZZ_BOUNDARY"] = str(args.boundary)  # read by generate(), replay too
     os.environ.setdefault("SRCGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="sgcache-fuzz-"))
     directory = args.dir or Path(tempfile.mkdtemp(prefix="srcgrad-fuzz-"))
     directory.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,9 @@ class Jacobian:
             return self._of_jacobian(args)
         if any_container(args):  # Note [Jacobians of container arguments]
             return self._of_containers(args)
-        if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices):
+        if not all(type(args[i]) is numpy.ndarray and args[i].dtype.kind == "f" for i in self.indices) \
+                or any(a.__class__ is complex or getattr(getattr(a, "dtype", None), "kind", "") == "c"
+                       for a in args):
             # (the check reads f's signature for its message: ~0.1 ms, most of a small call)
             transform = "jacobian" if self.of is None else "hessian"
             check_float_arguments(transform, self.f, args, self.indices)

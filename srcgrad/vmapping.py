@@ -15,8 +15,8 @@ import inspect
 
 import numpy
 
-from srcgrad import backend
-from srcgrad.errors import CompileError, hide_internal_frames
+from srcgrad import arguments, backend
+from srcgrad.errors import CompileError, at_user_call, hide_internal_frames
 from srcgrad.ir import tree as pytree
 from srcgrad.jacobians import JacobianSource
 from srcgrad.pipeline import modules, programs, vjp_jvp
@@ -136,7 +136,7 @@ class VMapped:
             try:
                 plan = self._vm_plans[key] = self._compile(args, axes, size)
             except CompileError as err:  # the user's line, not the compiler's frames under it
-                raise hide_internal_frames(err) from None
+                raise hide_internal_frames(at_user_call(err, "vmap")) from None
         return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
     def _compile(self, args, axes, size):
@@ -144,7 +144,14 @@ class VMapped:
         if target is not backend.NUMPY:  # the module is bound to NumPy (issue 32: not yet)
             raise TypeError(f"vmap: {target.describe()} arrays are not supported yet (NumPy "
                             "arrays only)")
-        if isinstance(getattr(self._vm_f, "__srcgrad__", None), JacobianSource):
+        source = getattr(self._vm_f, "__srcgrad__", None)
+        if isinstance(source, JacobianSource) or getattr(source, "kind", "vmap") != "vmap":
+            # a derivative batched into one program: complex arguments are refused as the
+            # transform itself refuses them (its own check runs only on its own calls; the
+            # batched source reads the generated code: fuzz seed 2600029, issue 28)
+            arguments.check_not_complex("vmap of " + getattr(source, "kind", "jacobian"),
+                                        self._vm_f, args)
+        if isinstance(source, JacobianSource):
             return self._compile_jacobian(args, axes, size)
         inner = getattr(self._vm_f, "__srcgrad__", None)
         if getattr(inner, "shape_specialised", False):  # a vmap of a vmap: the inner one's

@@ -170,7 +170,10 @@ class _Substitute(ast.NodeTransformer):
         if isinstance(node.slice, ast.Name) and node.slice.id in self.operands:
             operand = self.operands[node.slice.id]
             node.slice = operand_ast(operand, self.pool, in_index=True)
-            if self.wrap_floats and (not isinstance(operand, Var) or self._is_int(operand)):
+            if self.wrap_floats and (not isinstance(operand, Var) or self._is_int(operand)) and not (
+                    isinstance(operand, Const) and getattr(operand.value, "ndim", 0)):
+                # (an index array stays alone: the Array API takes a mask only as the sole
+                # index, helpers._full_index; fuzz seed 2700011, issue 28)
                 node.slice = _with_ellipsis(node.slice)
         else:
             node.slice = self.visit(node.slice)

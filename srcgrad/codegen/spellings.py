@@ -150,10 +150,11 @@ ARRAY_API: dict = {
     # integer and boolean results (their derivative is 0): the Array API's names
     "isneginf": "x == -xp.inf",
     "isposinf": "x == xp.inf",
-    "isreal": "xp.imag(x) == 0 if xp.isdtype(x.dtype, 'complex floating') "
-              "else xp.ones_like(x, dtype=xp.bool)",
-    "iscomplex": "xp.imag(x) != 0 if xp.isdtype(x.dtype, 'complex floating') "
-                 "else xp.zeros_like(x, dtype=xp.bool)",
+    # (xp.asarray: x may be a Python float, which has no dtype: fuzz seed 2600845)
+    "isreal": "xp.imag(x) == 0 if xp.isdtype(xp.asarray(x).dtype, 'complex floating') "
+              "else xp.ones_like(xp.asarray(x), dtype=xp.bool)",
+    "iscomplex": "xp.imag(x) != 0 if xp.isdtype(xp.asarray(x).dtype, 'complex floating') "
+                 "else xp.zeros_like(xp.asarray(x), dtype=xp.bool)",
     "fix": "xp.trunc(x)",
     "isclose": _ISCLOSE,
     # (fuzz seed 2400409: array_api_strict's isin takes integer arrays only)

@@ -48,6 +48,9 @@ _STACKING = {numpy.hstack: "hstack", numpy.vstack: "vstack", numpy.dstack: "dsta
 _FORMS = {numpy.einsum: "einsum", numpy.linalg.norm: "norm", numpy.average: "average",
           numpy.block: "block"}
 _SCATTER_UFUNCS = {numpy.add: "add", numpy.subtract: "subtract"}
+# `np.add.reduce(x, axis)` is the reduction row's (issue 28's boundary fuzzing)
+_REDUCE_UFUNCS = {numpy.add: "sum", numpy.multiply: "prod", numpy.maximum: "max",
+                  numpy.minimum: "min"}
 # Methods of a constant array that return a new value (never those that write into it).
 _PURE_METHODS = {"reshape", "sum", "mean", "prod", "max", "min", "transpose", "ravel", "flatten",
                  "copy", "astype", "cumsum", "cumprod", "std", "var", "dot", "round", "clip",
@@ -79,6 +82,9 @@ def lower_call(tracer, callee, args, kwargs, node):
     if getattr(callee, "__name__", None) == "at" and \
             getattr(callee, "__self__", None) in _SCATTER_UFUNCS:
         return _ufunc_at(tracer, _SCATTER_UFUNCS[callee.__self__], args, kwargs, node)
+    if getattr(callee, "__name__", None) == "reduce" and \
+            getattr(callee, "__self__", None) in _REDUCE_UFUNCS:
+        return _ufunc_reduce(tracer, _REDUCE_UFUNCS[callee.__self__], args, kwargs, node)
     form = _FORMS.get(callee) if _hashable(callee) else None
     if form is not None:  # Note [No silent constants] in srcgrad.passes.activity
         lowered = getattr(numpy_forms, form)(tracer, args, kwargs, node)
@@ -141,6 +147,30 @@ def _array(tracer, callee, args, kwargs, node):
     if dtype.value is not None:
         value = tracer.apply(rules.RULES["astype"], [value, dtype], {}, node)
     return value
+
+
+# ---------------------------------------------------------------------- ufunc.reduce
+def _ufunc_reduce(tracer, name, args, kwargs, node):
+    """`ufunc.reduce(array, axis=0, dtype=None, out=None, keepdims=False)`: the row `name`
+    over `axis`, whose default is 0 (not the reduction functions' None)."""
+    import inspect
+
+    P = inspect.Parameter
+    sig = inspect.Signature([P("array", P.POSITIONAL_OR_KEYWORD)] + [
+        P(k, P.POSITIONAL_OR_KEYWORD, default=d) for k, d in
+        (("axis", 0), ("dtype", None), ("out", None), ("keepdims", False))])
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as err:
+        tracer.fail(node, f"`np.{name}`'s ufunc.reduce call ({err})",
+                    "write `np.<ufunc>.reduce(x, axis, keepdims=...)`")
+    bound.apply_defaults()
+    a = bound.arguments
+    if any(not (a[k] is None or isinstance(a[k], Const) and a[k].value is None)
+           for k in ("dtype", "out")):
+        tracer.fail(node, "ufunc.reduce with `dtype` or `out`", "leave them out")
+    return tracer.apply(rules.RULES[name], [a["array"]], {"axis": a["axis"], "keepdims": a["keepdims"]},
+                        node)
 
 
 # ---------------------------------------------------------------------- ufunc.at

@@ -63,12 +63,12 @@ class Inlining:
             if kind is None or shape is None:
                 return None
             cls, dtype = kind
-            if not isinstance(cls, type) and shape == ():  # a 0-d value (the probe's kinds
-                out.append(numpy.zeros(()))  # do not tell a float from a 0-d array)
-                continue
-            if not (isinstance(cls, type) and issubclass(cls, (numpy.ndarray, numpy.generic, int, float))):
-                return None  # (a dict's or a list's value: no stand-in; the entry says so)
-            out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
+            if cls is numpy.ndarray or isinstance(cls, type):
+                out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
+            elif shape == ():  # a number or a 0-d value: one kind and no class (shapes._kind_of),
+                out.append(numpy.float64(0.0))  # as a float passed to a vmapped f (issue 28)
+            else:
+                return None
         return tuple(out)
 
     def inline_generated(self, fn, args, kwargs, node):

@@ -466,7 +466,11 @@ def _stack(b, op, arrays, axis):
 
 
 def _concat_bar(b, op, c, arrays, axis):
-    """The pieces of c that concatenate's operands were: slices along the shifted axis."""
+    """The pieces of c that concatenate's operands were: slices along the shifted axis.
+    c is made batched first: where only an operand is (its shape is all concat_bar reads),
+    an unbatched c sliced along the shifted axis gave pieces of the wrong axis (a constant
+    cotangent of sum(concatenate([x, C]))): fuzz seed 2601781, issue 28."""
+    c = b.full(c)
     value, r = _static(axis, op.prim), b.rank(c)
     if value is None:
         raise Unbatchable("`concat_bar` of the flattened arrays")
@@ -480,6 +484,7 @@ def _concat_bar(b, op, c, arrays, axis):
 
 
 def _stack_bar(b, op, c, arrays, axis):
+    c = b.full(c)  # (as _concat_bar)
     a = _axes(_static(axis, op.prim), b.rank(c))[0]
     for i, out in enumerate(op.outs):
         b.keep(Op("getitem", (), (out,), op.loc), c, Const((slice(None),) * (a + 1) + (i,)))

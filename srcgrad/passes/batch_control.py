@@ -233,11 +233,23 @@ def _select(b, op, pred, then, other):
         batch_ops(b, block.ops)
         values.append([b._map(r) for r in block.results])  # noqa: SLF001
     for o, x, y in zip(op.outs, *values):
+        if _is_none(x) != _is_none(y):
+            # a value one branch leaves None: a gradient's saved value of the branch not
+            # taken (`multiply_saved = None`), read only under the same test, where the
+            # other branch is chosen per example: the merged value is the other's (`None`
+            # tests were decided before batching: decide_none_tests). sg.vmap(sg.grad(f))
+            # of an `if` on data crashed on `1.0 * None` (fuzz seed 2700169, issue 28)
+            b.rename[o] = y if _is_none(x) else x
+            continue
         _same_shape(b, x, y)
         shape = b.shape(x)
         p = b.pad(pred, len(shape)) if len(shape) > b.rank(pred) else pred
         out = b.call("where", p, _full(b, x), _full(b, y), shape=shape)
         b.rename[o] = out
+
+
+def _is_none(x) -> bool:
+    return isinstance(x, Const) and x.value is None
 
 
 def _all_ops(ops):

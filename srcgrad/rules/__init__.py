@@ -91,4 +91,12 @@ def _index(rules: dict):
             by_method[rule.method] = rule.name
         if rule.attribute:
             by_attr[rule.attribute] = rule.name
+    for dunder, name in _OPERATOR_METHODS.items():  # `x.__mul__(y)` is `x * y` (issue 28)
+        if name in rules:
+            by_method.setdefault(dunder, name)
     return by_id, by_method, by_attr
+
+
+_OPERATOR_METHODS = {"__neg__": "negative", "__abs__": "abs", "__add__": "add",
+                     "__sub__": "subtract", "__mul__": "multiply", "__truediv__": "divide",
+                     "__pow__": "power", "__matmul__": "matmul"}

@@ -342,7 +342,7 @@ defrule("divide", "x, y", "x / y", targets=("numpy.divide", "numpy.true_divide")
         vjp={"x": _ub("g / y", "x"), "y": _ub("-(g / y) * x / y", "y")},
         jvp={"x": "x_t / y", "y": "-y_t * ans / y"})
 
-defrule("power", "x, y", "x ** y", targets=("numpy.power",), elementwise=True,
+defrule("power", "x, y", "x ** y", targets=("numpy.power", "builtins.pow"), elementwise=True,
         vjp={"x": _ub("g * y * x ** (y - 1 + (y == 0))", "x"),
              "y": _ub("g * ans * xp.where(x == 0, 0, xp.log(xp.where(x == 0, 1, x)))", "y")},
         jvp={"x": "x_t * y * x ** (y - 1 + (y == 0))",

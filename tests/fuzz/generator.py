@@ -22,6 +22,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from tests.fuzz import boundary
+
 FLOAT = "float"  # the type of a Python float
 DIMS = (1, 2, 3, 4)
 
@@ -174,8 +176,12 @@ FUNCTION_FORMULAS = [
 class Generator:
     """One program: `Generator(seed).program()`."""
 
-    def __init__(self, seed: int, max_stmts: int = 6, max_depth: int = 3):
+    def __init__(self, seed: int, max_stmts: int = 6, max_depth: int = 3, boundary_share: float = 0.0):
         self.seed = seed
+        # issue 28's index objects and call forms (tests/fuzz/boundary.py), drawn only where
+        # the share is set (Note [Boundary share]): a seventh stream
+        self.boundary = random.Random(seed ^ 0xB0DA28)
+        self.boundary_share = boundary_share
         self.rng = random.Random(seed)
         # Note [Idiom spellings]: other spellings of a construct (np.hstack for a
         # concatenate, np.add.at for a `+=` write, ...) are drawn from their own stream,
@@ -320,6 +326,9 @@ class Generator:
         form = self.pick(UNARY)
         if self.sweep.random() < 0.15:  # an issue-29 sweep row instead (sweep_unary)
             form = self.sweep.choice(sweep_unary("{0}", s))
+        if self.boundary_share and self.boundary.random() < self.boundary_share / 2:
+            self.features.add("index_form")
+            form = self.boundary.choice(boundary.index_unary(s))
         text = form.format(self.expr(s, depth))
         return text if text.startswith("np.") and text.endswith(")") else f"({text})"
 
@@ -346,6 +355,9 @@ class Generator:
             form = self.pick(REDUCE_ALL)
             if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
                 form = self.sweep.choice(SWEEP_REDUCE_ALL)
+            if self.boundary_share and self.boundary.random() < self.boundary_share:
+                self.features.add("index_form")
+                form = self.boundary.choice(boundary.index_reduce_all())
             return form.format(e=self.expr(inner, depth))
         if len(s) >= 3:
             return None
@@ -361,6 +373,9 @@ class Generator:
         form = self.pick(REDUCE_AXIS)
         if self.sweep.random() < 0.15:  # an issue-29 sweep row instead
             form = self.sweep.choice(SWEEP_REDUCE_AXIS)
+        if self.boundary_share and self.boundary.random() < self.boundary_share:
+            self.features.add("index_form")
+            form = self.boundary.choice(boundary.index_reduce_axis())
         return form.format(e=self.expr(inner, depth), k=axis)
 
     def known_dim(self, s: tuple, axis: int) -> int:
@@ -1088,5 +1103,13 @@ class Generator:
         return Program(self.seed, source, "f", args, self.output, set(self.features))
 
 
-def generate(seed: int) -> Program:
-    return Generator(seed).program()
+def generate(seed: int, boundary_share: float | None = None) -> Program:
+    """Seed's program; with a boundary share (default: $SRCGRAD_FUZZ_BOUNDARY, Note
+    [Boundary share]) some seeds call a random table row and others draw index objects
+    and call forms (tests/fuzz/boundary.py)."""
+    share = boundary.share() if boundary_share is None else boundary_share
+    if share and random.Random(seed ^ 0xB0DA).random() < share * boundary.ROW_SHARE_OF_BOUNDARY:
+        program = boundary.row_program(seed)
+        if program is not None:
+            return program
+    return Generator(seed, boundary_share=share).program()

@@ -52,7 +52,7 @@ TRANSFORMS = ("value_and_grad", "grad", "vjp", "jvp", "vjp_hooks", "jacobian", "
 # Run only when asked (check(extra=...)): benchmarks/fuzz.py asks for them, the CI slice
 # does not (its programs must all pass, and the Array API legitimately refuses some of
 # them: a gather's scatter-add, einsum, pad). "array_api": run_array_api.
-OPT_IN = ("array_api",)
+OPT_IN = ("array_api", "nested", "complex")  # the last two: tests/fuzz/compose.py
 EPS = (1e-6, 1e-4)  # the two central-difference steps
 HESSIAN_EPS = (1e-3, 1e-4)  # the two steps of the second differences (rounding / e**2)
 RTOL, ATOL = 1e-4, 1e-6
@@ -789,6 +789,13 @@ RUNNERS = {"value_and_grad": run_value_and_grad, "grad": run_grad, "vjp": run_vj
            "array_api": run_array_api}
 
 
+def runner(name):
+    """RUNNERS' or tests/fuzz/compose.py's (imported here: it uses this module's helpers)."""
+    from tests.fuzz import compose
+
+    return RUNNERS.get(name) or compose.RUNNERS[name]
+
+
 def applicable(program, extra=()) -> list:
     """The transforms that apply to the program: the default ones and those of `extra`
     (OPT_IN). array_api is sg.grad's (a scalar output), of array and float arguments only:
@@ -805,7 +812,9 @@ def applicable(program, extra=()) -> list:
             names.remove("hessian")
     if program.output == "tuple":
         names.remove("jacobian")
-    return names
+    from tests.fuzz import compose
+
+    return [n for n in names if n not in compose.RUNNERS or compose.applies(n, program)]
 
 
 # ---------------------------------------------------------------------- one program
@@ -886,7 +895,7 @@ def _run_transform(name, fn, program, refs, order, timeout) -> Failure | None:
         call = "first call" if n == 0 else "second call"
         try:
             with time_limit(timeout):
-                RUNNERS[name](state, fn, program, refs[key])
+                runner(name)(state, fn, program, refs[key])
         except Hang:
             return Failure("hang", name, call, f"over {timeout:g} s")
         except Wrong as e:
