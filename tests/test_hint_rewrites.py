@@ -105,6 +105,12 @@ PROGRAM = textwrap.dedent('''
         assert np.sum(x) >= 0.0, "negative"
         return np.sum(np.sin(x))
 
+    def bad_reduce_with_dtype(x):
+        return np.sum(np.add.reduce(np.sin(x), 0, np.float64))  # HERE
+
+    def good_reduce_with_dtype(x):
+        return np.sum(np.add.reduce(np.sin(x), 0))
+
     def bad_filter_on_data(x):
         return sum(filter(lambda v: v > 0.5, [x[0], x[1]]))  # HERE
 
@@ -1277,6 +1283,8 @@ ROWS = [
         "inside `try`", "assign the result to a name inside the `try`", "good_try"),
     Row(("frontend/python_forms.py", "`raise` on a path that depends on array values"),
         "bad_raise", "`raise` on a path", "`assert np.all(x > 0), 'x must be positive'`", "good_raise"),
+    Row(("frontend/idioms.py", "ufunc.reduce with `dtype` or `out`"),
+        "bad_reduce_with_dtype", "ufunc.reduce with `dtype`", "leave them out", "good_reduce_with_dtype"),
     Row(("frontend/python_forms.py", "`filter()` with a test on array values"),
         "bad_filter_on_data", "`filter()` with a test", "`np.where`", "good_filter_on_data"),
     Row(("frontend/python_forms.py", "`{}()` of a computed array or number"),
@@ -1562,6 +1570,8 @@ EXEMPT = {
      "not supported yet; sg.grad and sg.value_and_grad of a vmap also need a scalar output, "
      "and a vmap's has the batch axis"): VMAP,
     ("pipeline/vmap.py", "sg.vmap of a {}: {}: `{}` has no batched form yet (in {}())"): VMAP,
+    ("frontend/idioms.py", "`np.{}`'s ufunc.reduce call ({})"):
+        "a call NumPy's reduce refuses too (its own TypeError text); the hint shows the form",
     ("frontend/control.py", "srcgrad's generated code of a loop's derivative cannot be traced "
      "again (its loop keeps a tape)"): COMPOSED,
     ("pipeline/vmap.py", "sg.vmap: a result of kind {} is not supported yet"): VMAP,

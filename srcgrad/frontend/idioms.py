@@ -163,7 +163,7 @@ def _ufunc_reduce(tracer, name, args, kwargs, node):
         bound = sig.bind(*args, **kwargs)
     except TypeError as err:
         tracer.fail(node, f"`np.{name}`'s ufunc.reduce call ({err})",
-                    "write `np.<ufunc>.reduce(x, axis, keepdims=...)`")
+                    "write `np.add.reduce(x, axis=0, keepdims=False)` (any ufunc with a rule)")
     bound.apply_defaults()
     a = bound.arguments
     if any(not (a[k] is None or isinstance(a[k], Const) and a[k].value is None)
