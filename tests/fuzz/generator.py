@@ -22,7 +22,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from tests.fuzz import boundary
+from tests.fuzz import boundary, surface_forms
 
 FLOAT = "float"  # the type of a Python float
 DIMS = (1, 2, 3, 4)
@@ -1103,11 +1103,18 @@ class Generator:
         return Program(self.seed, source, "f", args, self.output, set(self.features))
 
 
+# Of the boundary seeds, the share drawing one of issue 29 §2's Python-surface forms
+# (tests/fuzz/surface_forms.py: try/except, comprehensions, star unpacking, methods, ...)
+SURFACE_SHARE_OF_BOUNDARY = 0.15
+
+
 def generate(seed: int, boundary_share: float | None = None) -> Program:
     """Seed's program; with a boundary share (default: $SRCGRAD_FUZZ_BOUNDARY, Note
     [Boundary share]) some seeds call a random table row and others draw index objects
     and call forms (tests/fuzz/boundary.py)."""
     share = boundary.share() if boundary_share is None else boundary_share
+    if share and random.Random(seed ^ 0x5F29).random() < share * SURFACE_SHARE_OF_BOUNDARY:
+        return Program(**surface_forms.surface_program(random.Random(seed), seed))
     if share and random.Random(seed ^ 0xB0DA).random() < share * boundary.ROW_SHARE_OF_BOUNDARY:
         program = boundary.row_program(seed)
         if program is not None:

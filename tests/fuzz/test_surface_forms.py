@@ -36,3 +36,16 @@ def test_surface_program_gives_the_generators_program_fields():
     p = surface_program(random.Random(5), 5)
     assert set(p) == {"seed", "source", "entry", "args", "output", "features"}
     assert "def f(" in p["source"] and "{c}" not in p["source"]
+
+
+
+def test_the_generator_draws_the_surface_forms_at_its_boundary_share():
+    from tests.fuzz.generator import generate
+
+    def forms_drawn(share):
+        heads = {form.name: form.source.split("{c}")[0].lstrip()[:60] for form in SURFACE_FORMS}
+        sources = [generate(seed, boundary_share=share).source for seed in range(200)]
+        return {name for name, head in heads.items() for src in sources if src.startswith(head)}
+
+    assert len(forms_drawn(1.0)) >= 3  # several forms join the campaign's grammar
+    assert not forms_drawn(0.0)  # the CI slice's seeds (no boundary share) keep their programs
