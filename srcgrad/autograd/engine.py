@@ -25,6 +25,7 @@ recorded, so the result can be differentiated again (Note [One node per op]).
 from __future__ import annotations
 
 import operator
+import sys
 import warnings
 
 import numpy
@@ -46,6 +47,7 @@ from srcgrad.autograd.tensor import Tensor
 __all__ = ["backward", "grad"]
 
 _STATE = grad_mode.STATE
+_ndarray = numpy.ndarray
 INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
 
 CREATE_GRAPH_WARNING = (
@@ -257,11 +259,13 @@ class _Task:
 
 
 def _discover(root_nodes) -> tuple:
-    """(deps, seen): per node the number of edges into it from nodes reachable from the
-    roots, and the set of reachable nodes."""
+    """(deps, seen, ops): per node the number of edges into it from nodes reachable from
+    the roots, the set of reachable nodes, and those of them that are not AccumulateGrad
+    (the nodes the pass orders by sequence number)."""
     deps = {}
     seen = set(root_nodes)
     stack = list(seen)
+    ops = [n for n in stack if type(n) is not AccumulateGrad]
     get = deps.get
     while stack:
         for e in stack.pop()._next:
@@ -270,8 +274,10 @@ def _discover(root_nodes) -> tuple:
                 deps[child] = get(child, 0) + 1
                 if child not in seen:
                     seen.add(child)
-                    stack.append(child)
-    return deps, seen
+                    if type(child) is not AccumulateGrad:  # its _next is (): nothing to walk
+                        stack.append(child)
+                        ops.append(child)
+    return deps, seen, ops
 
 
 _seq = operator.attrgetter("_seq")
@@ -307,7 +313,7 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
     in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last
     edge into it has delivered."""
     root_nodes = [n for n, _ in roots]
-    deps, seen = _discover(root_nodes)
+    deps, seen, ops = _discover(root_nodes)
     task = _Task()
     task.deps = deps
     task.roots = set(root_nodes)
@@ -316,7 +322,8 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
     needed = task.needed
     capture_nodes = {n for n, _ in captures}
     plain = needed is None and not captures and INSTRUMENT is None
-    order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
+    ops.sort(key=_seq, reverse=True)
+    order = ops
     stack = task_stack()
     stack.append(task)
     prev_mode = _STATE.grad_enabled
@@ -375,8 +382,13 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
 
 
 def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
-    """The loop of a pass with no inputs= and no captures (backward() of everything)."""
+    """The loop of a pass with no inputs= and no captures (backward() of everything).
+    An op node of a table row without hooks, saved-tensor packing or a changed saved
+    tensor runs its kernel here directly: node_backward's and release's steps for that
+    case, written out (they run once per node of every pass)."""
     pop, get = buffers.pop, buffers.get
+    kernels = sys.modules.get("srcgrad.kernels")  # not imported: no row kernel exists yet
+    row_kernel = kernels.OpKernel if kernels is not None else None
     for node in order:
         buf = pop(node, None)
         if buf is None:
@@ -384,10 +396,24 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
         else:
             if node._tpre is None and node._retain is None and node._pre is None \
                     and node._post is None:  # an op node without hooks
-                out = node_backward(node, buf, create_graph)
+                kernel = node._kernel
+                saved = node._saved
+                if type(kernel) is row_kernel and not create_graph and saved is not None \
+                        and node._nout == 1 and node._packed is None \
+                        and kernel.rule not in ZERO_DERIVATIVE_ROWS \
+                        and _versions_unchanged(node._versions):
+                    out = kernel.backward(saved, buf[0])
+                    if not retain_graph:  # OpNode.release
+                        for v in saved:
+                            if type(v) is _ndarray:
+                                node._saved = node._operands = None
+                                break
+                    buf = None
+                else:
+                    out = node_backward(node, buf, create_graph)
             else:
                 out = _process(node, buf, True, create_graph, accumulate, {}, None)
-            if not retain_graph:
+            if buf is not None and not retain_graph:
                 node.release()  # torch frees a node's saved tensors once it ran
         k = -1
         for e in node._next:
@@ -409,6 +435,15 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                 if d == 0 and child in buffers:
                     _run_accumulate(child, pop(child), True, None, (), create_graph, accumulate,
                                     {}, None)
+
+
+def _versions_unchanged(versions) -> bool:
+    """Whether no saved tensor was changed in place or detach_()ed since it was saved."""
+    if versions is not None:
+        for v in versions:
+            if v is not None and (v[0].v != v[1] or v[3] is not None and v[3]._grad_fn is None):
+                return False
+    return True
 
 
 def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accumulate, captures,

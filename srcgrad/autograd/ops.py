@@ -20,9 +20,9 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd.node import _CLASSES, _RAW, node_class
-from srcgrad.autograd.tensor import Tensor, share_storage
-from srcgrad.contexts import current_hooks, hooks_active, mutation_allowed
+from srcgrad.autograd.node import _CLASSES, _RAW, _SEQ, node_class
+from srcgrad.autograd.tensor import Tensor, _Version, share_storage
+from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
 _STATE = grad_mode.STATE
 _ndarray = numpy.ndarray
@@ -108,33 +108,52 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
     if INSTRUMENT is not None and not hooked:
         return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []
-    record = False
-    for a in operands:
-        if type(a) is Tensor or isinstance(a, Tensor):
-            datas.append(a._data)
-            if a._rg:
-                record = True
-        else:
-            datas.append(a)
-    if record and _STATE.grad_enabled and not _STATE.inference:
-        active = tuple([(type(a) is Tensor or isinstance(a, Tensor)) and a._rg
-                        for a in operands])
-        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-        ans, saved = e.forward(*datas)
-        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
-            ans, saved = _owned(ans, saved)
-        out = _record(e, name, ans, saved, operands)
+    if _STATE.grad_enabled and not _STATE.inference:
+        # One pass over the operands gives the arrays, the active flags (the kernel's
+        # key) and the graph edges: an op records a node iff an operand requires grad.
+        active = []
+        edges = []
+        record = False
+        for a in operands:
+            if isinstance(a, Tensor):
+                datas.append(a._data)
+                if a._rg:
+                    record = True
+                    active.append(True)
+                    fn = a._grad_fn
+                    if fn is not None:
+                        edges.append((fn, a._output_nr))
+                    else:
+                        acc = a._acc() if a._acc is not None else None
+                        edges.append((acc if acc is not None else a.accumulator(), 0))
+                    continue
+            else:
+                datas.append(a)
+            active.append(False)
+            edges.append(None)
+        if record:
+            key = (rule, skey, tuple(active))
+            e = _KERNELS.get(key) or entry_for(rule, static, skey, key[2])
+            ans, saved = e.forward(*datas)
+            if not e.view and type(ans) is _ndarray and _aliases(ans, datas[0]):
+                ans, saved = _owned(ans, saved)
+            out = _record(e, name, ans, saved, operands, tuple(edges))
+            if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
+                DUAL.hook(rule, static, skey, operands, out)
+            return out
     else:
-        active = _INACTIVE[len(operands)]
-        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-        ans, _ = e.forward(*datas)
-        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
-            ans = ans.copy()
-        if type(ans) is tuple:
-            out = tuple(_plain(a, operands, e) for a in ans)
-        else:
-            out = _plain(ans, operands, e)
-    if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
+        for a in operands:
+            datas.append(a._data if isinstance(a, Tensor) else a)
+    e = _KERNELS.get((rule, skey, _INACTIVE[len(operands)])) or entry_for(
+        rule, static, skey, _INACTIVE[len(operands)])
+    ans, _ = e.forward(*datas)
+    if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
+        ans = ans.copy()
+    if type(ans) is tuple:
+        out = tuple(_plain(a, operands, e) for a in ans)
+    else:
+        out = _plain(ans, operands, e)
+    if DUAL.hook is not None:
         DUAL.hook(rule, static, skey, operands, out)
     return out
 
@@ -205,35 +224,44 @@ def _edge(a):
     return None
 
 
-def _record(e: _Entry, name: str, ans, saved, operands):
+_new = object.__new__
+
+
+def _record(e: _Entry, name: str, ans, saved, operands, edges):
     cls = _CLASSES.get(name) or node_class(name)
-    edges = []
-    for a in operands:
-        if (type(a) is Tensor or isinstance(a, Tensor)) and a._rg:
-            fn = a._grad_fn
-            if fn is not None:
-                edges.append((fn, a._output_nr))
-            else:
-                acc = a._acc() if a._acc is not None else None
-                edges.append((acc if acc is not None else a.accumulator(), 0))
-        else:
-            edges.append(None)
-    edges = tuple(edges)
+    keep = operands if e.keep_operands else None
     if type(ans) is not tuple:  # one output: the common case, no loops
         if type(ans) is not _ndarray:
             ans = _asarray(ans)
-        node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges, 1,
-                   ((ans.shape, ans.dtype),))
-        diff = ans.dtype.kind in "fc"
-        out = Tensor._make(ans, diff, node if diff else None, 0)
+        # OpNode.__init__ and Tensor._make written out: this runs once per recorded op
+        node = _new(cls)
+        node._next = edges
+        node._seq = next(_SEQ)
+        node._name = name
+        node._kernel = e.kernel
+        node._saved = saved
+        node._operands = keep
+        node._versions = None
+        node._nout = 1
+        node._meta_out = ((ans.shape, ans.dtype),)
+        out = _new(Tensor)
+        out._data = ans
+        out._output_nr = 0
+        out._vc = _new_version()
+        if ans.dtype.kind in "fc":
+            out._rg = True
+            out._grad_fn = node
+        else:
+            out._rg = False
+            out._grad_fn = None
         if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
             share_storage(out, operands[0])
         if e.track:
             _track_saved(node, e, saved, operands, (out,))
         return out
     outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
-    node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges,
-               len(outs_data), tuple((a.shape, a.dtype) for a in outs_data))
+    node = cls(name, e.kernel, saved, keep, edges, len(outs_data),
+               tuple((a.shape, a.dtype) for a in outs_data))
     outs = []
     for k, a in enumerate(outs_data):
         diff = a.dtype.kind in "fc"
@@ -245,6 +273,12 @@ def _record(e: _Entry, name: str, ans, saved, operands):
     if e.track:
         _track_saved(node, e, saved, operands, outs)
     return tuple(outs)
+
+
+def _new_version():
+    v = _new(_Version)
+    v.v = 0
+    return v
 
 
 def _track_saved(node, e, saved, operands, outs):
@@ -263,18 +297,20 @@ def _track_saved(node, e, saved, operands, outs):
             if versions is None:
                 versions = [None] * e.nsaved
             fn = a._grad_fn  # (counter, version, producer, tensor to watch for detach_())
-            versions[j] = (a._vc, a._vc.v, None, None) if fn is None else (
-                a._vc, a._vc.v, (fn, a._output_nr), a)
+            vc = a._vc
+            versions[j] = (vc, vc.v, None, None) if fn is None else (
+                vc, vc.v, (fn, a._output_nr), a)
     for j, k in e.saved_out:
         if versions is None:
             versions = [None] * e.nsaved
         t = outs[k]
         versions[j] = (t._vc, t._vc.v, (node, k), None)
     node._versions = versions
-    if hooks_active():
-        _pack_all(node, e, saved, operands, outs, current_hooks())
-    elif mutation_allowed() is not None:  # clone-on-write of saved tensors (graph.py)
-        _pack_all(node, e, saved, operands, outs, mutation_allowed().eager_hooks())
+    if SPECIAL_MODES[0]:  # a saved-tensor hooks or allow-mutation context is open somewhere
+        if hooks_active():
+            _pack_all(node, e, saved, operands, outs, current_hooks())
+        elif mutation_allowed() is not None:  # clone-on-write of saved tensors (graph.py)
+            _pack_all(node, e, saved, operands, outs, mutation_allowed().eager_hooks())
 
 
 def _pack_all(node, e, saved, operands, outs, hooks):
