@@ -25,7 +25,6 @@ recorded, so the result can be differentiated again (Note [One node per op]).
 from __future__ import annotations
 
 import operator
-import sys
 import warnings
 
 import numpy
@@ -41,6 +40,7 @@ from srcgrad.autograd.node import (
     torch_dtype,
     torch_size,
 )
+from srcgrad.autograd.ops import ZERO_DERIVATIVE_ROWS
 from srcgrad.autograd.saved import saved_value
 from srcgrad.autograd.tensor import Tensor
 
@@ -196,6 +196,13 @@ def _arr(g):
 
 def _roots(tensors, grad_tensors, create_graph) -> tuple:
     """(root edges, root gradients) with torch's checks and implicit ones."""
+    if grad_tensors is None and type(tensors) is Tensor and tensors._rg:  # loss.backward()
+        data = tensors._data
+        if data.ndim == 0 and data.dtype.kind != "c":
+            fn = tensors._grad_fn
+            value = numpy.array(1, data.dtype)  # ones_like's value, without its wrappers
+            return ([(tensors.accumulator(), 0) if fn is None else (fn, tensors._output_nr)],
+                    [Tensor._make(value) if create_graph else value])
     tensors = _sequence(tensors)
     if grad_tensors is None:
         grads = (None,) * len(tensors)
@@ -383,38 +390,44 @@ def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures
 
 def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
     """The loop of a pass with no inputs= and no captures (backward() of everything).
-    An op node of a table row without hooks, saved-tensor packing or a changed saved
-    tensor runs its kernel here directly: node_backward's and release's steps for that
-    case, written out (they run once per node of every pass)."""
+    An op node with a `_bwd` (a one-output table row) and no hooks, saved-tensor packing
+    or changed saved tensor runs its kernel here directly, and a leaf without hooks gets
+    its first `.grad` here: node_backward's, release's and accumulate's steps for those
+    cases, written out (they run once per node of every pass)."""
     pop, get = buffers.pop, buffers.get
-    kernels = sys.modules.get("srcgrad.kernels")  # not imported: no row kernel exists yet
-    row_kernel = kernels.OpKernel if kernels is not None else None
     for node in order:
         buf = pop(node, None)
         if buf is None:
             out = None  # no gradient reached it
-        else:
-            if node._tpre is None and node._retain is None and node._pre is None \
-                    and node._post is None:  # an op node without hooks
-                kernel = node._kernel
-                saved = node._saved
-                if type(kernel) is row_kernel and not create_graph and saved is not None \
-                        and node._nout == 1 and node._packed is None \
-                        and kernel.rule not in ZERO_DERIVATIVE_ROWS \
-                        and _versions_unchanged(node._versions):
-                    out = kernel.backward(saved, buf[0])
-                    if not retain_graph:  # OpNode.release
-                        for v in saved:
-                            if type(v) is _ndarray:
-                                node._saved = node._operands = None
-                                break
-                    buf = None
-                else:
-                    out = node_backward(node, buf, create_graph)
+        elif node._tpre is None and node._retain is None and node._pre is None \
+                and node._post is None:  # a node without hooks
+            bwd = node._bwd if not create_graph else None
+            saved = node._saved
+            if bwd is not None and saved is not None and node._packed is None:
+                versions = node._versions
+                if versions is not None:
+                    for v in versions:  # changed in place or detach_()ed since saved?
+                        if v is not None and (v[0].v != v[1] or v[3] is not None
+                                              and v[3]._grad_fn is None):
+                            bwd = None  # node_backward raises torch's error
+                            break
             else:
-                out = _process(node, buf, True, create_graph, accumulate, {}, None)
-            if buf is not None and not retain_graph:
-                node.release()  # torch frees a node's saved tensors once it ran
+                bwd = None
+            if bwd is not None:
+                out = bwd(saved, buf[0])
+                if not retain_graph:  # OpNode.release
+                    for v in saved:
+                        if type(v) is _ndarray:
+                            node._saved = node._operands = None
+                            break
+            else:
+                out = node_backward(node, buf, create_graph)
+                if not retain_graph:
+                    node.release()  # torch frees a node's saved tensors once it ran
+        else:
+            out = _process(node, buf, True, create_graph, accumulate, {}, None)
+            if not retain_graph:
+                node.release()
         k = -1
         for e in node._next:
             k += 1
@@ -422,28 +435,38 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                 continue
             child, nr = e
             g = None if out is None else out[k]
-            if g is not None:
+            if type(child) is AccumulateGrad:  # nr is 0
+                d = deps[child] - 1
+                deps[child] = d
+                cbuf = get(child)
+                if d:  # more edges to come: keep the sum
+                    if g is not None:
+                        if cbuf is None:
+                            buffers[child] = [g]
+                        else:
+                            cbuf[0] = g if cbuf[0] is None else cbuf[0] + g
+                    continue
+                if cbuf is not None:
+                    del buffers[child]
+                    if g is not None:
+                        cbuf[0] = g if cbuf[0] is None else cbuf[0] + g
+                    g = cbuf[0]
+                elif g is None:
+                    continue  # no gradient reached the leaf
+                var = child.variable
+                if not create_graph and var._grad is None and var._hooks is None \
+                        and var._post_hooks is None and child._pre is None and child._post is None:
+                    if accumulate and g is not None:  # accumulate()'s first .grad
+                        var._grad = Tensor._make(_acc.layout_copy(var._data, g))
+                else:
+                    _run_accumulate(child, [g], True, None, (), create_graph, accumulate, {}, None)
+            elif g is not None:
                 cbuf = get(child)
                 if cbuf is None:
                     cbuf = buffers[child] = [None] * child.n_outputs()
                     cbuf[nr] = g
                 else:
                     cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
-            if type(child) is AccumulateGrad:
-                d = deps[child] - 1
-                deps[child] = d
-                if d == 0 and child in buffers:
-                    _run_accumulate(child, pop(child), True, None, (), create_graph, accumulate,
-                                    {}, None)
-
-
-def _versions_unchanged(versions) -> bool:
-    """Whether no saved tensor was changed in place or detach_()ed since it was saved."""
-    if versions is not None:
-        for v in versions:
-            if v is not None and (v[0].v != v[1] or v[3] is not None and v[3]._grad_fn is None):
-                return False
-    return True
 
 
 def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accumulate, captures,
@@ -506,11 +529,6 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
     return out
 
 
-# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
-# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
-# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
-# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused).
-ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint"})
 
 
 def node_backward(node, cts, create_graph) -> tuple:

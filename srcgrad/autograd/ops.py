@@ -25,8 +25,10 @@ from srcgrad.autograd.tensor import Tensor, _Version, share_storage
 from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
 _STATE = grad_mode.STATE
+_INFERENCE_SEEN = grad_mode.INFERENCE_SEEN
 _ndarray = numpy.ndarray
 _asarray = numpy.asarray
+_new = object.__new__
 _KERNELS: dict = {}  # (rule, static key, active) -> _Entry
 _NO_STATIC: dict = {}
 SEQUENCE_COUNT = "#arrays"
@@ -37,15 +39,25 @@ VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose"
                         "broadcast_to", "split"})  # flip: a copy in torch
 
 
+# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
+# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
+# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
+# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused). The engine's
+# node_backward gives those zeros; such a node has no _bwd.
+ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint"})
+
+
 class _Entry:
     """A kernel and the facts the per-op path reads from its saved_from."""
 
     __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view",
-                 "track")
+                 "track", "backward")
 
     def __init__(self, kernel, view):
         self.kernel = kernel
         self.forward = kernel.forward
+        # what a node's _bwd is: the engine's plain loop calls it (Note [One node per op])
+        self.backward = None if kernel.rule in ZERO_DERIVATIVE_ROWS else kernel.backward
         sf = kernel.saved_from
         self.nsaved = len(sf)
         self.saved_in = tuple((j, i) for j, (kind, i) in enumerate(sf) if kind == "input")
@@ -108,7 +120,7 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
     if INSTRUMENT is not None and not hooked:
         return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []
-    if _STATE.grad_enabled and not _STATE.inference:
+    if _STATE.grad_enabled and not (_INFERENCE_SEEN[0] and _STATE.inference):
         # One pass over the operands gives the arrays, the active flags (the kernel's
         # key) and the graph edges: an op records a node iff an operand requires grad.
         active = []
@@ -135,9 +147,43 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
             key = (rule, skey, tuple(active))
             e = _KERNELS.get(key) or entry_for(rule, static, skey, key[2])
             ans, saved = e.forward(*datas)
-            if not e.view and type(ans) is _ndarray and _aliases(ans, datas[0]):
+            if type(ans) is not _ndarray:
+                if type(ans) is tuple:
+                    out = _record(e, name, ans, saved, operands, tuple(edges))
+                    if DUAL.hook is not None:
+                        DUAL.hook(rule, static, skey, operands, out)
+                    return out
+                ans = _asarray(ans)
+            elif not e.view and (ans is datas[0] or ans.base is not None) \
+                    and _aliases(ans, datas[0]):
                 ans, saved = _owned(ans, saved)
-            out = _record(e, name, ans, saved, operands, tuple(edges))
+            # _record's one-output case, with OpNode.__init__ and Tensor._make written
+            # out: this runs once per recorded op
+            node = _new(_CLASSES.get(name) or node_class(name))
+            node._next = tuple(edges)
+            node._seq = next(_SEQ)
+            node._name = name
+            node._kernel = e.kernel
+            node._saved = saved
+            node._operands = operands if e.keep_operands else None
+            node._versions = None
+            node._nout = 1
+            node._meta_out = ((ans.shape, ans.dtype),)
+            node._bwd = e.backward
+            out = _new(Tensor)
+            out._data = ans
+            out._output_nr = 0
+            out._vc = _Version()
+            if ans.dtype.kind in "fc":
+                out._rg = True
+                out._grad_fn = node
+            else:
+                out._rg = False
+                out._grad_fn = None
+            if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
+                share_storage(out, operands[0])
+            if e.track:
+                _track_saved(node, e, saved, operands, (out,))
             if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
                 DUAL.hook(rule, static, skey, operands, out)
             return out
@@ -202,7 +248,14 @@ def _owned(ans, saved):
 def _plain(ans, operands, e):
     if type(ans) is not _ndarray:
         ans = _asarray(ans)
-    t = Tensor._make(ans)
+    t = _new(Tensor)  # Tensor._make(ans) written out: once per op under no_grad
+    t._data = ans
+    t._rg = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._vc = _Version()
+    if _INFERENCE_SEEN[0] and _STATE.inference:
+        t._inference = True
     if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
         share_storage(t, operands[0])
     return t
@@ -224,41 +277,10 @@ def _edge(a):
     return None
 
 
-_new = object.__new__
-
-
 def _record(e: _Entry, name: str, ans, saved, operands, edges):
+    """The node of an op with several outputs (`apply` records a one-output op itself)."""
     cls = _CLASSES.get(name) or node_class(name)
     keep = operands if e.keep_operands else None
-    if type(ans) is not tuple:  # one output: the common case, no loops
-        if type(ans) is not _ndarray:
-            ans = _asarray(ans)
-        # OpNode.__init__ and Tensor._make written out: this runs once per recorded op
-        node = _new(cls)
-        node._next = edges
-        node._seq = next(_SEQ)
-        node._name = name
-        node._kernel = e.kernel
-        node._saved = saved
-        node._operands = keep
-        node._versions = None
-        node._nout = 1
-        node._meta_out = ((ans.shape, ans.dtype),)
-        out = _new(Tensor)
-        out._data = ans
-        out._output_nr = 0
-        out._vc = _new_version()
-        if ans.dtype.kind in "fc":
-            out._rg = True
-            out._grad_fn = node
-        else:
-            out._rg = False
-            out._grad_fn = None
-        if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
-            share_storage(out, operands[0])
-        if e.track:
-            _track_saved(node, e, saved, operands, (out,))
-        return out
     outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
     node = cls(name, e.kernel, saved, keep, edges, len(outs_data),
                tuple((a.shape, a.dtype) for a in outs_data))
@@ -275,19 +297,13 @@ def _record(e: _Entry, name: str, ans, saved, operands, edges):
     return tuple(outs)
 
 
-def _new_version():
-    v = _new(_Version)
-    v.v = 0
-    return v
-
-
 def _track_saved(node, e, saved, operands, outs):
     """Record versions of saved Tensors; pack them when saved-tensor hooks are active."""
     versions = None
     for j, i in e.saved_in:
         a = operands[i]
         if isinstance(a, Tensor):
-            if a._inference and not _STATE.inference:
+            if _INFERENCE_SEEN[0] and a._inference and not _STATE.inference:
                 raise RuntimeError(
                     "Inference tensors cannot be saved for backward. Please do not use Tensors "
                     "created in inference mode in computation tracked by autograd. To work around "
