@@ -20,7 +20,8 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd.node import _CLASSES, _RAW, _SEQ, node_class
+from srcgrad.autograd.node import _RAW, _SEQ, node_class
+from srcgrad.autograd.saved import add_saved_properties
 from srcgrad.autograd.tensor import Tensor, _Version, share_storage
 from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
@@ -51,13 +52,14 @@ class _Entry:
     """A kernel and the facts the per-op path reads from its saved_from."""
 
     __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view",
-                 "track", "backward")
+                 "track", "backward", "classes")
 
     def __init__(self, kernel, view):
         self.kernel = kernel
         self.forward = kernel.forward
         # what a node's _bwd is: the engine's plain loop calls it (Note [One node per op])
         self.backward = None if kernel.rule in ZERO_DERIVATIVE_ROWS else kernel.backward
+        self.classes = {}  # node name -> its class, with this kernel's saved properties
         sf = kernel.saved_from
         self.nsaved = len(sf)
         self.saved_in = tuple((j, i) for j, (kind, i) in enumerate(sf) if kind == "input")
@@ -66,6 +68,16 @@ class _Entry:
         self.view = view
         # whether a saved entry can be a tensor (a shape never is): versions, pack hooks
         self.track = any(kind != "shape" for kind, _ in sf)
+
+
+def node_class_for(e: _Entry, name: str) -> type:
+    """The node class `name` with `_saved_<name>` properties for e's kernel (Note [Saved
+    attributes as properties] in srcgrad.autograd.saved)."""
+    cls = e.classes.get(name)
+    if cls is None:
+        cls = e.classes[name] = node_class(name)
+        add_saved_properties(cls, e.kernel)
+    return cls
 
 
 def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
@@ -159,7 +171,7 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
                 ans, saved = _owned(ans, saved)
             # _record's one-output case, with OpNode.__init__ and Tensor._make written
             # out: this runs once per recorded op
-            node = _new(_CLASSES.get(name) or node_class(name))
+            node = _new(e.classes.get(name) or node_class_for(e, name))
             node._next = tuple(edges)
             node._seq = next(_SEQ)
             node._name = name
@@ -279,7 +291,7 @@ def _edge(a):
 
 def _record(e: _Entry, name: str, ans, saved, operands, edges):
     """The node of an op with several outputs (`apply` records a one-output op itself)."""
-    cls = _CLASSES.get(name) or node_class(name)
+    cls = node_class_for(e, name)
     keep = operands if e.keep_operands else None
     outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
     node = cls(name, e.kernel, saved, keep, edges, len(outs_data),
