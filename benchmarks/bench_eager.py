@@ -1,23 +1,33 @@
 """Per-op overhead of the eager runtime: a small MLP training step with sg.Tensor and
 .backward(), against the same step written by hand in NumPy and, when installed, in
-torch eager (CPU).
+torch eager (CPU, one thread), then a per-op table.
 
-    python benchmarks/bench_eager.py [--batch 8] [--hidden 16] [--repeat 2000]
+    python benchmarks/bench_eager.py [--batch 8] [--hidden 16] [--repeat 2000] [--no-ops]
 
 The MLP is 2 layers (x @ W1 + b1, tanh, @ W2 + b2, mean squared error): 8 recorded
 forward ops and their backward nodes. Times are the best of `--rounds` rounds of
 `--repeat` steps, the implementations taking turns within each round; "per op" divides
 a step's time by the number of ops (forward + backward).
+
+The per-op table times each op's forward alone and forward + backward (`out.backward(g)`
+with a gradient made once, so no extra op is recorded) on (batch, 16) float32 operands,
+for sg.Tensor and torch; "bwd" is the difference. The same code runs on both (`lib` is
+srcgrad or torch). Both run on one thread: torch.set_num_threads(1) here, and
+OMP/OPENBLAS/MKL_NUM_THREADS=1 set before NumPy loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before NumPy loads its BLAS: one thread, as torch's
 
-import srcgrad as sg
+import numpy as np  # noqa: E402
+
+import srcgrad as sg  # noqa: E402
 
 
 def make_data(batch, n_in, hidden, n_out, seed=0):
@@ -77,6 +87,7 @@ def main(argv=None):
     ap.add_argument("--outputs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-ops", action="store_true", help="skip the per-op table")
     args = ap.parse_args(argv)
     X, Y, values = make_data(args.batch, args.inputs, args.hidden, args.outputs)
     n_ops = 8 * 2  # forward ops (matmul, add, tanh, matmul, add, sub, pow, mean) + backward
@@ -101,7 +112,91 @@ def main(argv=None):
         print(f"  {name:15s} {t * 1e6:8.1f} us/step  {t * 1e6 / n_ops:6.2f} us/op")
     if torch is None:
         print("  torch eager     not installed")
+    if not args.no_ops:
+        op_table(args.batch, max(args.repeat // 2, 1), args.rounds, torch)
     return results
+
+
+# ---------------------------------------------------------------- the per-op table
+def _ops(batch):
+    """name -> (make(lib) -> operands, op(lib, *operands) -> Tensor); the same code on both."""
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((batch, 16)).astype(np.float32)
+    B = rng.standard_normal((batch, 16)).astype(np.float32)
+    W = rng.standard_normal((16, 16)).astype(np.float32)
+    T = rng.integers(0, 16, batch)
+    idx = np.array([0, batch - 1, 1], dtype=np.int64)
+
+    def leaves(*arrays):
+        return lambda lib: tuple(lib.tensor(a, requires_grad=True) for a in arrays)
+
+    def with_target(lib):
+        return (lib.tensor(A, requires_grad=True), lib.tensor(T))
+
+    def with_index(lib):
+        return (lib.tensor(A, requires_grad=True), lib.tensor(idx))
+
+    return {
+        "add": (leaves(A, B), lambda lib, a, b: a + b),
+        "mul": (leaves(A, B), lambda lib, a, b: a * b),
+        "matmul": (leaves(A, W), lambda lib, a, w: a @ w),
+        "tanh": (leaves(A), lambda lib, a: a.tanh()),
+        "relu": (leaves(A), lambda lib, a: a.relu()),
+        "sum": (leaves(A), lambda lib, a: a.sum()),
+        "mean": (leaves(A), lambda lib, a: a.mean()),
+        "sum(dim=1)": (leaves(A), lambda lib, a: a.sum(dim=1)),
+        "softmax": (leaves(A), lambda lib, a: a.softmax(dim=1)),
+        "log_softmax": (leaves(A), lambda lib, a: a.log_softmax(dim=1)),
+        "cross_entropy": (with_target, lambda lib, a, t: lib.nn.functional.cross_entropy(a, t)),
+        "a[1:5]": (leaves(A), lambda lib, a: a[1:5]),
+        "a[idx]": (with_index, lambda lib, a, i: a[i]),
+        "cat": (leaves(A, B), lambda lib, a, b: lib.cat([a, b], dim=0)),
+        "view": (leaves(A), lambda lib, a: a.view(-1)),
+        "reshape": (leaves(A), lambda lib, a: a.reshape(4, -1)),
+    }
+
+
+def _op_fns(lib, make, op):
+    operands = make(lib)
+    out = op(lib, *operands)
+    g = lib.ones_like(out)  # a gradient made once: backward(g) records no extra op
+
+    def forward():
+        return op(lib, *operands)
+
+    def both():
+        op(lib, *operands).backward(g)
+        for a in operands:
+            a.grad = None
+
+    return forward, both
+
+
+def op_table(batch, repeat, rounds, torch):
+    """Forward and forward + backward per op, sg.Tensor beside torch eager."""
+    libs = {"sg": sg}
+    if torch is not None:
+        libs["torch"] = torch
+    rows = []
+    for name, (make, op) in _ops(batch).items():
+        fns = {}
+        for label, lib in libs.items():
+            fns[label + " fwd"], fns[label + " f+b"] = _op_fns(lib, make, op)
+        t = timeit(fns, repeat, rounds)
+        rows.append((name, t))
+    print(f"\nPer op, batch {batch} (x16), float32, us (bwd = f+b - fwd):")
+    head = f"  {'op':14s} {'sg fwd':>7s} {'sg bwd':>7s} {'sg f+b':>7s}"
+    if torch is not None:
+        head += f" {'th fwd':>7s} {'th bwd':>7s} {'th f+b':>7s} {'ratio':>6s}"
+    print(head)
+    for name, t in rows:
+        sf, sb = t["sg fwd"] * 1e6, t["sg f+b"] * 1e6
+        line = f"  {name:14s} {sf:7.1f} {sb - sf:7.1f} {sb:7.1f}"
+        if torch is not None:
+            tf, tb = t["torch fwd"] * 1e6, t["torch f+b"] * 1e6
+            line += f" {tf:7.1f} {tb - tf:7.1f} {tb:7.1f} {sb / tb:5.2f}x"
+        print(line)
+    return rows
 
 
 if __name__ == "__main__":

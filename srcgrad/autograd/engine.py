@@ -31,6 +31,7 @@ import numpy
 
 from srcgrad.autograd import accumulate as _acc
 from srcgrad.autograd import grad_mode
+from srcgrad.autograd.engine_roots import _arr, _meta, _roots, _sequence
 from srcgrad.autograd.final_callbacks import pass_callbacks
 from srcgrad.autograd.node import (
     SECOND_TIME,
@@ -40,15 +41,16 @@ from srcgrad.autograd.node import (
     Node,
     ready_order,
     task_stack,
-    torch_dtype,
     torch_size,
 )
+from srcgrad.autograd.ops import ZERO_DERIVATIVE_ROWS
 from srcgrad.autograd.saved import saved_value
 from srcgrad.autograd.tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
 _STATE = grad_mode.STATE
+_ndarray = numpy.ndarray
 INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
 
 CREATE_GRAPH_WARNING = (
@@ -172,79 +174,6 @@ def _batched(outputs, seq, grad_outputs, retain_graph, create_graph):
     return results
 
 
-def _sequence(x) -> tuple:
-    if x is None:
-        return ()
-    if isinstance(x, (Tensor, GradientEdge)):
-        return (x,)
-    if isinstance(x, dict):
-        return tuple(x.values())
-    return tuple(x)
-
-
-def _meta(t) -> tuple:
-    """(shape, dtype) of an input: a Tensor, or the gradient an edge's node takes."""
-    if not isinstance(t, GradientEdge):
-        return t._data.shape, t._data.dtype
-    if isinstance(t.node, AccumulateGrad):
-        return t.node.variable._data.shape, t.node.variable._data.dtype
-    return t.node._meta_out[t.output_nr]
-
-
-def _arr(g):
-    return g._data if isinstance(g, Tensor) else numpy.asarray(g)
-
-
-def _roots(tensors, grad_tensors, create_graph) -> tuple:
-    """(root edges, root gradients) with torch's checks and implicit ones."""
-    tensors = _sequence(tensors)
-    if grad_tensors is None:
-        grads = (None,) * len(tensors)
-    elif isinstance(grad_tensors, (list, tuple)):
-        grads = tuple(grad_tensors)
-    else:
-        grads = (grad_tensors,)
-    if len(grads) != len(tensors):
-        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
-    edges, values = [], []
-    for i, (t, g) in enumerate(zip(tensors, grads)):
-        if g is None:
-            if t._rg:
-                if t._data.size != 1:
-                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if t._data.dtype.kind == "c":
-                    raise RuntimeError("grad can be implicitly created only for real scalar "
-                                       f"outputs but got {torch_dtype(t.dtype)}")
-            value = numpy.ones_like(t._data)
-        elif not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        else:
-            value = _check_grad(i, t, g, create_graph)
-        if not t._rg:
-            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
-                               "a grad_fn")
-        edges.append((t.accumulator(), 0) if t._grad_fn is None else (t._grad_fn, t._output_nr))
-        if create_graph and not isinstance(value, Tensor):
-            value = Tensor._make(value)
-        values.append(value)
-    return edges, values
-
-
-def _check_grad(i, t, g, create_graph):
-    if g.shape != t.shape:
-        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                           f"{torch_size(g.shape)} and output[{i}] has a shape of "
-                           f"{torch_size(t.shape)}.")
-    if (g.dtype.kind == "c") != (t.dtype.kind == "c"):
-        raise RuntimeError("For complex Tensors, both grad_output and output are required to have "
-                           f"the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
-                           f"{torch_dtype(g.dtype)} and output[{i}] has a dtype of "
-                           f"{torch_dtype(t.dtype)}.")
-    if create_graph:
-        return g if g.dtype == t.dtype else g.astype(t.dtype)
-    return g._data if g.dtype == t.dtype else g._data.astype(t.dtype)
-
-
 # ---------------------------------------------------------------- the pass
 class _Task:
     """One backward/grad pass (what register_multi_grad_hook asks about)."""
@@ -260,11 +189,13 @@ class _Task:
 
 
 def _discover(root_nodes) -> tuple:
-    """(deps, seen): per node the number of edges into it from nodes reachable from the
-    roots, and the set of reachable nodes."""
+    """(deps, seen, ops): per node the number of edges into it from nodes reachable from
+    the roots, the set of reachable nodes, and those of them that are not AccumulateGrad
+    (the nodes the pass orders by sequence number)."""
     deps = {}
     seen = set(root_nodes)
     stack = list(seen)
+    ops = [n for n in stack if type(n) is not AccumulateGrad]
     get = deps.get
     while stack:
         for e in stack.pop()._next:
@@ -273,8 +204,10 @@ def _discover(root_nodes) -> tuple:
                 deps[child] = get(child, 0) + 1
                 if child not in seen:
                     seen.add(child)
-                    stack.append(child)
-    return deps, seen
+                    if type(child) is not AccumulateGrad:  # its _next is (): nothing to walk
+                        stack.append(child)
+                        ops.append(child)
+    return deps, seen, ops
 
 
 _seq = operator.attrgetter("_seq")
@@ -319,7 +252,7 @@ def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, cap
     in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last
     edge into it has delivered."""
     root_nodes = [n for n, _ in roots]
-    deps, seen = _discover(root_nodes)
+    deps, seen, ops = _discover(root_nodes)
     task = _Task()
     task.deps = deps
     task.roots = set(root_nodes)
@@ -328,7 +261,8 @@ def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, cap
     needed = task.needed
     capture_nodes = {n for n, _ in captures}
     plain = needed is None and not captures and INSTRUMENT is None
-    order = sorted([n for n in seen if type(n) is not AccumulateGrad], key=_seq, reverse=True)
+    ops.sort(key=_seq, reverse=True)
+    order = ops
     if SEQUENCE_NRS_SET[0]:  # Note [Sequence numbers set by hand] in srcgrad.autograd.node
         order = ready_order(root_nodes, deps)
     stack = task_stack()
@@ -389,20 +323,45 @@ def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, cap
 
 
 def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
-    """The loop of a pass with no inputs= and no captures (backward() of everything)."""
+    """The loop of a pass with no inputs= and no captures (backward() of everything).
+    An op node with a `_bwd` (a one-output table row) and no hooks, saved-tensor packing
+    or changed saved tensor runs its kernel here directly, and a leaf without hooks gets
+    its first `.grad` here: node_backward's, release's and accumulate's steps for those
+    cases, written out (they run once per node of every pass)."""
     pop, get = buffers.pop, buffers.get
     for node in order:
         buf = pop(node, None)
         if buf is None:
             out = None  # no gradient reached it
-        else:
-            if node._tpre is None and node._retain is None and node._pre is None \
-                    and node._post is None:  # an op node without hooks
-                out = node_backward(node, buf, create_graph)
+        elif node._tpre is None and node._retain is None and node._pre is None \
+                and node._post is None:  # a node without hooks
+            bwd = node._bwd if not create_graph else None
+            saved = node._saved
+            if bwd is not None and saved is not None and node._packed is None:
+                versions = node._versions
+                if versions is not None:
+                    for v in versions:  # changed in place or detach_()ed since saved?
+                        if v is not None and (v[0].v != v[1] or v[3] is not None
+                                              and v[3]._grad_fn is None):
+                            bwd = None  # node_backward raises torch's error
+                            break
             else:
-                out = _process(node, buf, True, create_graph, accumulate, {}, None)
+                bwd = None
+            if bwd is not None:
+                out = bwd(saved, buf[0])
+                if not retain_graph:  # OpNode.release
+                    for v in saved:
+                        if type(v) is _ndarray:
+                            node._saved = node._operands = None
+                            break
+            else:
+                out = node_backward(node, buf, create_graph)
+                if not retain_graph:
+                    node.release()  # torch frees a node's saved tensors once it ran
+        else:
+            out = _process(node, buf, True, create_graph, accumulate, {}, None)
             if not retain_graph:
-                node.release()  # torch frees a node's saved tensors once it ran
+                node.release()
         k = -1
         for e in node._next:
             k += 1
@@ -410,19 +369,38 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                 continue
             child, nr = e
             g = None if out is None else out[k]
-            if g is not None:
+            if type(child) is AccumulateGrad:  # nr is 0
+                d = deps[child] - 1
+                deps[child] = d
+                cbuf = get(child)
+                if d:  # more edges to come: keep the sum
+                    if g is not None:
+                        if cbuf is None:
+                            buffers[child] = [g]
+                        else:
+                            cbuf[0] = g if cbuf[0] is None else cbuf[0] + g
+                    continue
+                if cbuf is not None:
+                    del buffers[child]
+                    if g is not None:
+                        cbuf[0] = g if cbuf[0] is None else cbuf[0] + g
+                    g = cbuf[0]
+                elif g is None:
+                    continue  # no gradient reached the leaf
+                var = child.variable
+                if not create_graph and var._grad is None and var._hooks is None \
+                        and var._post_hooks is None and child._pre is None and child._post is None:
+                    if accumulate and g is not None:  # accumulate()'s first .grad
+                        var._grad = Tensor._make(_acc.layout_copy(var._data, g))
+                else:
+                    _run_accumulate(child, [g], True, None, (), create_graph, accumulate, {}, None)
+            elif g is not None:
                 cbuf = get(child)
                 if cbuf is None:
                     cbuf = buffers[child] = [None] * child.n_outputs()
                     cbuf[nr] = g
                 else:
                     cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
-            if type(child) is AccumulateGrad:
-                d = deps[child] - 1
-                deps[child] = d
-                if d == 0 and child in buffers:
-                    _run_accumulate(child, pop(child), True, None, (), create_graph, accumulate,
-                                    {}, None)
 
 
 def _run_accumulate(node, buf, plain, needed, capture_nodes, create_graph, accumulate, captures,
@@ -485,14 +463,6 @@ def _process(node, buf, runs, create_graph, accumulate, captures, results, hooke
     return out
 
 
-# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
-# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
-# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
-# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused).
-# floor_divide too: remainder's backward `-g * (x // y)` is torch's
-# `-grad * self.div(other, rounding_mode="floor")`, whose derivative is zeros (issue 28).
-ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint",
-                                  "floor_divide"})
 
 
 def node_backward(node, cts, create_graph) -> tuple:

@@ -43,6 +43,11 @@ class _State(threading.local):
 
 
 STATE = _State()
+# Whether any thread ever entered inference_mode(True): until then no thread's
+# STATE.inference can be True, and the per-op path skips reading it (a thread-local
+# read costs as much as the rest of a Tensor's construction). Never reset: a program
+# that used inference mode once reads the thread's state from then on.
+INFERENCE_SEEN = [False]
 
 
 def is_grad_enabled() -> bool:
@@ -203,6 +208,8 @@ class inference_mode(_DecoratorContextManager, _SavedState):  # noqa: N801
 
     def __enter__(self):
         self._push()
+        if self.mode:
+            INFERENCE_SEEN[0] = True
         STATE.grad_enabled, STATE.inference = not self.mode, self.mode
 
     def __exit__(self, *exc):

@@ -27,10 +27,14 @@ def _binary(rule):
     name = node_name(rule)
 
     def op(self, other):
-        return apply(rule, _E, (), (self, _operand(other)), name)
+        if other.__class__ is not Tensor and isinstance(other, _SEQUENCES):
+            other = numpy.asarray(other)
+        return apply(rule, _E, (), (self, other), name)
 
     def rop(self, other):
-        return apply(rule, _E, (), (_operand(other), self), name)
+        if other.__class__ is not Tensor and isinstance(other, _SEQUENCES):
+            other = numpy.asarray(other)
+        return apply(rule, _E, (), (other, self), name)
 
     op.__name__, rop.__name__ = rule, "r" + rule
     return op, rop
@@ -56,6 +60,9 @@ def _operand(x):
     if isinstance(x, (list, tuple)):
         return numpy.asarray(x)
     return x
+
+
+_SEQUENCES = (list, tuple)  # what _operand converts (the operators test a Tensor first)
 
 
 def _unary(rule):

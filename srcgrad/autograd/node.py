@@ -80,6 +80,7 @@ class Node:
     # until then, so recording a node stores only what every node has.
     __slots__ = ("_next", "_seq", "__dict__", "__weakref__")
     _pre = _post = _tpre = _retain = _meta = None
+    _bwd = None  # an OpNode's slot (OpNode.__init__); every other node has none
 
     def __init__(self, next_edges: tuple, seq: int):
         self._next = next_edges  # per differentiable input: (node, output_nr) or None
@@ -180,10 +181,14 @@ _RAW = object()  # a saved entry that was not packed (a shape, a Python number)
 class OpNode(Node):
     """The node of one op: backward is the row's generated kernel (Note [One node per op])."""
 
-    __slots__ = ("_name", "_kernel", "_saved", "_operands", "_versions", "_nout", "_meta_out")
+    __slots__ = ("_name", "_kernel", "_saved", "_operands", "_versions", "_nout", "_meta_out",
+                 "_bwd")
     _packed = _unpack = None  # set (in the instance dict) when saved-tensor hooks pack
 
     def __init__(self, name, kernel, saved, operands, next_edges, nout, meta_out):
+        # the kernel's backward where the engine may call it directly (a one-output row
+        # whose gradient is not zeros_like: ops.apply sets it), else None
+        self._bwd = None
         self._next = next_edges
         self._seq = next(_SEQ)
         self._name = name

@@ -20,13 +20,16 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
-from srcgrad.autograd.node import _CLASSES, _RAW, node_class
-from srcgrad.autograd.tensor import Tensor, share_storage
-from srcgrad.contexts import current_hooks, hooks_active, mutation_allowed
+from srcgrad.autograd.node import _RAW, _SEQ, node_class
+from srcgrad.autograd.saved import add_saved_properties
+from srcgrad.autograd.tensor import Tensor, _Version, share_storage
+from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
 _STATE = grad_mode.STATE
+_INFERENCE_SEEN = grad_mode.INFERENCE_SEEN
 _ndarray = numpy.ndarray
 _asarray = numpy.asarray
+_new = object.__new__
 _KERNELS: dict = {}  # (rule, static key, active) -> _Entry
 _NO_STATIC: dict = {}
 SEQUENCE_COUNT = "#arrays"
@@ -37,15 +40,29 @@ VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose"
                         "broadcast_to", "split"})  # flip: a copy in torch
 
 
+# Piecewise-constant rows whose torch derivative is `zeros_like(grad)` (SignBackward0,
+# FloorBackward0, ...): their node gives a zero gradient, not an undefined one, so an
+# input reached only through them gets zeros (torch: `x.sign().sum().backward()` sets
+# x.grad to zeros; the gradient of abs's `g * sign(x)` is zeros, not unused). The engine's
+# node_backward gives those zeros; such a node has no _bwd. floor_divide too: remainder's
+# backward `-g * (x // y)` is torch's `-grad * self.div(other, rounding_mode="floor")`,
+# whose derivative is zeros (issue 28).
+ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint",
+                                  "floor_divide"})
+
+
 class _Entry:
     """A kernel and the facts the per-op path reads from its saved_from."""
 
     __slots__ = ("kernel", "forward", "saved_in", "saved_out", "keep_operands", "nsaved", "view",
-                 "track")
+                 "track", "backward", "classes")
 
     def __init__(self, kernel, view):
         self.kernel = kernel
         self.forward = kernel.forward
+        # what a node's _bwd is: the engine's plain loop calls it (Note [One node per op])
+        self.backward = None if kernel.rule in ZERO_DERIVATIVE_ROWS else kernel.backward
+        self.classes = {}  # node name -> its class, with this kernel's saved properties
         sf = kernel.saved_from
         self.nsaved = len(sf)
         self.saved_in = tuple((j, i) for j, (kind, i) in enumerate(sf) if kind == "input")
@@ -54,6 +71,16 @@ class _Entry:
         self.view = view
         # whether a saved entry can be a tensor (a shape never is): versions, pack hooks
         self.track = any(kind != "shape" for kind, _ in sf)
+
+
+def node_class_for(e: _Entry, name: str) -> type:
+    """The node class `name` with `_saved_<name>` properties for e's kernel (Note [Saved
+    attributes as properties] in srcgrad.autograd.saved)."""
+    cls = e.classes.get(name)
+    if cls is None:
+        cls = e.classes[name] = node_class(name)
+        add_saved_properties(cls, e.kernel)
+    return cls
 
 
 def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
@@ -123,33 +150,86 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
     if INSTRUMENT is not None and not hooked:
         return INSTRUMENT.apply(rule, static, skey, operands, name)
     datas = []
-    record = False
-    for a in operands:
-        if type(a) is Tensor or isinstance(a, Tensor):
-            datas.append(a._data)
-            if a._rg:
-                record = True
-        else:
-            datas.append(a)
-    if record and _STATE.grad_enabled and not _STATE.inference:
-        active = tuple([(type(a) is Tensor or isinstance(a, Tensor)) and a._rg
-                        for a in operands])
-        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-        ans, saved = e.forward(*datas)
-        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
-            ans, saved = _owned(ans, saved)
-        out = _record(e, name, ans, saved, operands)
+    if _STATE.grad_enabled and not (_INFERENCE_SEEN[0] and _STATE.inference):
+        # One pass over the operands gives the arrays, the active flags (the kernel's
+        # key) and the graph edges: an op records a node iff an operand requires grad.
+        active = []
+        edges = []
+        record = False
+        for a in operands:
+            if isinstance(a, Tensor):
+                datas.append(a._data)
+                if a._rg:
+                    record = True
+                    active.append(True)
+                    fn = a._grad_fn
+                    if fn is not None:
+                        edges.append((fn, a._output_nr))
+                    else:
+                        acc = a._acc() if a._acc is not None else None
+                        edges.append((acc if acc is not None else a.accumulator(), 0))
+                    continue
+            else:
+                datas.append(a)
+            active.append(False)
+            edges.append(None)
+        if record:
+            key = (rule, skey, tuple(active))
+            e = _KERNELS.get(key) or entry_for(rule, static, skey, key[2])
+            ans, saved = e.forward(*datas)
+            if type(ans) is not _ndarray:
+                if type(ans) is tuple:
+                    out = _record(e, name, ans, saved, operands, tuple(edges))
+                    if DUAL.hook is not None:
+                        DUAL.hook(rule, static, skey, operands, out)
+                    return out
+                ans = _asarray(ans)
+            elif not e.view and (ans is datas[0] or ans.base is not None) \
+                    and _aliases(ans, datas[0]):
+                ans, saved = _owned(ans, saved)
+            # _record's one-output case, with OpNode.__init__ and Tensor._make written
+            # out: this runs once per recorded op
+            node = _new(e.classes.get(name) or node_class_for(e, name))
+            node._next = tuple(edges)
+            node._seq = next(_SEQ)
+            node._name = name
+            node._kernel = e.kernel
+            node._saved = saved
+            node._operands = operands if e.keep_operands else None
+            node._versions = None
+            node._nout = 1
+            node._meta_out = ((ans.shape, ans.dtype),)
+            node._bwd = e.backward
+            out = _new(Tensor)
+            out._data = ans
+            out._output_nr = 0
+            out._vc = _Version()
+            if ans.dtype.kind in "fc":
+                out._rg = True
+                out._grad_fn = node
+            else:
+                out._rg = False
+                out._grad_fn = None
+            if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
+                share_storage(out, operands[0])
+            if e.track:
+                _track_saved(node, e, saved, operands, (out,))
+            if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
+                DUAL.hook(rule, static, skey, operands, out)
+            return out
     else:
-        active = _INACTIVE[len(operands)]
-        e = _KERNELS.get((rule, skey, active)) or entry_for(rule, static, skey, active)
-        ans, _ = e.forward(*datas)
-        if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
-            ans = ans.copy()
-        if type(ans) is tuple:
-            out = tuple(_plain(a, operands, e) for a in ans)
-        else:
-            out = _plain(ans, operands, e)
-    if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
+        for a in operands:
+            datas.append(a._data if isinstance(a, Tensor) else a)
+    e = _KERNELS.get((rule, skey, _INACTIVE[len(operands)])) or entry_for(
+        rule, static, skey, _INACTIVE[len(operands)])
+    ans, _ = e.forward(*datas)
+    if not e.view and type(ans) is _ndarray and datas and _aliases(ans, datas[0]):
+        ans = ans.copy()
+    if type(ans) is tuple:
+        out = tuple(_plain(a, operands, e) for a in ans)
+    else:
+        out = _plain(ans, operands, e)
+    if DUAL.hook is not None:
         DUAL.hook(rule, static, skey, operands, out)
     return out
 
@@ -198,7 +278,14 @@ def _owned(ans, saved):
 def _plain(ans, operands, e):
     if type(ans) is not _ndarray:
         ans = _asarray(ans)
-    t = Tensor._make(ans)
+    t = _new(Tensor)  # Tensor._make(ans) written out: once per op under no_grad
+    t._data = ans
+    t._rg = False
+    t._grad_fn = None
+    t._output_nr = 0
+    t._vc = _Version()
+    if _INFERENCE_SEEN[0] and _STATE.inference:
+        t._inference = True
     if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
         share_storage(t, operands[0])
     return t
@@ -220,35 +307,13 @@ def _edge(a):
     return None
 
 
-def _record(e: _Entry, name: str, ans, saved, operands):
-    cls = _CLASSES.get(name) or node_class(name)
-    edges = []
-    for a in operands:
-        if (type(a) is Tensor or isinstance(a, Tensor)) and a._rg:
-            fn = a._grad_fn
-            if fn is not None:
-                edges.append((fn, a._output_nr))
-            else:
-                acc = a._acc() if a._acc is not None else None
-                edges.append((acc if acc is not None else a.accumulator(), 0))
-        else:
-            edges.append(None)
-    edges = tuple(edges)
-    if type(ans) is not tuple:  # one output: the common case, no loops
-        if type(ans) is not _ndarray:
-            ans = _asarray(ans)
-        node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges, 1,
-                   ((ans.shape, ans.dtype),))
-        diff = ans.dtype.kind in "fc"
-        out = Tensor._make(ans, diff, node if diff else None, 0)
-        if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
-            share_storage(out, operands[0])
-        if e.track:
-            _track_saved(node, e, saved, operands, (out,))
-        return out
+def _record(e: _Entry, name: str, ans, saved, operands, edges):
+    """The node of an op with several outputs (`apply` records a one-output op itself)."""
+    cls = node_class_for(e, name)
+    keep = operands if e.keep_operands else None
     outs_data = tuple(a if type(a) is _ndarray else _asarray(a) for a in ans)
-    node = cls(name, e.kernel, saved, operands if e.keep_operands else None, edges,
-               len(outs_data), tuple((a.shape, a.dtype) for a in outs_data))
+    node = cls(name, e.kernel, saved, keep, edges, len(outs_data),
+               tuple((a.shape, a.dtype) for a in outs_data))
     outs = []
     for k, a in enumerate(outs_data):
         diff = a.dtype.kind in "fc"
@@ -268,7 +333,7 @@ def _track_saved(node, e, saved, operands, outs):
     for j, i in e.saved_in:
         a = operands[i]
         if isinstance(a, Tensor):
-            if a._inference and not _STATE.inference:
+            if _INFERENCE_SEEN[0] and a._inference and not _STATE.inference:
                 raise RuntimeError(
                     "Inference tensors cannot be saved for backward. Please do not use Tensors "
                     "created in inference mode in computation tracked by autograd. To work around "
@@ -278,18 +343,20 @@ def _track_saved(node, e, saved, operands, outs):
             if versions is None:
                 versions = [None] * e.nsaved
             fn = a._grad_fn  # (counter, version, producer, tensor to watch for detach_())
-            versions[j] = (a._vc, a._vc.v, None, None) if fn is None else (
-                a._vc, a._vc.v, (fn, a._output_nr), a)
+            vc = a._vc
+            versions[j] = (vc, vc.v, None, None) if fn is None else (
+                vc, vc.v, (fn, a._output_nr), a)
     for j, k in e.saved_out:
         if versions is None:
             versions = [None] * e.nsaved
         t = outs[k]
         versions[j] = (t._vc, t._vc.v, (node, k), None)
     node._versions = versions
-    if hooks_active():
-        _pack_all(node, e, saved, operands, outs, current_hooks())
-    elif mutation_allowed() is not None:  # clone-on-write of saved tensors (graph.py)
-        _pack_all(node, e, saved, operands, outs, mutation_allowed().eager_hooks())
+    if SPECIAL_MODES[0]:  # a saved-tensor hooks or allow-mutation context is open somewhere
+        if hooks_active():
+            _pack_all(node, e, saved, operands, outs, current_hooks())
+        elif mutation_allowed() is not None:  # clone-on-write of saved tensors (graph.py)
+            _pack_all(node, e, saved, operands, outs, mutation_allowed().eager_hooks())
 
 
 def _pack_all(node, e, saved, operands, outs, hooks):

@@ -171,13 +171,34 @@ def _node_getattr(node, attr):
     raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attr}'")
 
 
+# Note [Saved attributes as properties]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `grad_fn._saved_self` and `_raw_saved_self` are properties of the node's class, added
+# for a kernel's saved names when ops.apply first records a node of that class with that
+# kernel (`add_saved_properties`), not an OpNode.__getattr__: a class with __getattr__
+# gets no specialized attribute reads in CPython, and the engine reads a dozen node fields
+# per node per pass. A property reads the node's own kernel, so a node whose kernel saved
+# no such value raises AttributeError as a missing attribute does.
+def _saved_property(attr):
+    return property(lambda node: _node_getattr(node, attr), doc=f"torch's {attr}")
+
+
+def add_saved_properties(cls, kernel) -> None:
+    """`_saved_<name>` and `_raw_saved_<name>` on `cls` for `kernel`'s saved names."""
+    for key in saved_attr_names(kernel):
+        for attr in ("_saved_" + key, "_raw_saved_" + key):
+            if not hasattr(cls, attr):
+                setattr(cls, attr, _saved_property(attr))
+
+
 def _node_dir(node):
-    extra = []
+    mine = set()
     for key in saved_attr_names(node._kernel):
-        extra += [f"_saved_{key}", f"_raw_saved_{key}"]
-    return sorted(set(object.__dir__(node)) | set(extra))
+        mine |= {f"_saved_{key}", f"_raw_saved_{key}"}
+    # the class's saved properties of other kernels are not this node's attributes
+    return sorted({a for a in object.__dir__(node) if a in mine or not (
+        a.startswith("_saved_") or a.startswith("_raw_saved_"))} | mine)
 
 
-OpNode.__getattr__ = _node_getattr
 OpNode.__dir__ = _node_dir
 OpNode.saved_value = saved_value

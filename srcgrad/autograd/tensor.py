@@ -25,6 +25,7 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "empty", "full", "rand", "randn"
            "randn_like", "manual_seed", "is_tensor", "from_numpy"]
 
 _STATE = grad_mode.STATE
+_INFERENCE_SEEN = grad_mode.INFERENCE_SEEN
 DEFAULT_FLOAT = numpy.dtype(numpy.float32)
 
 
@@ -64,7 +65,7 @@ class Tensor:
         t._vc = vc if vc is not None else _Version()
         if base is not None:
             t._base = base
-        if _STATE.inference:
+        if _INFERENCE_SEEN[0] and _STATE.inference:
             t._inference = True
         return t
 
