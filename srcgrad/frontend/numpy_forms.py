@@ -92,7 +92,8 @@ def _static(value):
         return type(value)(items)
     if isinstance(value, dict):
         items = {k: _static(v) for k, v in value.items()}
-        return NOT_LOWERED if NOT_LOWERED in items.values() else items
+        # (`is`, not `in`: `in` compares with ==, which an array value answers elementwise)
+        return NOT_LOWERED if any(i is NOT_LOWERED for i in items.values()) else items
     return NOT_LOWERED
 
 

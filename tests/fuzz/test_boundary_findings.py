@@ -151,3 +151,22 @@ def test_vmap_of_grad_raises_the_programs_own_saved_value_error():
         sg.grad(_writes_what_a_function_saved)(x0, x1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         sg.vmap(sg.grad(_writes_what_a_function_saved), in_axes=(0, None))(np.stack([x0, x0]), x1)
+
+
+def _norm_of_ones_by_keyword():
+    return np.linalg.norm(x=np.ones((3,)))
+
+
+def _through_a_helper():
+    return _norm_of_ones_by_keyword()
+
+
+def test_a_constant_array_passed_by_keyword_to_a_folded_call():
+    """Seed 2610202 (every transform): a helper's `np.linalg.norm(x=np.ones((3,)))`, a
+    call on constants folded while compiling, crashed with "truth value of an array is
+    ambiguous": numpy_forms._static tested `NOT_LOWERED in kwargs.values()`, which
+    compares each value with ==, and the array answers elementwise. Now by identity."""
+    def f(x):
+        return np.sum(x) * _through_a_helper()
+
+    np.testing.assert_allclose(sg.grad(f)(np.ones(3)), np.full(3, np.sqrt(3.0)), rtol=1e-12)
