@@ -121,9 +121,14 @@ ARRAY_API: dict = {
     "pad": Refused("the Array API has no pad"),
     "pad_bar": Refused("the Array API has no pad"),
     "diff": "xp.diff(x, n=n, axis=axis)",
-    # the Array API's take wants an index array and an axis (NumPy's None: the flat array)
-    "take": "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
-            "axis=0 if axis is None else axis)",
+    # the Array API's take wants a 1-d index array and an axis (NumPy's None: the flat
+    # array); a 0-d index (np.take(s, k, axis=ax), median's middle element: fuzz seed
+    # 2610161) takes a length-1 index and drops its axis
+    "take": "(xp.squeeze(xp.take(xp.reshape(x, (-1,)) if axis is None else x, "
+            "xp.reshape(xp.asarray(indices), (1,)), axis=0 if axis is None else axis), "
+            "axis=0 if axis is None else axis) if xp.asarray(indices).ndim == 0 else "
+            "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
+            "axis=0 if axis is None else axis))",
     "take_bar": _NO_SCATTER_ADD,
     # `a, b = x`: the Array API does not iterate an array (array_api_strict raises); a shape
     # is a tuple

@@ -42,3 +42,30 @@ def test_isin_of_floats_is_refused_at_the_line():
         sg.grad(isin_of_floats)(xs.asarray(np.array([-1.1])))
     assert "test_array_api_fuzz_findings.py" in str(err.value)
     assert "np.isin(np.sum(x), np.array([0.5]))" in str(err.value)
+
+
+
+def reshaped_above_the_median(x1):
+    if np.median(x1, axis=-1) > 0.11:
+        x1 = x1.reshape((1, 3))
+    return np.sum(x1 * x1)
+
+
+def scaled_by_the_median(x):
+    return np.sum(x * x) * np.median(np.abs(x) + 1.0)
+
+
+@pytest.mark.parametrize("x", [[0.5, 0.2, 0.9], [-0.5, 0.0, 0.1]])
+def test_median_in_a_test_takes_its_middle_element_on_the_array_api(x):
+    """Seed 2610161: median's composition takes the middle element with a 0-d index
+    (np.take(s, k, axis=ax)); array_api_strict's take wants a 1-d index array and raised.
+    The gradient of sum(x * x) is 2x on either branch."""
+    x = np.array(x)
+    got = sg.grad(reshaped_above_the_median)(xs.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), 2 * x, rtol=1e-12)
+
+
+def test_a_gradient_through_median_is_refused_on_the_array_api_at_the_line():
+    # (its transpose is a scatter-add, which the Array API lacks: refused, never wrong)
+    with pytest.raises(sg.CompileError, match="scatter-add"):
+        sg.grad(scaled_by_the_median)(xs.asarray(np.array([0.5, -0.2, 0.9])))
