@@ -10,6 +10,22 @@ def _namespace(x):
     return get() if get is not None else numpy
 
 
+def _summed_axes(xshape, shape):
+    """(axes, only leading) that unbroadcast sums `xshape` over to reach `shape`, or None
+    where `shape` is not smaller (broadcast up instead)."""
+    lead = len(xshape) - len(shape)
+    if lead < 0:
+        return None
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        m = xshape[lead + i]
+        if m != n:
+            if n != 1:
+                return None
+            axes.append(lead + i)
+    return tuple(axes), len(axes) == lead
+
+
 def unbroadcast(x, shape):
     """Sum `x` down to `shape`: the transpose of broadcasting to x's shape.
 
@@ -19,6 +35,11 @@ def unbroadcast(x, shape):
     xshape = getattr(x, "shape", ())
     if xshape == shape:
         return x
+    if x.__class__ is numpy.ndarray:  # the eager runtime's every broadcast add: no wrappers
+        axes = _summed_axes(xshape, shape)
+        if axes is not None:
+            summed = x.sum(axis=axes[0])
+            return summed if axes[1] else summed.reshape(shape)
     lead = len(xshape) - len(shape)
     if lead < 0 or any(m == 1 and n != 1 for m, n in zip(xshape[lead:], shape)):
         # smaller than `shape`: broadcast up, the transpose of summing down
