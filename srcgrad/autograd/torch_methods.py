@@ -102,8 +102,7 @@ def softmax(self, dim=None, dtype=None):
         dim = _implicit_dim(x._data.ndim, "softmax")
     if x._data.ndim == 0:
         return (x - x).exp()
-    e = (x - _shift(x, dim)).exp()
-    return e / e.sum(dim, keepdim=True)
+    return apply("torch_softmax", {"axis": dim}, dim, (x,), "SoftmaxBackward0")
 
 
 def log_softmax(self, dim=None, dtype=None):
@@ -112,7 +111,7 @@ def log_softmax(self, dim=None, dtype=None):
         dim = _implicit_dim(x._data.ndim, "log_softmax")
     if x._data.ndim == 0:
         return x - x
-    return x - logsumexp(x, dim, keepdim=True)
+    return apply("torch_log_softmax", {"axis": dim}, dim, (x,), "LogSoftmaxBackward0")
 
 
 def _gather_at(self, order, dim):

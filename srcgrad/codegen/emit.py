@@ -10,6 +10,7 @@ checked with `ast.parse` before it leaves this module, its functions with it.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
 import os
@@ -224,7 +225,8 @@ class _Substitute(ast.NodeTransformer):
             if isinstance(kw.value, ast.Name) and kw.value.id in self.operands:
                 operand = self.operands[kw.value.id]
                 default = self.defaults.get(kw.value.id, inspect.Parameter.empty)
-                if isinstance(operand, Const) and _same_const(operand.value, default):
+                if isinstance(operand, Const) and _same_const(operand.value, default) \
+                        and _callee_default_is(node.func, kw.arg, operand.value):
                     continue
             keywords.append(self.visit(kw))
         node.keywords = keywords
@@ -244,6 +246,42 @@ def _with_ellipsis(index: ast.expr) -> ast.expr:
     if any(isinstance(p, ast.Constant) and p.value is Ellipsis for p in parts):
         return index
     return ast.Tuple(parts + [ast.Constant(Ellipsis)], ast.Load())
+
+
+def _callee_default_is(func: ast.expr, keyword: str, value) -> bool:
+    """Whether the function a render calls (`xp.max`, `xp.linalg.norm`, a rule helper)
+    takes `value` for `keyword` when it is left out. A keyword equal to the *row's*
+    default is dropped for readability only where this holds: the row's default is not
+    the callee's (torch_softmax's axis=-1 inside `xp.max(x, axis=axis)`, whose own
+    default is None, rendered as a max over every axis)."""
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return False
+    return _default_of(func.id, tuple(reversed(path)), keyword, value)
+
+
+@functools.cache
+def _default_of_cached(root: str, path: tuple, keyword: str):
+    from srcgrad.rules import helpers
+
+    target = numpy if root == "xp" else getattr(helpers, root, None) if not path else None
+    for name in path:
+        target = getattr(target, name, None)
+    try:
+        parameter = inspect.signature(target).parameters.get(keyword)
+    except (TypeError, ValueError):  # a ufunc, a builtin: no signature to read
+        return inspect.Parameter.empty
+    return inspect.Parameter.empty if parameter is None else parameter.default
+
+
+def _default_of(root: str, path: tuple, keyword: str, value) -> bool:
+    default = _default_of_cached(root, path, keyword)
+    if default is numpy._NoValue:  # NumPy's "not given": its own default, False or None
+        return value is False or value is None
+    return _same_const(value, default)
 
 
 def _same_const(value, default) -> bool:

@@ -320,6 +320,9 @@ case("torch_norm2",
      ("ord2-axis", {"x": N(3, 4), "ord": 2, "axis": -1}))
 case("torch_norm_small_p", ("ord0.5", {"x": NZ(5), "ord": 0.5}),
      ("ord-1-axis", {"x": NZ(3, 4), "ord": -1, "axis": 1}))
+for _name in ("torch_softmax", "torch_log_softmax"):
+    case(_name, ("rows", {"x": N(3, 4), "axis": -1}), ("columns", {"x": N(3, 4), "axis": 0}),
+         ("vector", {"x": N(5), "axis": 0}), ("3-d", {"x": N(2, 3, 2), "axis": 1}))
 
 # ---------------------------------------------------------------- not differentiable
 for _name in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
