@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import srcgrad as sg  # noqa: E402
+from examples import rk4  # noqa: E402
 
 try:
     import jax  # noqa: E402
@@ -47,22 +48,7 @@ except ImportError:
 
 
 # ---------------------------------------------------------------------- the programs
-def lotka_volterra(p, u0):
-    """RK4 on the Lotka-Volterra equations, 1000 steps of dt = 0.01; p = (a, b, c, d)."""
-    u = u0
-    t = 0.0
-    dt = 0.01
-    while t < 9.995:
-        k1 = np.stack([p[0] * u[0] - p[1] * u[0] * u[1], p[2] * u[0] * u[1] - p[3] * u[1]])
-        v = u + 0.5 * dt * k1
-        k2 = np.stack([p[0] * v[0] - p[1] * v[0] * v[1], p[2] * v[0] * v[1] - p[3] * v[1]])
-        v = u + 0.5 * dt * k2
-        k3 = np.stack([p[0] * v[0] - p[1] * v[0] * v[1], p[2] * v[0] * v[1] - p[3] * v[1]])
-        v = u + dt * k3
-        k4 = np.stack([p[0] * v[0] - p[1] * v[0] * v[1], p[2] * v[0] * v[1] - p[3] * v[1]])
-        u = u + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-        t = t + dt
-    return np.sum(u * u)
+lotka_volterra = rk4.loss  # RK4 on Lotka-Volterra, 1000 steps (examples/rk4.py: its golden module)
 
 
 def reaction_diffusion(u0, D):
