@@ -267,7 +267,10 @@ def _callee_default_is(func: ast.expr, keyword: str, value) -> bool:
 def _default_of_cached(root: str, path: tuple, keyword: str):
     from srcgrad.rules import helpers
 
-    target = numpy if root == "xp" else getattr(helpers, root, None) if not path else None
+    if root != "xp" and hasattr(helpers, root):  # a rule helper
+        target = getattr(helpers, root) if not path else None
+    else:  # `xp.max`, or a method of an array operand (`x.sum`: NumPy's function's defaults)
+        target = numpy
     for name in path:
         target = getattr(target, name, None)
     try:
