@@ -275,13 +275,18 @@ def _default_of_cached(root: str, path: tuple, keyword: str):
         target = getattr(target, name, None)
     try:
         parameter = inspect.signature(target).parameters.get(keyword)
-    except (TypeError, ValueError):  # a ufunc, a builtin: no signature to read
-        return inspect.Parameter.empty
+    except (TypeError, ValueError):  # a ufunc, a builtin (print): no signature to read,
+        return _UNREAD  # and no keyword of theirs has another default than the row's
     return inspect.Parameter.empty if parameter is None else parameter.default
+
+
+_UNREAD = object()
 
 
 def _default_of(root: str, path: tuple, keyword: str, value) -> bool:
     default = _default_of_cached(root, path, keyword)
+    if default is _UNREAD:
+        return True
     if default is numpy._NoValue:  # NumPy's "not given": its own default, False or None
         return value is False or value is None
     return _same_const(value, default)
