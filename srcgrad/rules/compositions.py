@@ -536,8 +536,11 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
 
 
 def nanstd(a, axis=None, ddof=0, keepdims=False):
-    """np.nanstd: the square root of nanvar."""
-    return np.sqrt(nanvar(a, axis, ddof, keepdims))
+    """np.nanstd: the square root of nanvar; where it is 0 (all equal) the gradient is 0,
+    not nan, as the std row's (the double where keeps sqrt's inf derivative at 0 off
+    both branches: fuzz seed 2621101)."""
+    v = nanvar(a, axis, ddof, keepdims)
+    return np.where(v == 0, 0.0, np.sqrt(np.where(v == 0, 1.0, v)))
 
 
 def nanprod(a, axis=None, keepdims=False):

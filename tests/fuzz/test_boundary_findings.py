@@ -170,3 +170,22 @@ def test_a_constant_array_passed_by_keyword_to_a_folded_call():
         return np.sum(x) * _through_a_helper()
 
     np.testing.assert_allclose(sg.grad(f)(np.ones(3)), np.full(3, np.sqrt(3.0)), rtol=1e-12)
+
+
+def _nanstd_of_equal_entries(x0):
+    return np.sum(x0 * np.nanstd(x0 * np.ones((3, 4)), axis=1)[0])
+
+
+def test_nanstd_of_equal_entries_has_the_gradient_of_std():
+    """Seed 2621101 (every transform): nanstd, composed as sqrt(nanvar), gave nan where its
+    entries are all equal (sqrt's derivative at 0); the function is identically 0 there
+    (every entry is x0), so the gradient is 0, as the std row's convention gives."""
+    x = np.array([0.520976])
+    np.testing.assert_array_equal(sg.grad(_nanstd_of_equal_entries)(x), [0.0])
+    np.testing.assert_array_equal(sg.grad(lambda v: np.sum(v * np.std(v * np.ones((3, 4)),
+                                                                      axis=1)[0]))(x), [0.0])
+    y = np.array([[0.3, 1.1, np.nan], [2.0, -0.4, 0.7]])  # away from 0: sqrt's derivative
+    g = sg.grad(lambda v: np.sum(np.nanstd(v, axis=1)))(y)
+    d = np.nan_to_num(y - np.nanmean(y, axis=1, keepdims=True))
+    want = d / (np.sum(~np.isnan(y), axis=1, keepdims=True) * np.nanstd(y, axis=1, keepdims=True))
+    np.testing.assert_allclose(g, np.where(np.isnan(y), 0.0, want), rtol=1e-10)
