@@ -455,7 +455,7 @@ def lstsq(a, b, rcond=None):
     them for a full-rank tall a (an assertion where a tall a is rank-deficient)."""
     m, n = a.shape[0], a.shape[1]
     if rcond is None:
-        rcond = 2.220446049250313e-16 * np.maximum(m, n)
+        rcond = 2.220446049250313e-16 * (m if m > n else n)  # (ints: no integer array)
     x = np.linalg.pinv(a, rcond) @ b
     s = np.linalg.svdvals(a)
     rank = np.sum(s > rcond * s[0])

@@ -69,3 +69,25 @@ def test_a_gradient_through_median_is_refused_on_the_array_api_at_the_line():
     # (its transpose is a scatter-add, which the Array API lacks: refused, never wrong)
     with pytest.raises(sg.CompileError, match="scatter-add"):
         sg.grad(scaled_by_the_median)(xs.asarray(np.array([0.5, -0.2, 0.9])))
+
+
+def least_squares_unused(x0):
+    L1 = [np.linalg.lstsq(x0, x0)]  # noqa: F841 (the fuzz program's unused result)
+    return np.sum(x0)
+
+
+def least_squares(a, b):
+    return np.sum(np.linalg.lstsq(a, b)[0])
+
+
+def test_lstsq_on_the_array_api():
+    """Seed 2621277: lstsq's default rcond was eps * np.maximum(m, n), an integer array on
+    the Array API, which array_api_strict refuses to multiply by a Python float."""
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(4, 4)), rng.normal(size=4)
+    np.testing.assert_array_equal(np.asarray(sg.grad(least_squares_unused)(xs.asarray(a))),
+                                  np.ones((4, 4)))
+    got = sg.grad(least_squares, wrt=(0, 1))(xs.asarray(a), xs.asarray(b))
+    want = sg.grad(least_squares, wrt=(0, 1))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10)
