@@ -536,9 +536,10 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
 
 
 def nanstd(a, axis=None, ddof=0, keepdims=False):
-    """np.nanstd: the square root of nanvar; where it is 0 (all equal) the gradient is 0,
-    not nan, as the std row's (the double where keeps sqrt's inf derivative at 0 off
-    both branches: fuzz seed 2621101)."""
+    """np.nanstd: the square root of nanvar, gradient 0 where it is 0 (as std's).
+
+    All equal entries give nanvar 0, where sqrt's derivative is inf: the double where
+    keeps it off both branches (fuzz seed 2621101), the std row's convention."""
     v = nanvar(a, axis, ddof, keepdims)
     return np.where(v == 0, 0.0, np.sqrt(np.where(v == 0, 1.0, v)))
 
