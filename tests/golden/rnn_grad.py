@@ -43,21 +43,16 @@ def unbroadcast(x, shape):
     xshape = getattr(x, "shape", ())
     if xshape == shape:
         return x
-    if x.__class__ is numpy.ndarray:  # the eager runtime's every broadcast add: no wrappers
-        axes = _summed_axes(xshape, shape)
-        if axes is not None:
-            summed = x.sum(axis=axes[0])
-            return summed if axes[1] else summed.reshape(shape)
-    lead = len(xshape) - len(shape)
-    if lead < 0 or any(m == 1 and n != 1 for m, n in zip(xshape[lead:], shape)):
-        # smaller than `shape`: broadcast up, the transpose of summing down
+    found = _summed_axes(xshape, shape)
+    if found is None:  # smaller than `shape`: broadcast up, the transpose of summing down
         return _namespace(x).broadcast_to(x, shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and xshape[lead + i] != 1)
+    axes, only_leading = found  # (only leading axes: the sum has the shape already)
+    if x.__class__ is numpy.ndarray:  # the eager runtime's every broadcast add: no wrappers
+        summed = x.sum(axis=axes)
+        return summed if only_leading else summed.reshape(shape)
     xp = _namespace(x)
-    if len(axes) == lead:  # only leading axes: the sum has the shape already
-        return xp.sum(x, axis=axes)
-    return xp.reshape(xp.sum(x, axis=axes), shape)
+    summed = xp.sum(x, axis=axes)
+    return summed if only_leading else xp.reshape(summed, shape)
 
 
 def reduced_size(shape, axis):
