@@ -531,7 +531,9 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
     kept = np.logical_not(np.isnan(a))
     mean = np.nanmean(a, axis=axis, keepdims=True)
     d = np.where(kept, a - mean, 0.0)
-    count = np.sum(kept, axis=axis, keepdims=keepdims)
+    # the count in a's dtype: an integer one meets a float array, which the Array API
+    # refuses (fuzz seed 2621197), and would promote float32 to float64 in NumPy
+    count = np.astype(np.sum(kept, axis=axis, keepdims=keepdims), a.dtype)
     return np.sum(d * d, axis=axis, keepdims=keepdims) / (count - ddof)
 
 

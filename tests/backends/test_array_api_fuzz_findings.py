@@ -91,3 +91,19 @@ def test_lstsq_on_the_array_api():
     want = sg.grad(least_squares, wrt=(0, 1))(a, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10)
+
+
+def nanvar_of_rows(x, ddof):
+    return np.sum(np.nanvar(x, axis=1, ddof=ddof)) + np.sum(np.nanstd(x, axis=0))
+
+
+def test_nanvar_divides_by_a_float_count_on_the_array_api():
+    """Seeds 2621101, 2621197, 2621310, 2621887, 2622900: nanvar's composition (nanstd's
+    too) divided by the integer count of kept elements, which array_api_strict refuses to
+    mix with a float array; the count is now in the operand's dtype."""
+    x = np.array([[0.5, np.nan, -0.3, 0.8], [0.1, 0.2, np.nan, -1.0], [0.4, 0.9, 0.3, 0.2]])
+    for ddof in (0, 1):
+        got = sg.grad(nanvar_of_rows)(xs.asarray(x), ddof)
+        want = sg.grad(nanvar_of_rows)(x, ddof)
+        assert np.all(np.isfinite(want)) and np.any(want != 0)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
