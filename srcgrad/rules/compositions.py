@@ -642,7 +642,8 @@ def polyder(p, m=1):
     """np.polyder of a 1-d coefficient array: NumPy's p[:-1] * (n, ..., 1), m times."""
     for _ in range(m):
         n = p.shape[0] - 1
-        p = p[:-1] * np.arange(n, 0, -1)
+        # (the powers in p's dtype: the Array API refuses a float times an integer array)
+        p = p[:-1] * np.astype(np.arange(n, 0, -1), p.dtype)
     return p
 
 
@@ -683,6 +684,9 @@ def _gather(s, index, axis):
 
 def _nanquantile(a, q, axis, keepdims):
     s, ax, n = _nan_sorted(a, axis)
+    # the count in the values' dtype: q * an integer array is refused by the Array API
+    # (fuzz seed 2621717); nanmedian keeps it an integer for its floor division
+    n = np.astype(n, s.dtype)
     index = q * (n - 1)
     below = np.floor(index)
     gamma = index - below
