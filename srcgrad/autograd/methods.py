@@ -464,7 +464,7 @@ def install(cls) -> None:
         long=lambda self: astype(self, numpy.int64),
         int=lambda self: astype(self, numpy.int32),
         bool=lambda self: astype(self, numpy.bool_),
-        rsqrt=lambda self: apply("power", _E, (), (self, -0.5), "RsqrtBackward0"),
+        rsqrt=lambda self: apply("torch_rsqrt", _E, (), (self,), "RsqrtBackward0"),
     )
     for name, fn in named.items():
         setattr(cls, name, fn)

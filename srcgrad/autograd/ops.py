@@ -48,7 +48,7 @@ VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose"
 # backward `-g * (x // y)` is torch's `-grad * self.div(other, rounding_mode="floor")`,
 # whose derivative is zeros (issue 28).
 ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint",
-                                  "floor_divide"})
+                                  "floor_divide", "trunc_divide"})
 
 
 class _Entry:
@@ -115,7 +115,8 @@ INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (N
 # place the swap is made.
 EAGER_ROWS = {"power": "torch_power", "arctan2": "torch_arctan2", "hypot": "torch_hypot",
               "clip": "torch_clip", "logaddexp": "torch_logaddexp", "relu": "torch_relu",
-              "divide": "torch_divide", "var": "var", "norm": "norm"}  # (var, norm: by operands)
+              "divide": "torch_divide", "var": "var", "norm": "norm", "prod": "torch_prod",
+              "cumprod": "torch_cumprod"}  # (var, norm: by operands)
 _TENSORISH = (Tensor, _ndarray)
 
 
@@ -528,6 +529,10 @@ class _Namespace:
         size = max(int(minlength), int(index.max()) + 1 if index.size else 0)
         return apply("scatter_index", {"shape": (size,)}, (size,), (weights, index),
                      "IndexPutBackward0")
+
+    @staticmethod
+    def trunc_divide(x, y):  # torch's div(rounding_mode="trunc"): one node (helpers.trunc_divide)
+        return apply("trunc_divide", _NO_STATIC, (), (x, y), "DivBackward2")
 
     @staticmethod
     def zeros(shape, dtype=None):
