@@ -21,7 +21,7 @@ import numpy
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import _RAW, _SEQ, node_class
-from srcgrad.autograd.saved import add_saved_properties
+from srcgrad.autograd.saved import add_saved_properties, remember_static
 from srcgrad.autograd.tensor import Tensor, _Version, share_storage
 from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
@@ -90,6 +90,7 @@ def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
         from srcgrad.kernels import op_kernel
 
         e = _KERNELS[key] = _Entry(op_kernel(rule, static, active), rule in VIEW_RULES)
+        remember_static(e.kernel, static)  # torch's _saved_dim & co. (srcgrad.autograd.saved)
     return e
 
 
