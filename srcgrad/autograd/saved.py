@@ -341,8 +341,24 @@ _DIMS = _static("axis", _dims)
 _KEEPDIM = _static("keepdims", bool, False)
 _REDUCED = {"dim": _DIMS, "keepdim": _KEEPDIM}
 _ALL_OR_DIMS = _static("axis", lambda a: _dims(a) or (), ())  # amax(): torch's dim is ()
+def _by_dim(k, convert=None):
+    """MaxBackward0/MinBackward0 (max(dim)): a `take` of x's flat positions whose dim,
+    keepdim and indices methods._max_min keeps on the node (`_by_dim`)."""
+    def get(node, static):
+        kept = node.__dict__.get("_by_dim")
+        if kept is None:
+            return _GENERIC
+        return kept[k] if convert is None else convert(kept[k])
+    return get
+
+
+_MAX_MIN = {"dim": _by_dim(0, _torch_dim), "keepdim": _by_dim(1), "indices": _by_dim(2)}
 _TORCH_ATTRS = {
+    "MaxBackward0": _MAX_MIN,
+    "MinBackward0": _MAX_MIN,
     "PowBackward0": {"exponent": _exponent},
+    "PowBackward1": {"exponent": _exponent},
+    "PowBackward2": {"exponent": _exponent},
     "SumBackward1": _REDUCED,
     "MeanBackward0": {"self_sym_numel": _numel},
     "MeanBackward1": {**_REDUCED, "self_sym_numel": _numel},

@@ -24,7 +24,8 @@ CASES = [
     ("x ** 3", "PowBackward0", "exponent", 3),
     ("x ** 2.5", "PowBackward0", "exponent", 2.5),
     ("x.pow(-0.5)", "PowBackward0", "exponent", -0.5),
-    ("2.0 ** x", "PowBackward0", "self", 2.0),
+    ("2.0 ** x", "PowBackward2", "self", 2.0),
+    ("x.pow(3)", "PowBackward0", "exponent", 3),
     ("x.sum(dim=1)", "SumBackward1", "dim", (1,)),
     ("x.sum(dim=1)", "SumBackward1", "keepdim", False),
     ("x.sum(dim=(0, 1), keepdim=True)", "SumBackward1", "dim", (0, 1)),
@@ -71,6 +72,10 @@ CASES = [
     ("x.norm(dim=1)", "LinalgVectorNormBackward0", "keepdim", False),
     ("x.norm()", "LinalgVectorNormBackward0", "dim", None),
     ("x.norm(p=1)", "LinalgVectorNormBackward0", "ord", 1),
+    ("x.max(1).values", "MaxBackward0", "dim", 1),
+    ("x.max(-1).values", "MaxBackward0", "dim", U64 - 1),
+    ("x.max(1, keepdim=True).values", "MaxBackward0", "keepdim", True),
+    ("x.min(0).values", "MinBackward0", "keepdim", False),
     # a number operand of mul/div: torch's wrapped 0-d `other` (x * c even for c * x), and
     # no `self`; of two Tensors, the one no gradient reads is None
     ("x * 2.0", "MulBackward0", "self", None),
@@ -109,9 +114,17 @@ def test_a_number_other_is_a_wrapped_0d_tensor(expr, value, dtype):
 
 
 def test_tensor_exponent_and_tensor_operands_stay_the_saved_tensors():
+    """torch 2.14.1: x ** y is PowBackward1 (pow(Tensor, Tensor)), 2.0 ** x PowBackward2
+    (pow(Scalar, Tensor)), each `_saved_exponent` the exponent Tensor (srcgrad named all
+    three PowBackward0)."""
     x, y = _x(), _x()
     fn = (x ** y).grad_fn
+    assert type(fn).__name__ == "PowBackward1" and type(x.pow(y).grad_fn).__name__ == \
+        "PowBackward1"
     assert fn._saved_exponent is y and fn._saved_self is x  # torch: the saved Tensors
+    assert fn._saved_result.grad_fn is fn
+    fn = (2.0 ** x).grad_fn
+    assert type(fn).__name__ == "PowBackward2" and fn._saved_exponent is x
     fn = (x * y).grad_fn
     assert fn._saved_self is x and fn._saved_other is y
 
@@ -121,3 +134,13 @@ def test_attributes_of_another_node_are_not_this_nodes():
     assert not hasattr(fn, "_saved_dim") and "_saved_dim" not in dir(fn)
     fn = _node("x.exp()")
     assert not hasattr(fn, "_saved_exponent")
+
+
+def test_max_by_dim_saves_torchs_indices():
+    """torch 2.14.1: `x.max(1).values.grad_fn._saved_indices` is the int64 indices along
+    dim 1 ([1, 1] here); srcgrad showed the flat positions of its `take` ([1, 3], an array)."""
+    x = _x()
+    out = x.max(1)
+    saved = out.values.grad_fn._saved_indices
+    assert isinstance(saved, sg.Tensor) and saved.tolist() == [1, 1] == out.indices.tolist()
+    assert saved.numpy().dtype == np.int64
