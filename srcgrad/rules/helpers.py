@@ -41,6 +41,7 @@ __all__ = [
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "assert_true", "frexp_exponent",
+    "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
 ]
 
 
@@ -888,3 +889,134 @@ def frexp_exponent(x):
     """The integer exponent of ``numpy.frexp`` (its mantissa is ``ldexp(x, -e)``: the
     composition in srcgrad/rules/compositions.py)."""
     return numpy.frexp(x)[1]
+
+
+# ---------------------------------------------------------------- torch's eager formulas
+# (srcgrad/rules/torch_rows.py, Note [Eager rows at kinks and poles]; compiled code never
+# calls these.) NumPy arrays run torch's no-grad-mode backward; Tensors (the eager
+# runtime's create_graph backward) run torch's grad-mode one, recording the ops torch
+# records, so the second derivative is torch's too.
+
+def _eager_tensors(x):
+    """Whether x is the eager runtime's Tensor (a create_graph backward) rather than an array."""
+    return not isinstance(x, (numpy.ndarray, numpy.generic, int, float)) and \
+        hasattr(x, "requires_grad")
+
+
+def torch_pow(x, y):
+    """x ** y for a number y as torch's pow(Tensor, Scalar) computes it: sqrt(x) at
+    y == 0.5 and 1 / sqrt(x) at -0.5 (so -0.0 gives -0.0 and -inf, -inf gives nan, where
+    IEEE pow gives +0.0, +inf and +inf, 0.0)."""
+    if (y == 0.5 or y == -0.5) and not _eager_tensors(x):
+        return numpy.sqrt(x) if y == 0.5 else 1 / numpy.sqrt(x)
+    return x ** y  # a Tensor: the eager pow picks this function again (one PowBackward0)
+
+
+def trunc_divide(x, y):
+    """trunc(x / y), torch's div(rounding_mode="trunc"): derivative 0, connected to x and y
+    (a Tensor's namespace records it as one node; trunc(x / y) would differentiate x / y,
+    0 / 0 where y == 0)."""
+    t = x if hasattr(x, "shape") else y
+    own = getattr(_namespace(t), "trunc_divide", None)
+    if own is not None:
+        return own(x, y)
+    return numpy.trunc(x / y)
+
+
+def _excl_products(g, x, axis):
+    """torch's prod_safe_zeros_backward along `axis` (an int): g times the product of the
+    other elements, as exclusive cumulative products of x with a one prepended."""
+    xp = _namespace(x)
+    n = x.shape[axis]
+    if n == 1:
+        return g
+    ones = xp.ones_like(xp.take(x, numpy.arange(1), axis=axis))
+    head = xp.take(x, numpy.arange(n - 1), axis=axis)
+    tail = xp.flip(xp.take(x, numpy.arange(1, n), axis=axis), axis=axis)
+    normal = xp.cumprod(xp.concat([ones, head], axis=axis), axis=axis)
+    reverse = xp.flip(xp.cumprod(xp.concat([ones, tail], axis=axis), axis=axis), axis=axis)
+    return g * (normal * reverse)
+
+
+def torch_prod_bar(g, x, ans, axis, keepdims):
+    """prod's gradient as torch's prod_backward computes it: `g * (ans / x)` where x has
+    no zero (nan at an inf entry, inf / inf), the exclusive products where it has; a
+    one-element axis with a zero passes g itself (no graph), and without grad mode more than
+    one zero gives zeros."""
+    xp = _namespace(x)
+    if len(x.shape) == 0:
+        return g
+    if isinstance(axis, tuple):  # torch's prod takes one dim: the axes folded into one
+        kept = tuple(1 if i in _normalize_axes(axis, len(x.shape)) else n
+                     for i, n in enumerate(x.shape))
+        g, ans = (fold_axes(xp.reshape(v, kept), axis) for v in (g, ans))
+        return unfold_axes(torch_prod_bar(g, fold_axes(x, axis), ans, -1, True), x.shape, axis)
+    zeros = int(numpy.count_nonzero(numpy.asarray(x) == 0))
+    if axis is None:
+        if zeros == 0:
+            return g * (ans / x)
+        if zeros > 1 and not _eager_tensors(x):
+            return xp.zeros_like(x)
+        return xp.reshape(_excl_products(g, xp.reshape(x, (-1,)), 0), x.shape)
+    if not keepdims:
+        g, ans = xp.expand_dims(g, axis=axis), xp.expand_dims(ans, axis=axis)
+    if zeros == 0:
+        return g * (ans / x)
+    return _excl_products(g, x, axis)
+
+
+def torch_cumprod_bar(g, x, ans, axis):
+    """cumprod's gradient as torch's cumprod_backward computes it: one element (or a
+    one-element axis) passes g (no graph); no zero: reversed_cumsum(ans * g) / x; zeros:
+    without grad mode torch's O(n) masks (0 past the first zero), with it the products
+    sum_{j >= k} g_j prod_{i <= j, i != k} x_i, term by term (O(n^2), as torch)."""
+    xp = _namespace(x)
+    if axis is None:
+        return xp.reshape(torch_cumprod_bar(g, xp.reshape(x, (-1,)), ans, 0), x.shape)
+    if numpy.size(numpy.asarray(x)) <= 1:  # (a 0-d x's cumprod has one element, 1-d)
+        return g if g.shape == x.shape else xp.reshape(g, x.shape)
+    n = x.shape[axis]
+    if n == 1:
+        return g
+    data = numpy.asarray(x)
+    zero = data == 0
+    if not zero.any():
+        return xp.flip(xp.cumsum(xp.flip(ans * g, axis=axis), axis=axis), axis=axis) / x
+    if not _eager_tensors(x):
+        return _cumprod_bar_masked(g, data, numpy.asarray(ans), zero, axis)
+    columns = []
+    for k in range(n):
+        if k == 0:
+            ones = xp.ones_like(xp.take(x, numpy.arange(1), axis=axis))
+            after = xp.cumprod(xp.take(x, numpy.arange(1, n), axis=axis), axis=axis)
+            omega = xp.concat([ones, after], axis=axis)
+        else:
+            until = xp.prod(xp.take(x, numpy.arange(k), axis=axis), axis=axis, keepdims=True)
+            omega = until
+            if k < n - 1:
+                after = xp.cumprod(xp.take(x, numpy.arange(k + 1, n), axis=axis), axis=axis)
+                omega = xp.concat([until, until * after], axis=axis)
+        columns.append(xp.sum(xp.take(g, numpy.arange(k, n), axis=axis) * omega, axis=axis))
+    return xp.stack(columns, axis=axis % len(x.shape))
+
+
+def _cumprod_bar_masked(g, x, ans, zero, axis):
+    """torch's cumprod_backward without grad mode where x has a zero (its O(n) branch):
+    before the first zero reversed_cumsum(ans * g) / x, at it the products up to the
+    second zero, after it 0."""
+    count = numpy.cumsum(zero, axis=axis)
+    before = count == 0
+    w = numpy.where(before, ans * g, 0)
+    with numpy.errstate(all="ignore"):
+        first = numpy.where(before, numpy.flip(numpy.cumsum(numpy.flip(w, axis), axis=axis),
+                                                axis) / x, 0)
+    one = count == 1
+    index = numpy.argmax(one, axis=axis, keepdims=True)
+    at_zero = (numpy.arange(x.shape[axis]).reshape(
+        [-1 if a == axis % x.ndim else 1 for a in range(x.ndim)]) == index) & one
+    between = one & ~at_zero
+    prev = numpy.where(index == 0, 1, numpy.take_along_axis(ans, numpy.maximum(index - 1, 0),
+                                                            axis=axis))
+    value = numpy.sum(numpy.cumprod(numpy.where(between, x, 1), axis=axis)
+                      * numpy.where(one, g, 0), axis=axis, keepdims=True) * prev
+    return numpy.where(at_zero, value, first)
