@@ -122,18 +122,13 @@ ARRAY_API: dict = {
     "pad_bar": Refused("the Array API has no pad"),
     "diff": "xp.diff(x, n=n, axis=axis)",
     # the Array API's take wants a 1-d index array and an axis (NumPy's None: the flat
-    # array); a 0-d index (np.take(s, k, axis=ax), median's middle element: fuzz seed
-    # 2610161) takes a length-1 index and drops its axis
-    "take": "(xp.squeeze(xp.take(xp.reshape(x, (-1,)) if axis is None else x, "
-            "xp.reshape(xp.asarray(indices), (1,)), axis=0 if axis is None else axis), "
-            "axis=0 if axis is None else axis) if xp.asarray(indices).ndim == 0 else "
-            "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
-            "axis=0 if axis is None else axis))",
-    "take_bar": _NO_SCATTER_ADD,
+    # array): helpers.gather_index takes any index array along one axis, a 0-d one
+    # (np.take(s, k, axis=ax), median's middle element: fuzz seed 2610161) dropping it
+    "take": "gather_index(xp.reshape(x, (-1,)) if axis is None else x, (slice(None),) * "
+            "(0 if axis is None else axis % xp.asarray(x).ndim) + (xp.asarray(indices),))",
     # `a, b = x`: the Array API does not iterate an array (array_api_strict raises); a shape
     # is a tuple
     "unpack": "x if isinstance(x, tuple) else xp.unstack(x)",
-    "take_along_bar": _NO_SCATTER_ADD,
     "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
                            "API lacks"),
     "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
