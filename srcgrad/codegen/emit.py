@@ -313,7 +313,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     if label != "numpy":  # (CuPy too, which is spelled as NumPy)
         from srcgrad.codegen import spellings
 
-        if op.prim in spellings.OTHER_NAMESPACES:
+        if op.prim in spellings.OTHER_NAMESPACES and not (  # (an Array-API spelling wins)
+                spelling != "numpy" and op.prim in spellings.ARRAY_API):
             render, method = spellings.OTHER_NAMESPACES[op.prim], None
     template = _template(render)
     if "arrays" in op.attrs:  # srcgrad.passes.array_spellings: operands known to be arrays

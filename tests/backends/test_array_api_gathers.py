@@ -74,26 +74,26 @@ PROGRAMS = [list_index, list_index_second_axis, list_index_after_ellipsis, two_d
 _X = np.array([[0.3, -0.7, 1.1, 0.4], [0.9, -0.2, 0.5, -1.3], [0.6, 1.4, -0.8, 0.2]])
 
 
-@pytest.mark.parametrize("f", PROGRAMS, ids=[f.__name__ for f in PROGRAMS])
-def test_gradient_of_a_gather_on_array_api_strict(f):
-    got = sg.grad(f)(xs.asarray(_X))
+def check_first_and_second_order(f, x):
+    """`f`'s gradient, a Hessian-vector product (forward over reverse: sg.hessian takes
+    NumPy arrays only) and a JVP, computed on array_api_strict arrays, against central
+    differences of `f` run by NumPy (nested for the second order)."""
+    got = sg.grad(f)(xs.asarray(x))
     assert type(got) is type(xs.asarray(0.0))  # computed by array_api_strict
-    np.testing.assert_allclose(np.asarray(got), numeric_grad(f, [_X], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(got), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
+    t = np.cos(np.arange(x.size)).reshape(x.shape)
+    _, hvp = sg.jvp(sg.grad(f), (xs.asarray(x),), (xs.asarray(t),))
+    eps = 1e-4  # (nested central differences: truncation ~eps**2, rounding ~1e-16 / eps**2)
+    want = (numeric_grad(f, [x + eps * t], 0, eps=eps)
+            - numeric_grad(f, [x - eps * t], 0, eps=eps)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(hvp), want, rtol=1e-4, atol=1e-5)
+    _, tangent = sg.jvp(f, (xs.asarray(x),), (xs.asarray(t),))
+    np.testing.assert_allclose(float(tangent), np.sum(numeric_grad(f, [x], 0) * t), rtol=1e-6)
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=[f.__name__ for f in PROGRAMS])
-def test_second_order_and_forward_of_a_gather_on_array_api_strict(f):
-    """Forward over reverse (a Hessian-vector product: sg.hessian takes NumPy arrays
-    only) against differences of the reverse gradient, and a JVP against the gradient's
-    contraction with the tangent."""
-    t = np.cos(np.arange(_X.size)).reshape(_X.shape)
-    _, hvp = sg.jvp(sg.grad(f), (xs.asarray(_X),), (xs.asarray(t),))
-    eps = 1e-4  # (nested central differences: truncation ~eps**2, rounding ~1e-16 / eps**2)
-    want = (numeric_grad(f, [_X + eps * t], 0, eps=eps)
-            - numeric_grad(f, [_X - eps * t], 0, eps=eps)) / (2 * eps)
-    np.testing.assert_allclose(np.asarray(hvp), want, rtol=1e-4, atol=1e-5)
-    _, tangent = sg.jvp(f, (xs.asarray(_X),), (xs.asarray(t),))
-    np.testing.assert_allclose(float(tangent), np.sum(numeric_grad(f, [_X], 0) * t), rtol=1e-6)
+def test_first_and_second_order_of_a_gather_on_array_api_strict(f):
+    check_first_and_second_order(f, _X)
 
 
 def test_index_arrays_given_as_arguments_accumulate():
