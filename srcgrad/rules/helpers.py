@@ -738,10 +738,32 @@ def setitem(x, index, v):
     out = xp.asarray(x)
     out = out.copy() if hasattr(out, "copy") else xp.asarray(out, copy=True)  # Array API: no .copy
     if not _is_basic_index(index) and not (hasattr(xp, "add") and hasattr(xp.add, "at")):
-        raise NotImplementedError(f"srcgrad: a write at an integer-array index needs NumPy's "
-                                  f"indexing, which {xp.__name__} lacks (the Array API has none)")
+        # Note [Scatter-add without add.at]: each place takes the last value written there
+        ids, last = _last_writes(out.shape, index, xp)
+        picked = xp.broadcast_to(xp.asarray(v, dtype=out.dtype), ids.shape)
+        flat = xp.reshape(out, (-1,))
+        if 0 not in ids.shape:
+            values = xp.take(xp.reshape(picked, (-1,)), xp.where(last >= 0, last, 0))
+            flat = xp.where(last >= 0, values, flat)
+        return xp.reshape(flat, out.shape)
     _write(out, _full_index(index), v, xp)
     return out
+
+
+def _last_writes(shape, index, xp):
+    """The flat places `x[index] = v` writes (in v's shape), and for each flat place of
+    `shape` the position in that order of the last write there (NumPy keeps the last), or
+    -1: a one-hot comparison (Note [Scatter-add without add.at])."""
+    size = 1
+    for n in shape:
+        size *= n
+    ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+    flat = xp.reshape(ids, (-1,))
+    if not flat.shape[0]:
+        return ids, xp.full((size,), -1, dtype=flat.dtype)
+    order = xp.arange(flat.shape[0], dtype=flat.dtype)
+    hit = flat[:, None] == xp.arange(size, dtype=flat.dtype)
+    return ids, xp.max(xp.where(hit, order[:, None], -1), axis=0)
 
 
 def _write(out, full, v, xp):
@@ -759,13 +781,16 @@ def setitem_bar(c, index):
     """`c[index]` where the write `x[index] = v` survived: zero where a later repeated
     integer index overwrote it (NumPy keeps the last write). The transpose of
     `setitem(zeros, index, v)` with respect to v."""
-    picked = c[_full_index(index)]
     if _is_basic_index(index):
-        return picked
+        return c[_full_index(index)]
     xp = _namespace(c)
-    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # the same writes as scatter_index
-        raise NotImplementedError(f"srcgrad: the gradient of a write at an integer-array index "
-                                  f"needs NumPy's indexing, which {xp.__name__} lacks")
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        picked = gather_index(c, index)
+        ids, last = _last_writes(c.shape, index, xp)
+        flat = xp.reshape(ids, (-1,))
+        survived = xp.take(last, flat) == xp.arange(flat.shape[0], dtype=flat.dtype)
+        return xp.where(xp.reshape(survived, ids.shape), picked, xp.zeros((), dtype=picked.dtype))
+    picked = c[_full_index(index)]
     size = 1
     for n in picked.shape:
         size *= n

@@ -50,7 +50,6 @@ REFUSED_CASES = {
     "eigh-upper": "UPLO='U'",
     "norm-ord2": "a matrix norm", "norm-ord1": "a matrix norm", "norm-inf": "a matrix norm",
     "norm-ord0.5": "a matrix norm", "torch_norm_small_p-ord0.5": "a matrix norm",
-    "setitem-repeated": "integer-array index", "setitem_bar-repeated": "integer-array index",
 }
 
 VJP_CASES = compiled_cases("vjp")

@@ -6,7 +6,8 @@ were refused ("the Array API has no scatter-add", 126 of 3,581 fuzz programs of 
 writes it and judged by arithmetic: the gradient, a Hessian-vector product (forward over
 reverse) and a JVP computed on array_api_strict arrays against central differences of the
 same function run by NumPy, in float64. Repeated and negative indices are included:
-their contributions must add up.
+their contributions must add up, and of repeated writes (`y[[0, 2, 0]] = v`) only the
+last one counts, as NumPy keeps it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,20 @@ def indexed_on_both_axes(x, i, j):
     return np.sum(x[i, j] ** 3)
 
 
-PROGRAMS = [list_index, list_index_second_axis, list_index_after_ellipsis, two_d_list_index,
+def write_at_repeated_rows(x):
+    y = x * 1.0
+    y[[0, 2, 0]] = np.sin(x[1])  # the last write to row 0 wins (x[1]'s second copy)
+    return np.sum(y ** 3)
+
+
+def scaled_at_repeated_columns(x):
+    y = x * 1.0
+    y[:, [1, -1, 1]] *= x[:, :3] ** 2
+    return np.sum(np.sin(y) * x)
+
+
+PROGRAMS = [write_at_repeated_rows, scaled_at_repeated_columns, list_index, list_index_second_axis,
+            list_index_after_ellipsis, two_d_list_index,
             take_2d_indices, take_flat, take_method, take_along, sorted_weighted, through_median]
 _X = np.array([[0.3, -0.7, 1.1, 0.4], [0.9, -0.2, 0.5, -1.3], [0.6, 1.4, -0.8, 0.2]])
 
