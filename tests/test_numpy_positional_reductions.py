@@ -100,3 +100,15 @@ def test_a_third_positional_argument_is_numpys_dtype_not_keepdims():
     # keepdims given by NumPy's position (the fifth) keeps the reduced axis
     want = numeric_grad(mean_with_keepdims, [_X], 0)
     np.testing.assert_allclose(sg.grad(mean_with_keepdims)(_X), want, rtol=1e-6, atol=1e-8)
+
+
+def nan_to_num_with_copy(x):
+    return np.sum(np.nan_to_num(x, True, 0.0))
+
+
+def test_a_positional_argument_the_row_lacks_is_refused_not_misbound():
+    """NumPy's second positional of nan_to_num is copy (the row's is nan): bound to the
+    row's parameters, `np.nan_to_num(x, True, 0.0)` read nan=True, posinf=0.0; now it is
+    NumPy's copy, which the row does not take."""
+    with pytest.raises(sg.CompileError, match="unexpected keyword argument 'copy'"):
+        sg.grad(nan_to_num_with_copy)(np.array([0.3, -0.7, 1.1]))
