@@ -354,8 +354,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
 
 def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
-    other operand's dtype (NumPy reads True as 1; the Array API refuses), and an integer
-    list or array as a constant index is refused (its gradient needs a scatter-add)."""
+    other operand's dtype (NumPy reads True as 1; the Array API refuses). (An integer list
+    or array as an index is a gather: _gathers.)"""
     from srcgrad.codegen import spellings  # (as op_expr's: imported by an Array-API render)
 
     if op.prim in spellings.BOOLEAN_RESULTS:

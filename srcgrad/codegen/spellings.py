@@ -36,8 +36,6 @@ class Refused(FrozenFields):
 _REVERSED = "tuple(range(x.ndim - 1, -1, -1))"
 _SWAPPED = ("tuple(axis2 % x.ndim if i == axis1 % x.ndim else axis1 % x.ndim if i == axis2 % x.ndim "
             "else i for i in range(x.ndim))")
-NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (NumPy's `add.at`), which the "
-                          "gradient of an integer-array gather needs")
 
 # NumPy's isclose: |a - b| <= atol + rtol |b|, equal infinities close, nan only with equal_nan
 _CLOSE = ("((a == b) | (xp.abs(xp.asarray(a - b)) <= (1e-08 if atol is None else atol)"

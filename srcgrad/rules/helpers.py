@@ -11,9 +11,10 @@ functions of this file and `numpy` for plain-Python bookkeeping such as pad widt
 They call the Array API's names (`xp.concat`, `xp.matrix_transpose`, function forms
 rather than methods), which NumPy 2.1+, array_api_compat's wrappers of CuPy and
 dask, and every Array-API namespace have (Note [Array namespaces] in
-srcgrad.backend). Where the Array API has no equivalent (`add.at`, `einsum`,
-`bincount`) they call NumPy's name, and the rows that need it are refused for
-Array-API targets at compile time (srcgrad.codegen.spellings).
+srcgrad.backend). Where the Array API has no equivalent (`einsum`, `bincount`) they
+call NumPy's name, and the rows that need it are refused for Array-API targets at
+compile time (srcgrad.codegen.spellings); for `add.at` they fall back to a one-hot
+contraction (Note [Scatter-add without add.at]).
 
 They sit on the hot path of generated code: every one starts with its cheap cases
 (shapes already equal, nothing to do) before doing any work.
