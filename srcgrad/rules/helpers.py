@@ -4,16 +4,17 @@ Each one is a row of the derivative table too (srcgrad.rules.table), so code tha
 calls it can be differentiated again. They take whatever array type they are given
 and find its namespace from the array (NumPy, CuPy, any Array-API namespace), so a
 generated module never imports a backend itself. `srcgrad emit` copies the source
-of the helpers a module uses into it, so keep them self-contained: each may use
-only `_namespace`, `_is_basic_index`, `_normalize_axes` and `_full_index` from this file (and
-`numpy` for plain-Python bookkeeping such as pad widths).
+of the helpers a module uses into it, with the functions of this file they call
+(srcgrad.codegen.skeletons' closure), so keep them self-contained: each may use other
+functions of this file and `numpy` for plain-Python bookkeeping such as pad widths.
 
 They call the Array API's names (`xp.concat`, `xp.matrix_transpose`, function forms
 rather than methods), which NumPy 2.1+, array_api_compat's wrappers of CuPy and
 dask, and every Array-API namespace have (Note [Array namespaces] in
-srcgrad.backend). Where the Array API has no equivalent (`add.at`, `einsum`,
-`bincount`) they call NumPy's name, and the rows that need it are refused for
-Array-API targets at compile time (srcgrad.codegen.spellings).
+srcgrad.backend). Where the Array API has no equivalent (`einsum`, `bincount`) they
+call NumPy's name, and the rows that need it are refused for Array-API targets at
+compile time (srcgrad.codegen.spellings); for `add.at` they fall back to a one-hot
+contraction (Note [Scatter-add without add.at]).
 
 They sit on the hot path of generated code: every one starts with its cheap cases
 (shapes already equal, nothing to do) before doing any work.
@@ -35,7 +36,7 @@ __all__ = [
     "reduced_size", "inverse_axes", "vector_only", "linear_pad_mode",
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
-    "take_bar", "take_along_bar", "diff_bar",
+    "take_bar", "take_along_bar", "diff_bar", "gather_index",
     "ensure_scalar", "as_columns", "from_columns", "broadcast_solve",
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
@@ -187,10 +188,87 @@ def scatter_index(x, shape, index):
         _write(out, _full_index(index), x, xp)
     elif hasattr(xp, "add") and hasattr(xp.add, "at"):
         xp.add.at(out, index, x)
-    else:
-        raise NotImplementedError(f"srcgrad: the gradient of an integer-array index needs a "
-                                  f"scatter-add, which {xp.__name__} lacks (the Array API has none)")
+    else:  # Note [Scatter-add without add.at]
+        size = 1
+        for n in shape:
+            size *= n
+        ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+        out = xp.reshape(_scatter_along(xp.reshape(x, (-1,)), xp.reshape(ids, (-1,)), size, 0, xp),
+                         shape)
     return out
+
+
+def _scatter_along(c, idx, n, axis, xp):
+    """Zeros with axis `axis` of length `n` and `c` added at `idx` along it (`idx` has c's
+    shape; repeats accumulate): NumPy's `add.at` along one axis, for a namespace without it.
+
+    Note [Scatter-add without add.at]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API has no scatter-add, which the gradient of every gather (an integer-array
+    index, take, take_along_axis, sort) needs. It is a one-hot contraction instead:
+    ``out[..., i] = sum_j where(idx[..., j] == i, c[..., j], 0)``. `where`, not a product
+    with the one-hot matrix, so that an inf or nan in `c` reaches only the place it is
+    added to, as with add.at; the sum adds the same terms as add.at (and zeros). It costs
+    ``c.size * n`` comparisons, done in blocks of `idx` so that at most about 2**22
+    elements are held at once: meant for the modest sizes where one uses the Array API
+    for gathers, exact at any size.
+    """
+    cm, im = xp.moveaxis(c, axis, -1), xp.moveaxis(idx, axis, -1)
+    im = xp.where(im < 0, im + n, im)  # NumPy's negative indices
+    m = cm.shape[-1]
+    outer = 1
+    for k in cm.shape[:-1]:
+        outer *= k
+    positions = xp.arange(n, dtype=im.dtype)
+    zero = xp.zeros((), dtype=cm.dtype)
+    out = xp.zeros(cm.shape[:-1] + (n,), dtype=cm.dtype)
+    block = max(1, 2 ** 22 // max(1, outer * n))
+    for j in range(0, m, block):
+        e = min(m, j + block)  # (the Array API refuses a slice past the end)
+        hit = im[..., j:e, None] == positions
+        out = out + xp.sum(xp.where(hit, cm[..., j:e, None], zero), axis=-2)
+    return xp.moveaxis(out, -1, axis)
+
+
+def _one_array(index):
+    """Where `index` is a tuple of slices and `...` around one integer array (list or
+    array of any rank), the array's place in the index with `...` spelled out as slices
+    for `ndim` axes: (position, parts); else None."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i, p in enumerate(parts) if not (p is Ellipsis or isinstance(p, slice))]
+    if len(arrays) != 1 or sum(p is Ellipsis for p in parts) > 1:
+        return None
+    p = parts[arrays[0]]
+    if isinstance(p, (bool, int)) or p is None:
+        return None
+    dtype = numpy.asarray(p).dtype if isinstance(p, list) else getattr(p, "dtype", None)
+    if dtype is None or "int" not in str(dtype):
+        return None  # (a boolean mask, or not an index array)
+    return arrays[0], parts
+
+
+def gather_index(x, index):
+    """`x[index]` with NumPy's reading of one integer array among slices (`x[[2, 0]]`,
+    `x[:, idx]`), which the Array API lacks (it takes integer arrays only with integers
+    on every axis): the slices, then `take` along the array's axis. Any other index is
+    `x[index]` as the namespace reads it."""
+    xp = _namespace(x)
+    found = _one_array(index)
+    if found is None:  # (integer arrays on every axis stand without `...`)
+        whole = isinstance(index, tuple) and len(index) == x.ndim and not any(
+            p is Ellipsis for p in index)
+        return x[index if whole else _full_index(index)]
+    k, parts = found
+    if any(p is Ellipsis for p in parts):  # (`...` before the array: its axis from the end)
+        e = next(i for i, p in enumerate(parts) if p is Ellipsis)
+        parts = parts[:e] + (slice(None),) * (x.ndim - len(parts) + 1) + parts[e + 1:]
+        k = next(i for i, p in enumerate(parts) if not isinstance(p, slice))
+    idx = xp.asarray(parts[k])
+    sliced = x[parts[:k] + (slice(None),) + parts[k + 1:] + (Ellipsis,)]
+    n = sliced.shape[k]
+    flat = xp.reshape(idx, (-1,))
+    taken = xp.take(sliced, xp.where(flat < 0, flat + n, flat), axis=k)
+    return xp.reshape(taken, sliced.shape[:k] + idx.shape + sliced.shape[k + 1:])
 
 
 # ---------------------------------------------------------------- scans (prod, cumprod)
@@ -574,6 +652,21 @@ def take_bar(c, shape, indices, axis):
     Repeated indices accumulate.
     """
     xp = _namespace(c)
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        indices = xp.asarray(indices)
+        if axis is None:
+            size = 1
+            for n in shape:
+                size *= n
+            flat = _scatter_along(xp.reshape(c, (-1,)), xp.reshape(indices, (-1,)), size, 0, xp)
+            return xp.reshape(flat, shape)
+        ax = axis % len(shape)
+        m = 1
+        for n in indices.shape:
+            m *= n
+        lined = shape[:ax] + (m,) + shape[ax + 1:]
+        idx = xp.reshape(indices, tuple(m if i == ax else 1 for i in range(len(shape))))
+        return _scatter_along(xp.reshape(c, lined), xp.broadcast_to(idx, lined), shape[ax], ax, xp)
     if axis is None:
         return _scatter_flat(c, shape, indices)
     out = xp.zeros(shape, dtype=c.dtype)
@@ -587,6 +680,17 @@ def take_along_bar(c, shape, indices, axis):
     Repeated indices accumulate. The transpose of `sort` (with `argsort` indices).
     """
     xp = _namespace(c)
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        if axis is None:
+            flat = xp.reshape(c, (-1,))
+            size = 1
+            for n in shape:
+                size *= n
+            return xp.reshape(_scatter_along(flat, xp.reshape(indices, (-1,)), size, 0, xp), shape)
+        ax = axis % len(shape)
+        out = _scatter_along(c, xp.broadcast_to(indices, c.shape), shape[ax], ax, xp)
+        summed = tuple(i for i, (a, b) in enumerate(zip(out.shape, shape)) if a != b)
+        return xp.sum(out, axis=summed, keepdims=True) if summed else out  # broadcast x
     if axis is None:
         return _scatter_flat(c, shape, indices)
     nd = len(shape)
@@ -636,10 +740,32 @@ def setitem(x, index, v):
     out = xp.asarray(x)
     out = out.copy() if hasattr(out, "copy") else xp.asarray(out, copy=True)  # Array API: no .copy
     if not _is_basic_index(index) and not (hasattr(xp, "add") and hasattr(xp.add, "at")):
-        raise NotImplementedError(f"srcgrad: a write at an integer-array index needs NumPy's "
-                                  f"indexing, which {xp.__name__} lacks (the Array API has none)")
+        # Note [Scatter-add without add.at]: each place takes the last value written there
+        ids, last = _last_writes(out.shape, index, xp)
+        picked = xp.broadcast_to(xp.asarray(v, dtype=out.dtype), ids.shape)
+        flat = xp.reshape(out, (-1,))
+        if 0 not in ids.shape:
+            values = xp.take(xp.reshape(picked, (-1,)), xp.where(last >= 0, last, 0))
+            flat = xp.where(last >= 0, values, flat)
+        return xp.reshape(flat, out.shape)
     _write(out, _full_index(index), v, xp)
     return out
+
+
+def _last_writes(shape, index, xp):
+    """The flat places `x[index] = v` writes (in v's shape), and for each flat place of
+    `shape` the position in that order of the last write there (NumPy keeps the last), or
+    -1: a one-hot comparison (Note [Scatter-add without add.at])."""
+    size = 1
+    for n in shape:
+        size *= n
+    ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+    flat = xp.reshape(ids, (-1,))
+    if not flat.shape[0]:
+        return ids, xp.full((size,), -1, dtype=flat.dtype)
+    order = xp.arange(flat.shape[0], dtype=flat.dtype)
+    hit = flat[:, None] == xp.arange(size, dtype=flat.dtype)
+    return ids, xp.max(xp.where(hit, order[:, None], -1), axis=0)
 
 
 def _write(out, full, v, xp):
@@ -657,13 +783,16 @@ def setitem_bar(c, index):
     """`c[index]` where the write `x[index] = v` survived: zero where a later repeated
     integer index overwrote it (NumPy keeps the last write). The transpose of
     `setitem(zeros, index, v)` with respect to v."""
-    picked = c[_full_index(index)]
     if _is_basic_index(index):
-        return picked
+        return c[_full_index(index)]
     xp = _namespace(c)
-    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # the same writes as scatter_index
-        raise NotImplementedError(f"srcgrad: the gradient of a write at an integer-array index "
-                                  f"needs NumPy's indexing, which {xp.__name__} lacks")
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        picked = gather_index(c, index)
+        ids, last = _last_writes(c.shape, index, xp)
+        flat = xp.reshape(ids, (-1,))
+        survived = xp.take(last, flat) == xp.arange(flat.shape[0], dtype=flat.dtype)
+        return xp.where(xp.reshape(survived, ids.shape), picked, xp.zeros((), dtype=picked.dtype))
+    picked = c[_full_index(index)]
     size = 1
     for n in picked.shape:
         size *= n

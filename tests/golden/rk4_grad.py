@@ -47,6 +47,53 @@ def _is_basic_index(index):
         return False
     return True
 
+def _scatter_along(c, idx, n, axis, xp):
+    """Zeros with axis `axis` of length `n` and `c` added at `idx` along it (`idx` has c's
+    shape; repeats accumulate): NumPy's `add.at` along one axis, for a namespace without it.
+
+    Note [Scatter-add without add.at]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API has no scatter-add, which the gradient of every gather (an integer-array
+    index, take, take_along_axis, sort) needs. It is a one-hot contraction instead:
+    ``out[..., i] = sum_j where(idx[..., j] == i, c[..., j], 0)``. `where`, not a product
+    with the one-hot matrix, so that an inf or nan in `c` reaches only the place it is
+    added to, as with add.at; the sum adds the same terms as add.at (and zeros). It costs
+    ``c.size * n`` comparisons, done in blocks of `idx` so that at most about 2**22
+    elements are held at once: meant for the modest sizes where one uses the Array API
+    for gathers, exact at any size.
+    """
+    cm, im = (xp.moveaxis(c, axis, -1), xp.moveaxis(idx, axis, -1))
+    im = xp.where(im < 0, im + n, im)
+    m = cm.shape[-1]
+    outer = 1
+    for k in cm.shape[:-1]:
+        outer *= k
+    positions = xp.arange(n, dtype=im.dtype)
+    zero = xp.zeros((), dtype=cm.dtype)
+    out = xp.zeros(cm.shape[:-1] + (n,), dtype=cm.dtype)
+    block = max(1, 2 ** 22 // max(1, outer * n))
+    for j in range(0, m, block):
+        e = min(m, j + block)
+        hit = im[..., j:e, None] == positions
+        out = out + xp.sum(xp.where(hit, cm[..., j:e, None], zero), axis=-2)
+    return xp.moveaxis(out, -1, axis)
+
+def _one_array(index):
+    """Where `index` is a tuple of slices and `...` around one integer array (list or
+    array of any rank), the array's place in the index with `...` spelled out as slices
+    for `ndim` axes: (position, parts); else None."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i, p in enumerate(parts) if not (p is Ellipsis or isinstance(p, slice))]
+    if len(arrays) != 1 or sum((p is Ellipsis for p in parts)) > 1:
+        return None
+    p = parts[arrays[0]]
+    if isinstance(p, (bool, int)) or p is None:
+        return None
+    dtype = numpy.asarray(p).dtype if isinstance(p, list) else getattr(p, 'dtype', None)
+    if dtype is None or 'int' not in str(dtype):
+        return None
+    return (arrays[0], parts)
+
 def _write(out, full, v, xp):
     """`out[full] = v`, where a newaxis (None) of a basic index is dropped and `v` shaped to
     match: the Array API reads None in an index, never in a write (array_api_strict raises
@@ -69,8 +116,34 @@ def scatter_index(x, shape, index):
     elif hasattr(xp, 'add') and hasattr(xp.add, 'at'):
         xp.add.at(out, index, x)
     else:
-        raise NotImplementedError(f'srcgrad: the gradient of an integer-array index needs a scatter-add, which {xp.__name__} lacks (the Array API has none)')
+        size = 1
+        for n in shape:
+            size *= n
+        ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+        out = xp.reshape(_scatter_along(xp.reshape(x, (-1,)), xp.reshape(ids, (-1,)), size, 0, xp), shape)
     return out
+
+def gather_index(x, index):
+    """`x[index]` with NumPy's reading of one integer array among slices (`x[[2, 0]]`,
+    `x[:, idx]`), which the Array API lacks (it takes integer arrays only with integers
+    on every axis): the slices, then `take` along the array's axis. Any other index is
+    `x[index]` as the namespace reads it."""
+    xp = _namespace(x)
+    found = _one_array(index)
+    if found is None:
+        whole = isinstance(index, tuple) and len(index) == x.ndim and (not any((p is Ellipsis for p in index)))
+        return x[index if whole else _full_index(index)]
+    k, parts = found
+    if any((p is Ellipsis for p in parts)):
+        e = next((i for i, p in enumerate(parts) if p is Ellipsis))
+        parts = parts[:e] + (slice(None),) * (x.ndim - len(parts) + 1) + parts[e + 1:]
+        k = next((i for i, p in enumerate(parts) if not isinstance(p, slice)))
+    idx = xp.asarray(parts[k])
+    sliced = x[parts[:k] + (slice(None),) + parts[k + 1:] + (Ellipsis,)]
+    n = sliced.shape[k]
+    flat = xp.reshape(idx, (-1,))
+    taken = xp.take(sliced, xp.where(flat < 0, flat + n, flat), axis=k)
+    return xp.reshape(taken, sliced.shape[:k] + idx.shape + sliced.shape[k + 1:])
 
 def stack_bar(c, arrays, axis):
     """The slices of `c` that `numpy.stack(arrays, axis)` took from each array."""

@@ -179,6 +179,10 @@ case("expand_reduced",
 case("scatter_index",
      ("slice", {"x": N(2, 4), "shape": (5, 4), "index": slice(1, 3)}),
      ("duplicates", {"x": N(4, 3), "shape": (5, 3), "index": I(1, 1, 4, 0)}))
+case("gather_index",
+     ("list", {"x": N(5, 3), "index": [4, 0, 0, -1]}),
+     ("second-axis", {"x": N(3, 4), "index": (slice(None), [3, 1, 3])}),
+     ("ellipsis", {"x": N(2, 3, 4), "index": (Ellipsis, [[1, 1], [0, 3]])}))
 case("shift",
      ("forward", {"x": N(3, 6), "axis": 1, "reverse": False, "fill": 1.0}),
      ("reverse", {"x": N(4, 3), "axis": 0, "reverse": True, "fill": 0.0}),
