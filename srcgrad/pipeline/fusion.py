@@ -126,8 +126,8 @@ def _operands_fit(op, shape, found, values) -> bool:
                 return False
         elif not isinstance(a, Var):
             return False
-        elif a not in values and not _is_number(a, found) and not (
-                found.shapes.get(a) == shape and found.dtypes.get(a) == _FLOAT64):
+        elif a not in values and not _is_number(a, found) and not (  # (read as a float64)
+                found.shapes.get(a) == shape and a in found.dtypes and found.dtypes[a].kind in "fiub"):
             return False
     return True
 

@@ -132,3 +132,15 @@ def test_vjp_forward_and_backward_fuse():
     _close(out, want_out)
     (got,), (want,) = vjp_fn(ct), want_fn(ct)
     _close(got, want)
+
+
+def weighted(x, k):
+    return np.sum(np.sin(x) * k + np.exp(x * k))
+
+
+def test_integer_arrays_are_read_as_numbers():
+    x = np.random.default_rng(5).standard_normal(40) * 0.1
+    k = np.arange(40) % 5 - 2
+    g = sg.grad(weighted, backend="numba")
+    _close(g(x, k), sg.grad(weighted)(x, k))
+    assert "k_i = k[i]" in _numba_source(g)
