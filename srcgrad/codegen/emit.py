@@ -538,7 +538,12 @@ def block_lines(ops: list, pool: ConstPool, *, backward: bool = False) -> list:
                 where = f"({os.path.basename(loc.file)}:{loc.line})"
                 lines.append(f"# grad of: {loc.text}  {where}" if backward else f"# {loc.text}  {where}")
             last = key
-        if rules.RULES[op.prim].control:
+        if op.prim == "fused":  # srcgrad.pipeline.fusion: one loop (Note [Fused elementwise chains])
+            from srcgrad.codegen.fused import fused_lines
+
+            lines.extend(fused_lines(op, pool, block_lines))
+            last = object()
+        elif rules.RULES[op.prim].control:
             lines.extend(control_lines(op, pool, backward))
             last = object()  # a comment again after the block
         else:

@@ -15,12 +15,14 @@ some later call: that variant runs on NumPy, and the reason is recorded for
 the first call's arguments and their results are compared (shapes, dtypes, values to
 1e-9 relative): numba's own semantics differ from NumPy's in corners (a 0-d result, an
 integer power, a reduction's dtype), and a variant whose results differ runs on
-NumPy (never a wrong result). numba's array expressions allocate a temporary per op
-and its transcendental functions are scalar code, so an elementwise chain over large
-arrays runs slower compiled than on NumPy's vectorised loops: a variant whose compiled
-run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
+NumPy (never a wrong result). numba's array expressions allocate a temporary per op,
+which the fusion pass removes (one loop per elementwise chain: Note [Fused elementwise
+chains] in srcgrad.pipeline.fusion), but its transcendental functions stay scalar libm
+code (`tanh` ~40 ns a value, NumPy's SIMD one ~1 ns), so a chain of those over large
+arrays may still run slower compiled than on NumPy's vectorised loops: a variant whose
+compiled run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
 `sg.explain` says so (the better of two runs each, on the first call, which so runs the
-variant six times; a fusion pass is what would change the verdict).
+variant six times).
 `disable_compile()` then stops numba compiling again for
 other argument types behind the dispatcher's back (an F-ordered or read-only array of
 the same shape, a Python int beside the float the variant saw): such a call, and any

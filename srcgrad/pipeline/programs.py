@@ -22,6 +22,7 @@ from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
 from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
+from srcgrad.pipeline import fusion
 from srcgrad.pipeline.graphs import backward_of, provably_scalar, scalar_output, trace  # noqa: F401 (re-exported)
 from srcgrad.pipeline.keys import VERSION, cache_key, compiler_fingerprint  # noqa: F401 (re-exported)
 
@@ -110,6 +111,8 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
         reuse_buffers(ops, graph.inputs, grad_list + rest, found)
         accumulate_in_place(ops, grad_list + rest, found)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
+    if args is not None and optimized and fusion.enabled():  # the numba rendering's loops
+        ops = fusion.fuse(ops, grad_list + rest, found, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()
     forward = [op for op in ops if not op.attrs.get("backward")]
     backward = [op for op in ops if op.attrs.get("backward")]
@@ -192,6 +195,11 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
             saved.append(g)
     if hooks:
         saved = hooks_pass.hook_saved(forward, backward, saved, hook_vars, namer)
+    if args is not None and optimized and fusion.enabled():  # the numba rendering's loops
+        taken = [v.name for v in graph.inputs + cotangent_params + hook_params + saved]
+        forward = fusion.fuse(forward, list(outputs) + saved, found, taken)
+        taken += [o.name for op in forward for o in op.outs]
+        backward = fusion.fuse(backward, grad_list, found, taken)
     pool = emit.ConstPool()
     fwd_name, bwd_name = names.forward_fn_name(fs.name), names.backward_fn_name(fs.name)
     out_src = _tuple_src([emit.operand_source(o, pool) for o in outputs], single=False)

@@ -29,6 +29,7 @@ that the arguments have those shapes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 
 from srcgrad import backend
@@ -84,8 +85,11 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
     # (numba: NumPy's code without `out=` buffers, which numba's ufuncs do not take)
     with emit.namespace(target.spelling, target.mutable and not for_numba, target.describe(),
                         backend.reference(target)):
-        text = _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args,
-                           variant_first=for_numba)
+        from srcgrad.pipeline import fusion
+
+        with fusion.fusing() if for_numba else contextlib.nullcontext():
+            text = _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args,
+                               variant_first=for_numba)
     if "\nimport numpy\n" in text:  # one import of NumPy: the namespace is NumPy itself
         text = text.replace("\nimport numpy as xp\n", "\nxp = numpy  # the array namespace\n", 1)
     if for_numba:

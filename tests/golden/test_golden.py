@@ -108,3 +108,40 @@ def test_rk4_golden_module_runs_and_is_right(tmp_path):
     fd = [(loss(RK4_ARGS[0] + eps * e, RK4_ARGS[1]) - loss(RK4_ARGS[0] - eps * e, RK4_ARGS[1]))
           / (2 * eps) for e in np.eye(4)]
     np.testing.assert_allclose(got, fd, rtol=1e-6)
+
+
+# The elementwise chain (examples/elementwise.py) emitted for numba with its argument's
+# shape: the fusion pass's one loop over the values, forward and gradient (Note [Fused
+# elementwise chains] in srcgrad.pipeline.fusion), `srcgrad emit examples/elementwise.py:f
+# --backend numba --args "(1000,)"`
+CHAIN_X = np.linspace(-2.0, 2.0, 1000)
+
+
+def test_fused_chain_numba_module_matches_golden(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    from examples.elementwise import f
+
+    text = emit_standalone(f, wrt=("x",), backend="numba", args=(CHAIN_X,))
+    path = HERE / "elementwise_numba_grad.py"
+    if os.environ.get("SRCGRAD_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), "emitted source of examples.elementwise:f changed; review the diff"
+
+
+def test_fused_chain_golden_module_runs_and_is_right(tmp_path):
+    pytest.importorskip("numba")
+    import importlib.util
+
+    from examples.elementwise import df_closed_form, f
+
+    import srcgrad as sg
+
+    path = tmp_path / "elementwise_numba_grad.py"  # a file of its own: numba caches beside it
+    path.write_text((HERE / "elementwise_numba_grad.py").read_text())
+    spec = importlib.util.spec_from_file_location("elementwise_numba_grad", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    got = module.grad_f(CHAIN_X)
+    assert module.grad_f.dispatcher.signatures, "numba compiled nothing: the Python ran"
+    np.testing.assert_allclose(got, sg.grad(f)(CHAIN_X), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got, df_closed_form(CHAIN_X), rtol=1e-12, atol=1e-15)

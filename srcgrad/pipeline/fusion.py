@@ -1,0 +1,198 @@
+"""Elementwise chains fused into one loop, for numba (Note [Fused elementwise chains]).
+
+Note [Fused elementwise chains]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+numba compiles `t = xp.tanh(x); y = t * xp.exp(-x * x)` as a loop and a new array per
+statement: a chain of k ops over n values reads and writes k arrays. `fuse` makes each
+maximal chain of float64 elementwise ops over one shape (a gradient's chain too, in one
+loop with its forward where no forward op follows the gradient's) one `fused` op: its
+block's params are the loop index and one number per array read (`x_i = x[i]`), its ops
+the chain's on numbers, its results the numbers written into arrays of the chain's shape
+(values read after the chain) or added into sums (`sum(v)` over every axis at the end:
+a sequential sum, within 1e-12 relative of NumPy's pairwise one, not bit for bit).
+srcgrad.codegen.fused writes it as one `for` loop over the flattened arrays. An op joins
+when its operands are numbers, the chain's values or float64 arrays of its shape; the
+chain is placed at its last op, so an outside op reading one of its values (or a sum,
+complete only after the loop) ends it first. The probe's facts decide every test: the
+fused code holds for every call the variant's guard admits. Only the numba rendering
+fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_numba.py measures it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import numpy
+
+from srcgrad.ir.core import Block, Const, Op, Var
+from srcgrad.ir.expand import Namer
+
+_FUSING = contextvars.ContextVar("srcgrad_fusing", default=False)
+
+# rows whose render numba takes on float64 numbers exactly as NumPy computes it on arrays
+FUSIBLE = frozenset({
+    "negative", "positive", "add", "subtract", "multiply", "divide", "power", "mod",
+    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square", "reciprocal",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "abs", "deg2rad", "rad2deg", "arctan2", "hypot", "logaddexp",
+    "logaddexp2", "maximum", "minimum", "relu", "sign", "floor", "ceil", "trunc", "rint",
+    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide", "torch_power_scalar",
+    "torch_logaddexp", "torch_arctan2", "torch_hypot", "torch_fmod",
+})
+_SPECIAL = ("add_into", "add_at", "math", "python_float", "python_value")
+_NUMBERS = (int, float, bool, numpy.floating, numpy.integer)
+_FLOAT64 = numpy.dtype(numpy.float64)
+
+
+@contextlib.contextmanager
+def fusing():
+    """Programs compiled inside fuse their elementwise chains (the numba rendering)."""
+    token = _FUSING.set(True)
+    try:
+        yield
+    finally:
+        _FUSING.reset(token)
+
+
+def enabled() -> bool:
+    return _FUSING.get()
+
+
+def fuse(ops: list, results: list, found, taken=()) -> list:
+    """`ops` with each maximal elementwise chain one `fused` op (Note [Fused elementwise
+    chains]); `results`: the values read after `ops`; `taken`: names in use besides theirs."""
+    chains = _chains(ops, found, _forward_first(ops))
+    if not chains:
+        return ops
+    namer = Namer(set(taken) | _names(ops))
+    read_after = _reads_outside(ops, chains, results)
+    placed = {chain[-1]: chain for chain in chains}
+    members = {i for chain in chains for i in chain}
+    return [_fused_op([ops[j] for j in placed[i]], read_after, found, namer) if i in placed else op
+            for i, op in enumerate(ops) if i in placed or i not in members]
+
+
+def _forward_first(ops) -> bool:
+    """Whether no forward op follows a gradient's op: then a chain may hold both (it is
+    placed, and rendered, with the gradient)."""
+    flags = [bool(op.attrs.get("backward")) for op in ops]
+    return flags == sorted(flags)
+
+
+def _chains(ops, found, cross: bool) -> list:
+    """Index lists of the maximal chains of two or more ops, in order."""
+    chains, chain, shape, values, sums = [], [], None, set(), set()
+
+    def close():
+        if len(chain) >= 2 and any(ops[j].prim != "sum" for j in chain):
+            chains.append(list(chain))
+        chain.clear(), values.clear(), sums.clear()
+
+    for i, op in enumerate(ops):
+        reads = set(op.operand_vars())
+        if reads & sums or chain and not cross and bool(
+                op.attrs.get("backward")) != bool(ops[chain[-1]].attrs.get("backward")):
+            close()
+        if chain and _is_sum_of(op, values, found):
+            chain.append(i)
+            sums.update(op.outs)
+            continue
+        s = _elementwise_shape(op, found)
+        fits = s is not None and (not chain or s == shape) and _operands_fit(op, s, found, values)
+        if not fits and (reads & values or s is not None):
+            close()  # (an op of another shape starts a chain of its own)
+            fits = s is not None and _operands_fit(op, s, found, values)
+        if fits:
+            shape = s
+            chain.append(i)
+            values.update(op.outs)
+    close()
+    return chains
+
+
+def _elementwise_shape(op, found):
+    """The shape of `op`'s result where it is a fusible float64 elementwise op, else None."""
+    if op.prim not in FUSIBLE or len(op.outs) != 1 or op.blocks or any(k in op.attrs for k in _SPECIAL):
+        return None
+    shape = found.shapes.get(op.outs[0])
+    return shape if shape and found.dtypes.get(op.outs[0]) == _FLOAT64 else None
+
+
+def _operands_fit(op, shape, found, values) -> bool:
+    for a in op.args:
+        if isinstance(a, Const):
+            if not isinstance(a.value, _NUMBERS):
+                return False
+        elif not isinstance(a, Var):
+            return False
+        elif a not in values and not _is_number(a, found) and not (  # (read as a float64)
+                found.shapes.get(a) == shape and a in found.dtypes and found.dtypes[a].kind in "fiub"):
+            return False
+    return True
+
+
+def _is_number(v, found) -> bool:
+    return found.shapes.get(v) == () and v not in found.dtypes
+
+
+def _is_sum_of(op, values, found) -> bool:
+    """`sum(v)` over every axis of a value `v` of the chain (a number out)."""
+    return (op.prim == "sum" and len(op.args) == 3 and op.args[0] in values
+            and op.args[1] == Const(None) and op.args[2] == Const(False)
+            and not any(k in op.attrs for k in _SPECIAL))
+
+
+def _reads_outside(ops, chains, results) -> set:
+    """The chains' values read by an op outside their chain, or after `ops`."""
+    owner = {o: n for n, chain in enumerate(chains) for j in chain for o in ops[j].outs}
+    chain_of = {j: n for n, chain in enumerate(chains) for j in chain}
+    return {v for v in results if isinstance(v, Var) and v in owner} | {
+        v for i, op in enumerate(ops) for v in op.operand_vars()
+        if v in owner and chain_of.get(i) != owner[v]}
+
+
+def _fused_op(chain: list, read_after: set, found, namer) -> Op:
+    """One `fused` op of a chain's ops (Note [Fused elementwise chains])."""
+    defined = {o for op in chain for o in op.outs}
+    shape = found.shapes[next(op.outs[0] for op in chain if op.prim != "sum")]
+    arrays = list(dict.fromkeys(  # the arrays the loop reads, in order of first use
+        a for op in chain for a in op.args
+        if isinstance(a, Var) and a not in defined and not _is_number(a, found)))
+    index = Var(namer.fresh("i"), "static")
+    loads = {a: Var(namer.fresh(f"{a.name.lstrip('_') or 'v'}_i")) for a in arrays}
+    numbers = {o: Var(namer.fresh(f"{o.name.lstrip('_')}_i")) if o in read_after else o
+               for op in chain if op.prim != "sum" for o in op.outs}
+    body, outs, written, kinds = [], [], [], []
+    for op in chain:
+        if op.prim == "sum":
+            outs.append(op.outs[0])
+            written.append(numbers.get(op.args[0], op.args[0]))
+            kinds.append("sum")
+            continue
+        args = tuple(loads.get(a, numbers.get(a, a)) if isinstance(a, Var) else a for a in op.args)
+        attrs = {"backward": True} if op.attrs.get("backward") else {}
+        body.append(Op(op.prim, args, tuple(numbers[o] for o in op.outs), op.loc, attrs))
+        for o in op.outs:
+            if o in read_after:
+                outs.append(o)
+                written.append(numbers[o])
+                kinds.append("store")
+    flat = tuple(namer.fresh(f"{v.name}_flat") if len(shape) != 1 and kind == "store" else None
+                 for v, kind in zip(outs, kinds))
+    read_flat = tuple(namer.fresh(f"{a.name}_flat") if len(shape) != 1 else None for a in arrays)
+    attrs = {"shape": shape, "kinds": tuple(kinds), "flat": flat, "read_flat": read_flat,
+             "backward": any(op.attrs.get("backward") for op in chain)}
+    return Op("fused", tuple(arrays), tuple(outs), None, attrs,
+              (Block(body, written, [index, *loads.values()]),))
+
+
+def _names(ops) -> set:
+    names = set()
+    for op in ops:
+        names.update(o.name for o in op.outs)
+        names.update(v.name for v in op.operand_vars())
+        for block in op.blocks:
+            names.update(p.name for p in block.params)
+            names |= _names(block.ops)
+    return names

@@ -1,0 +1,146 @@
+"""The fusion pass (Note [Fused elementwise chains] in srcgrad.pipeline.fusion): the numba
+rendering of an elementwise chain is one loop, and its gradients equal NumPy's (unfused)
+to 1e-12, on one gradcheck case of each fusible row of the table. Skipped without numba.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.pipeline import fusion
+
+pytest.importorskip("numba")
+compiled_rules = pytest.importorskip("tests.rules.test_compiled_rules")
+
+
+@pytest.fixture(autouse=True)
+def _numba_even_where_slower(monkeypatch):
+    """These check the loop's arithmetic, not the speed rule (as tests/backends/test_numba.py)."""
+    from srcgrad.pipeline import numba_variants
+
+    monkeypatch.setattr(numba_variants, "SLOWER", float("inf"))
+
+
+def _one_shape(args: dict) -> bool:
+    shapes = {np.shape(v) for v in args.values() if isinstance(v, np.ndarray) and np.ndim(v)}
+    return len(shapes) == 1 and all(
+        isinstance(v, np.ndarray) and v.dtype == np.float64 for v in args.values() if np.ndim(v))
+
+
+def _fused_cases():
+    """One case per fusible row: its operands' arrays all of one float64 shape."""
+    chosen = {}
+    for case in compiled_rules.VJP_CASES:
+        rule, _, args = case
+        if rule.name in fusion.FUSIBLE and rule.name not in chosen and _one_shape(args):
+            chosen[rule.name] = case
+    return list(chosen.values())
+
+
+CASES = _fused_cases()
+
+
+def _numba_source(g) -> str:
+    (record,) = g.__srcgrad__.numba_records.values()
+    assert record.backend == "numba", record.reason
+    return inspect.getsource(record.dispatcher.py_func)
+
+
+def _close(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0)) if want.ndim else 1.0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * scale)
+
+
+def test_every_fusible_row_with_gradcheck_cases_has_a_case_here():
+    with_cases = {c[0].name for c in compiled_rules.VJP_CASES} & fusion.FUSIBLE
+    assert {c[0].name for c in CASES} == with_cases
+
+
+@pytest.mark.parametrize("rule,case_id,args", CASES, ids=compiled_rules.cases.case_ids(CASES))
+def test_fused_gradient_equals_numpys(tmp_path, rule, case_id, args):
+    # the row's value through tanh: a chain of three ops or more in the forward and the
+    # gradient whichever row it is (`w * x`'s gradient alone is one op: nothing to fuse)
+    module, wrt, values = compiled_rules._build(tmp_path, _Through(rule, "xp.tanh"), args)
+    want = sg.grad(module.f, wrt=tuple(wrt))(*values)
+    g = sg.grad(module.f, wrt=tuple(wrt), backend="numba")
+    got = g(*values)
+    for a, b in zip(got, want):
+        _close(a, b)
+    assert "for i in range(" in _numba_source(g), "the gradient's chain was not fused"
+
+
+class _Through:
+    """A row as _build reads it, its render wrapped in a call of `outer`."""
+
+    def __init__(self, rule, outer):
+        self.params, self.vjp, self.name = rule.params, rule.vjp, rule.name
+        self.render = f"{outer}({rule.render})"
+
+
+def chain(x):
+    return np.sum(np.tanh(x) * np.exp(-x * x) + np.sin(x) ** 2)
+
+
+def test_the_chain_and_its_gradient_are_one_loop():
+    x = np.random.default_rng(0).standard_normal(1000)
+    g = sg.grad(chain, backend="numba")
+    _close(g(x), sg.grad(chain)(x))
+    source = _numba_source(g)
+    assert source.count("for ") == 1 and source.count("xp.empty(") == 1, source
+    assert "for " not in sg.source(sg.grad(chain)), "NumPy's code fused (it is off there)"
+
+
+def test_a_sum_at_the_chain_end_is_accumulated_in_the_loop():
+    x = np.random.default_rng(1).standard_normal((30, 40))  # 2-D: ravel and reshape
+    vg = sg.value_and_grad(chain, backend="numba")
+    value, grad = vg(x)
+    want_value, want_grad = sg.value_and_grad(chain)(x)
+    assert abs(value - want_value) <= 1e-12 * abs(want_value)
+    _close(grad, want_grad)
+    source = _numba_source(vg)
+    assert source.count("for ") == 1 and " += " in source and ".ravel()" in source, source
+
+
+def normalized(x):
+    s = np.sum(x * x)  # the chain's sum: a reader of it starts another loop
+    return np.sum(np.sin(x) / s)
+
+
+def test_a_reader_of_the_chains_sum_ends_the_chain():
+    x = np.random.default_rng(2).standard_normal(50)
+    g = sg.grad(normalized, backend="numba")
+    got = g(x)
+    _close(got, sg.grad(normalized)(x))
+    eps = 1e-6  # and arithmetic: central differences
+    fd = [(normalized(x + eps * e) - normalized(x - eps * e)) / (2 * eps) for e in np.eye(50)]
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-9)
+    source = _numba_source(g)
+    assert source.count("for ") >= 2, source
+
+
+def test_vjp_forward_and_backward_fuse():
+    x = np.random.default_rng(3).standard_normal((4, 5))
+    out, vjp_fn = sg.vjp(lambda x: np.tanh(x) * np.exp(x) + 1.0, x, backend="numba")
+    ct = np.random.default_rng(4).standard_normal((4, 5))
+    want_out, want_fn = sg.vjp(lambda x: np.tanh(x) * np.exp(x) + 1.0, x)
+    _close(out, want_out)
+    (got,), (want,) = vjp_fn(ct), want_fn(ct)
+    _close(got, want)
+
+
+def weighted(x, k):
+    return np.sum(np.sin(x) * k + np.exp(x * k))
+
+
+def test_integer_arrays_are_read_as_numbers():
+    x = np.random.default_rng(5).standard_normal(40) * 0.1
+    k = np.arange(40) % 5 - 2
+    g = sg.grad(weighted, backend="numba")
+    _close(g(x, k), sg.grad(weighted)(x, k))
+    assert "k_i = k[i]" in _numba_source(g)
