@@ -24,6 +24,8 @@ loop, never a silent copy of one result.
 
 from __future__ import annotations
 
+import os
+
 import numpy
 
 from srcgrad.codegen import emit, names
@@ -55,11 +57,13 @@ def _probe(ops, inputs, args):
         raise (err.__cause__ or err) from None
 
 
-def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batched_args: tuple):
+def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batched_args: tuple,
+                 traceable: bool = False):
     """`def <f>_vmap(<params>)` for arguments mapped along `in_axes` (one int or None per
     parameter) with batch `size`; `examples`: one unbatched example per parameter,
     `batched_args`: the arguments with their batch axes first (for the probe).
-    `out_axes`: one int or None per output leaf, or one for every leaf."""
+    `out_axes`: one int or None per output leaf, or one for every leaf. `traceable`:
+    code another transform traces, so plain ops only (Note [Unbuffered rows])."""
     graph, namer = trace(fs, args=examples)
     graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, examples)
     outputs = [_follow(o, decided) for o in graph.outputs]
@@ -79,7 +83,7 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     pool = emit.ConstPool()
     lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
              for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)]
-    lines += emit.block_lines(ops, pool)
+    lines += _block_lines(ops, pool, set() if traceable else _wide_rows(ops, facts))
     results = []
     for k, (out, ax) in enumerate(zip(outputs, outs)):
         text = emit.operand_source(out, pool)
@@ -176,6 +180,79 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
     name = f"{fs.name}_vmap"
     source = emit.render_function(name, [v.name for v in graph.inputs], lines, _nested(tree, iter(leaves)))
     return Functions([source], (name,), dict(pool.values), tree)
+
+
+# Note [Unbuffered rows]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A batched matmul_bar's per-example outer products are elementwise ops that broadcast
+# one operand along the other's rows: `x * g[:, None]` (the per-example gradient of
+# `x @ w`), `g[:, :, None] * x[:, None, :]`. NumPy (2.4 measured) runs such an op through
+# its iterator's buffers whenever a row is shorter than the buffer (8192 elements): it
+# copies rows into the buffer and back, which costs 2-3x the same op without the
+# broadcast (1024 x 784 doubles: 330 us against 140 us for `x * 2.0`). Given a buffer
+# smaller than a row it runs each row in place, at the speed of the plain op. The
+# buffer size is context state (`np.setbufsize`) that also decides how a reduction is
+# chunked, so a reduction's last bits change with it; the batched program therefore sets
+# it only around such an op, inside `with xp.errstate():`, which restores it on the way
+# out (an exception included). An elementwise op's values do not depend on the buffer;
+# one that needs a cast (mixed dtypes) does use it, and small buffers would slow it, so
+# every operand has the result's dtype. The op is large (the `with` costs about 2 us).
+# Code another transform traces (a vmap's `entry_at`: sg.vmap or sg.jacobian of a vmap)
+# is written without it: the frontend reads no `with` statement.
+_ROW_OPS = ("add", "subtract", "multiply", "divide")
+_BUFFER = 8192  # NumPy's default buffer, in elements: a row this long is not buffered
+_SMALL_BUFFER = 256  # (a multiple of 16, as NumPy requires; no longer than a marked row)
+
+
+def _wide_rows(ops, facts) -> set:
+    """The top-level ops of Note [Unbuffered rows]: a broadcasting add, subtract,
+    multiply or divide of one dtype, of 2**15 elements or more, whose rows (the trailing
+    axes over which every operand is either whole or broadcast) are 256 to 8191 long."""
+    marked = set()
+    for op in ops:
+        if op.prim not in _ROW_OPS or len(op.outs) != 1 or op.outs[0] not in facts.shapes:
+            continue
+        out = op.outs[0]
+        shape, dtype = tuple(facts.shapes[out]), facts.dtypes.get(out)
+        if dtype is None or dtype.kind not in "fc" or len(shape) < 2 or numpy.prod(shape) < 2 ** 15:
+            continue
+        patterns, ok = [], True
+        for a in op.args:
+            if isinstance(a, Var) and facts.dtypes.get(a) == dtype and a in facts.shapes:
+                sh = (1,) * (len(shape) - len(facts.shapes[a])) + tuple(facts.shapes[a])
+                patterns.append([n == 1 and m != 1 for n, m in zip(sh, shape)])
+            elif not (isinstance(a, Const) and type(a.value) in (int, float)):
+                ok = False  # (a cast, or a value the probe does not know)
+        if not ok or not any(any(p) for p in patterns):
+            continue  # (no broadcast: NumPy's loop runs the whole array at once)
+        row, k = shape[-1], len(shape) - 2
+        while k >= 0 and all(p[k] == p[k + 1] for p in patterns):
+            row, k = row * shape[k], k - 1
+        if _SMALL_BUFFER <= row < _BUFFER:
+            marked.add(id(op))
+    return marked
+
+
+def _block_lines(ops, pool, marked: set) -> list:
+    """emit.block_lines, with each op in `marked` run with a small buffer."""
+    lines, run = [], []
+    for op in ops:
+        if id(op) not in marked:
+            run.append(op)
+            continue
+        lines += emit.block_lines(run, pool)
+        if op.loc is not None and not (run and _line(run[-1]) == _line(op)):  # (its line's comment)
+            lines += ([""] if lines else []) + [
+                f"# {op.loc.text}  ({os.path.basename(op.loc.file)}:{op.loc.line})"]
+        run = []
+        lines += ["with xp.errstate():  # rows unbuffered: Note [Unbuffered rows] in srcgrad.pipeline.vmap",
+                  f"    xp.setbufsize({_SMALL_BUFFER})",
+                  "    " + emit.op_statement(op, pool)]
+    return lines + ([""] if lines and run else []) + emit.block_lines(run, pool)
+
+
+def _line(op):
+    return (op.loc.file, op.loc.line) if op.loc is not None else None
 
 
 def _shape_of(r, found) -> tuple:
