@@ -136,8 +136,9 @@ class Compiled:
 
         def generate():
             from srcgrad.codegen import emit
+            from srcgrad.passes.tapes import preallocated  # Note [One tape per saved quantity]
 
-            with emit.namespace("numpy", False, "numpy", numpy):  # (immutable: no `out=`)
+            with emit.namespace("numpy", False, "numpy", numpy), preallocated():  # (immutable: no `out=`)
                 source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
             return numba_variants.rewritten(source), constants, out_tree
         return self._load(key, generate, example=example)
