@@ -466,6 +466,10 @@ def op_statement(op, pool: ConstPool) -> str:
         return f"{targets} = {operand_source(op.attrs['python_value'], pool)}"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
         return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
+    if "entry" in op.attrs:  # one tape per saved quantity (Note [One tape per saved quantity])
+        from srcgrad.codegen.tape_lines import tape_statement
+
+        return tape_statement(op, lambda a: operand_source(a, pool))
     if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])
         return f"{targets}, = {op.args[0].name}.pop()" if op.outs else f"{op.args[0].name}.pop()"
     if not op.outs:
