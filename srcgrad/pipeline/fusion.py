@@ -31,13 +31,14 @@ from srcgrad.ir.expand import Namer
 _FUSING = contextvars.ContextVar("srcgrad_fusing", default=False)
 
 # rows whose render numba takes on float64 numbers exactly as NumPy computes it on arrays
+# (not torch_power_scalar: its helpers.torch_pow branches on the eager Tensor type)
 FUSIBLE = frozenset({
     "negative", "positive", "add", "subtract", "multiply", "divide", "power", "mod",
     "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square", "reciprocal",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "abs", "deg2rad", "rad2deg", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "maximum", "minimum", "relu", "sign", "floor", "ceil", "trunc", "rint",
-    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide", "torch_power_scalar",
+    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide",
     "torch_logaddexp", "torch_arctan2", "torch_hypot", "torch_fmod",
 })
 _SPECIAL = ("add_into", "add_at", "math", "python_float", "python_value")
