@@ -356,21 +356,29 @@ def argsort(self, dim=-1, *, axis=None):
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, ddof=None,
         keepdims=None):
     ax = _axis(dim if axis is None else axis)
+    bare = ax is None and ddof is None and correction is None and unbiased is None
     if ddof is None:  # torch: unbiased by default; NumPy's ddof when given
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
     keep = bool(keepdim if keepdims is None else keepdims)
     static = {"axis": ax, "ddof": ddof, "keepdims": keep}
-    return apply("var", static, (ax, ddof, keep), (self,), "VarBackward0")
+    out = apply("var", static, (ax, ddof, keep), (self,), "VarBackward0")
+    if bare and out._grad_fn is not None:  # torch's _saved_correction is None (saved.py)
+        out._grad_fn._bare = True
+    return out
 
 
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, ddof=None,
         keepdims=None):
     ax = _axis(dim if axis is None else axis)
+    bare = ax is None and ddof is None and correction is None and unbiased is None
     if ddof is None:
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
     keep = bool(keepdim if keepdims is None else keepdims)
     static = {"axis": ax, "ddof": ddof, "keepdims": keep}
-    return apply("std", static, (ax, ddof, keep), (self,), "StdBackward0")
+    out = apply("std", static, (ax, ddof, keep), (self,), "StdBackward0")
+    if bare and out._grad_fn is not None:  # torch's _saved_correction is None (saved.py)
+        out._grad_fn._bare = True
+    return out
 
 
 def cumsum(self, dim=None, *, axis=None):

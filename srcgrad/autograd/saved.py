@@ -352,8 +352,17 @@ def _by_dim(k, convert=None):
     return get
 
 
+def _correction(node, static):
+    """Var/StdBackward0's correction: None for a bare x.var() (torch's var(Tensor) overload,
+    marked by methods.var), else the degrees of freedom removed."""
+    return None if node.__dict__.get("_bare") else static.get("ddof", _GENERIC)
+
+
+_VAR = {"dim": _DIMS, "keepdim": _KEEPDIM, "correction": _correction}
 _MAX_MIN = {"dim": _by_dim(0, _torch_dim), "keepdim": _by_dim(1), "indices": _by_dim(2)}
 _TORCH_ATTRS = {
+    "VarBackward0": _VAR,
+    "StdBackward0": _VAR,
     "MaxBackward0": _MAX_MIN,
     "MinBackward0": _MAX_MIN,
     "PowBackward0": {"exponent": _exponent},

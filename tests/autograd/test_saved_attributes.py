@@ -76,6 +76,19 @@ CASES = [
     ("x.max(-1).values", "MaxBackward0", "dim", U64 - 1),
     ("x.max(1, keepdim=True).values", "MaxBackward0", "keepdim", True),
     ("x.min(0).values", "MinBackward0", "keepdim", False),
+    # correction: None only for a bare var()/std() (observed in torch 2.14.1)
+    ("x.var()", "VarBackward0", "correction", None),
+    ("x.var()", "VarBackward0", "dim", None),
+    ("x.var(unbiased=True)", "VarBackward0", "correction", 1),
+    ("x.var(0)", "VarBackward0", "correction", 1),
+    ("x.var(0)", "VarBackward0", "dim", (0,)),
+    ("x.var(0, unbiased=False)", "VarBackward0", "correction", 0),
+    ("x.var(0, correction=2)", "VarBackward0", "correction", 2),
+    ("x.var(dim=-1, keepdim=True)", "VarBackward0", "dim", (U64 - 1,)),
+    ("x.var(dim=-1, keepdim=True)", "VarBackward0", "keepdim", True),
+    ("x.std()", "StdBackward0", "correction", None),
+    ("x.std(1)", "StdBackward0", "correction", 1),
+    ("x.std(correction=0)", "StdBackward0", "correction", 0),
     # a number operand of mul/div: torch's wrapped 0-d `other` (x * c even for c * x), and
     # no `self`; of two Tensors, the one no gradient reads is None
     ("x * 2.0", "MulBackward0", "self", None),
