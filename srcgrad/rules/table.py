@@ -487,8 +487,10 @@ _N = "reduced_size(xp.shape(x), axis)"
 _CENTERED = "(x - xp.mean(x, axis=axis, keepdims=True))"
 
 
-def _count(mask):  # how many elements tie, in x's dtype (an int count would promote float32)
-    return f"xp.astype(xp.sum({mask}, axis=axis, keepdims=True), xp.result_type(x))"
+def _count(mask):  # how many elements tie, in x's dtype (an int count would promote float32);
+    # read from ans, which has it: x may be a Python number, which the Array API's
+    # result_type refuses (fuzz seed 2630312, ptp of a float)
+    return f"xp.astype(xp.sum({mask}, axis=axis, keepdims=True), xp.result_type(ans))"
 
 
 def _reduce_jvp(deriv):

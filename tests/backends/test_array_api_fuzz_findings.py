@@ -146,3 +146,22 @@ def test_polyder_multiplies_by_float_powers_on_the_array_api(m):
     want = {1: [18.0, 16.0, 6.0, 0.0], 2: [72.0, 16.0, 0.0, 0.0]}[m]
     np.testing.assert_array_equal(sg.grad(squared_derivative)(p, m), want)
     np.testing.assert_array_equal(np.asarray(sg.grad(squared_derivative)(xs.asarray(p), m)), want)
+
+
+def ptp_of_a_number(x0, x1):
+    return np.ptp(x1)
+
+
+def max_of_a_number(x0, x1):
+    return np.max(x1) * np.sum(x0)
+
+
+def test_tie_counts_of_a_python_number_on_the_array_api():
+    """Seed 2630312: max/min's tie count took its dtype from `xp.result_type(x)` with x a
+    Python number, which array_api_strict refuses; the count now takes ans's dtype.
+    ptp of a number is 0 (derivative 1 - 1); max of a number is the number (derivative 1)."""
+    x0 = xs.asarray(np.array([[1.0, 2.0, 3.0]]))
+    g0, g1 = sg.grad(ptp_of_a_number, wrt=(0, 1))(x0, -0.54)
+    assert np.asarray(g0).tolist() == [[0.0, 0.0, 0.0]] and float(g1) == 0.0
+    g0, g1 = sg.grad(max_of_a_number, wrt=(0, 1))(x0, -0.5)
+    assert np.asarray(g0).tolist() == [[-0.5, -0.5, -0.5]] and float(g1) == 6.0
