@@ -15,7 +15,7 @@ when its operands are numbers, the chain's values or float64 arrays of its shape
 chain is placed at its last op, so an outside op reading one of its values (or a sum,
 complete only after the loop) ends it first. The probe's facts decide every test: the
 fused code holds for every call the variant's guard admits. Only the numba rendering
-fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_numba.py measures it).
+fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_fusion.py measures it).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.expand import Namer
 
-_FUSING = contextvars.ContextVar("srcgrad_fusing", default=False)
+_FUSING = contextvars.ContextVar("srcgrad_fusing", default=None)
 
 # rows whose render numba takes on float64 numbers exactly as NumPy computes it on arrays
 FUSIBLE = frozenset({
@@ -46,17 +46,18 @@ _FLOAT64 = numpy.dtype(numpy.float64)
 
 
 @contextlib.contextmanager
-def fusing():
-    """Programs compiled inside fuse their elementwise chains (the numba rendering)."""
-    token = _FUSING.set(True)
+def fusing(fs):
+    """`fs`'s programs compiled inside fuse their elementwise chains (the numba rendering);
+    another function's (a transform it calls, compiled for NumPy meanwhile) do not."""
+    token = _FUSING.set(fs)
     try:
         yield
     finally:
         _FUSING.reset(token)
 
 
-def enabled() -> bool:
-    return _FUSING.get()
+def enabled(fs) -> bool:
+    return _FUSING.get() is fs
 
 
 def fuse(ops: list, results: list, found, taken=()) -> list:

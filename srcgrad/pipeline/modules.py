@@ -138,8 +138,9 @@ class Compiled:
             from srcgrad.codegen import emit
             from srcgrad.pipeline import fusion
 
-            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing():  # (no `out=`)
-                source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
+            fs = self.parsed()
+            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing(fs):  # (no `out=`)
+                source, constants, out_tree = self._generate(fs, key or "uncached", example)
             return numba_variants.rewritten(source), constants, out_tree
         return self._load(key, generate, example=example)
 
