@@ -65,6 +65,7 @@ class VMapped:
         self._vm_in_axes = _check_axes(in_axes, "in_axes")
         self._vm_out_axes = _check_axes(out_axes, "out_axes")
         self._vm_plans: dict = {}  # (guards, axes) -> (generated function, out tree)
+        self._vm_calls: dict = {}  # guards -> generated function (__call__'s quick path)
         self._vm_module_source = None
         # (not f's __dict__: a Jacobian's or a gradient's attributes are no vmap's, and a
         # transform of this one copies this __dict__, so its names are prefixed)
@@ -125,21 +126,32 @@ class VMapped:
         return tuple(out), size
 
     def __call__(self, *args, **kwargs):
+        # The quick path: arguments like an earlier call's (guard_value: the shapes,
+        # dtypes and classes its axes, size and program follow from), no container among
+        # them (a container's guard value is only its class). It is most of the wrapper's
+        # cost per call otherwise (axes_for: 10 us of a 0.3 ms per-example gradient).
+        guards = tuple([modules.guard_value(a) for a in args])
+        fn = self._vm_calls.get(guards)
+        if fn is not None and not kwargs:
+            return fn(*args)
         if kwargs:
             raise TypeError("vmap: pass the arguments positionally (in_axes counts positions)")
         if any(pytree.is_node(a) for a in args):
             return self._call_on_leaves(args)
         axes, size = self.axes_for(args)
-        key = (tuple([modules.guard_value(a) for a in args]), axes, self._vm_out_axes)
+        key = (guards, axes, self._vm_out_axes)
         plan = self._vm_plans.get(key)
         if plan is None:
             try:
                 plan = self._vm_plans[key] = self._compile(args, axes, size)
             except CompileError as err:  # the user's line, not the compiler's frames under it
                 raise hide_internal_frames(at_user_call(err, "vmap")) from None
+        self._vm_calls[guards] = plan[0]
         return plan[0](*args)  # (it returns f's structure: Note [Vmap as batching])
 
-    def _compile(self, args, axes, size):
+    def _compile(self, args, axes, size, traceable: bool = False):
+        """(the generated function, its out tree); `traceable`: for another transform to
+        trace (entry_at), so no construct the frontend refuses (Note [Unbuffered rows])."""
         target = backend.target_of(*args)
         if target is not backend.NUMPY:  # the module is bound to NumPy (issue 32: not yet)
             raise TypeError(f"vmap: {target.describe()} arrays are not supported yet (NumPy "
@@ -161,14 +173,16 @@ class VMapped:
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
         guards = tuple([modules.guard_value(a) for a in args])
-        key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, guards))
+        key = programs.cache_key(parsed, ("vmap", axes, self._vm_out_axes, guards)
+                                 + (("traceable",) if traceable else ()))
         examples = examples_of(args, axes)
         batched = tuple(a if ax is None else numpy.moveaxis(a, ax, 0) for a, ax in zip(args, axes))
 
         def generate():
             from srcgrad.pipeline.vmap import vmap_program  # the batching pass: on a miss only
 
-            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched)
+            functions = vmap_program(parsed, axes, self._vm_out_axes, examples, size, batched,
+                                     traceable)
             return modules._module(parsed, key or "uncached", functions)  # noqa: SLF001
 
         namespace = compiled._load(key, generate)  # noqa: SLF001 (modules' cache)
@@ -339,9 +353,9 @@ class _VmapSource:
         """The generated function for arguments like `args` (a transform of the vmap at
         them: sg.jacobian's per-seed columns)."""
         axes, size = self.vm.axes_for(tuple(args))
-        key = (tuple([modules.guard_value(a) for a in args]), axes, self.vm._vm_out_axes)
+        key = (tuple([modules.guard_value(a) for a in args]), axes, self.vm._vm_out_axes, "traceable")
         if key not in self.vm._vm_plans:  # noqa: SLF001
-            self.vm._vm_plans[key] = self.vm._compile(tuple(args), axes, size)  # noqa: SLF001
+            self.vm._vm_plans[key] = self.vm._compile(tuple(args), axes, size, traceable=True)  # noqa: SLF001
         return self.vm._vm_plans[key][0]  # noqa: SLF001
 
     def fingerprint(self):

@@ -548,7 +548,7 @@ PROGRAM = textwrap.dedent('''
         return sum([x[i] * 2.0 for i in range(3)])
 
     def bad_signature(x):
-        return np.sum(np.clip(x, 0.5, 1.0, None))  # HERE
+        return np.sum(np.clip(x, 0.5, 1.0, None, None))  # HERE
 
     def good_signature(x):
         return np.sum(np.clip(x, a_min=0.5, a_max=1.0))
@@ -1179,6 +1179,30 @@ PROGRAM = textwrap.dedent('''
     def good_r_traced_slice(x):
         return np.sum(np.concatenate([x, np.arange(3.0)]) * 2.0)
 
+    def bad_r_matrix(x):
+        return np.sum(np.r_['r', x, x ** 2] * 2.0)  # HERE
+
+    def good_r_matrix(x):
+        return np.sum(np.concatenate([np.atleast_2d(x), np.atleast_2d(x ** 2)]) * 2.0)
+
+    def bad_r_three_dims(x):
+        return np.sum(np.r_['0,3', x, x ** 2] * 2.0)  # HERE
+
+    def good_r_three_dims(x):
+        return np.sum(np.concatenate([np.expand_dims(x, (0, 1)), np.expand_dims(x ** 2, (0, 1))]) * 2.0)
+
+    def bad_reshape_f_of_a_shape(x):
+        return np.sum(np.reshape(x, x.shape, order='F') ** 2)  # HERE
+
+    def good_reshape_f_of_a_shape(x):
+        return np.sum(np.reshape(x, (3,), order='F') ** 2)
+
+    def bad_ravel_order_k(x):
+        return np.sum(x.ravel(order='K') ** 2)  # HERE
+
+    def good_ravel_order_k(x):
+        return np.sum(x.ravel(order='C') ** 2)
+
     def bad_einsum_ellipsis_three(x):
         return np.sum(np.einsum("...i,i,i->...", x, x, x))  # HERE
 
@@ -1530,9 +1554,19 @@ ROWS = [
         "indexing the object `Lookup`", "index it with constants only", "good_index_object"),
     Row(("frontend/numpy_forms.py", "of a slice with traced bounds"), "bad_s_traced",
         "`np.s_` of a slice", "write the index in place", "good_s_traced"),
-    Row(("frontend/numpy_forms.py", "with a directive string or a traced slice"),
+    Row(("frontend/numpy_forms.py", "with a directive string after its first item, or a "),
         "bad_r_traced_slice", "`np.r_` with a directive", "np.concatenate",
         "good_r_traced_slice"),
+    Row(("frontend/numpy_forms.py", " (the directive builds an np.matrix, whose `*` is a"),
+        "bad_r_matrix", "builds an np.matrix", "np.concatenate of np.atleast_2d", "good_r_matrix"),
+    Row(("frontend/numpy_forms.py", "(a promotion to {} dimensions with "), "bad_r_three_dims",
+        "a promotion to 3 dimensions", "promote the arrays with np.expand_dims",
+        "good_r_three_dims"),
+    Row(("ir/bind_targets.py", "`reshape` with order='F' to a shape not known when compiling"),
+        "bad_reshape_f_of_a_shape", "order='F' to a shape not known", "write the shape as a tuple",
+        "good_reshape_f_of_a_shape"),
+    Row(("ir/bind_targets.py", "with order={} (the element order of 'A' and "), "bad_ravel_order_k",
+        "order='K'", "write order='C' or order='F'", "good_ravel_order_k"),
     Row(("frontend/numpy_forms.py", "of three or more operands with '...'"),
         "bad_einsum_ellipsis_three", "three or more operands", "nest einsums",
         "good_einsum_ellipsis_three"),

@@ -128,6 +128,8 @@ def _max_min(rule, kind, argrule, rtype):
         indices = apply(argrule, static, (ax, keep), (self,), "")
         values = apply("take", _TAKE_FLAT, _TAKE_FLAT_KEY,
                        (self, _flat_index(self, indices._data, ax, keep)), by_dim)
+        if values._grad_fn is not None:  # torch's _saved_dim/_keepdim/_indices (saved.py)
+            values._grad_fn._by_dim = (ax, keep, indices)
         return rtype(values, indices)
 
     op.__name__ = rule
@@ -282,7 +284,19 @@ def sub(self, other, *, alpha=1):
 
 
 def pow_(self, exponent):
-    return apply("power", _E, (), (self, _operand(exponent)), "PowBackward0")
+    # torch's node names: PowBackward0 for a number exponent, PowBackward1 for a Tensor one
+    # (pow(Tensor, Tensor)), PowBackward2 for a number base (__rpow__: pow(Scalar, Tensor))
+    if exponent.__class__ is not Tensor and isinstance(exponent, _SEQUENCES):
+        exponent = numpy.asarray(exponent)
+    name = "PowBackward1" if isinstance(exponent, (Tensor, numpy.ndarray)) else "PowBackward0"
+    return apply("power", _E, (), (self, _operand(exponent)), name)
+
+
+def _rpow(self, base):
+    if base.__class__ is not Tensor and isinstance(base, _SEQUENCES):
+        base = numpy.asarray(base)
+    name = "PowBackward1" if isinstance(base, numpy.ndarray) else "PowBackward2"
+    return apply("power", _E, (), (base, self), name)
 
 
 def relu(self):
@@ -420,6 +434,7 @@ def install(cls) -> None:
         setattr(cls, f"__{dunder}__", op)
         setattr(cls, f"__r{dunder}__", rop)
     cls.__rtruediv__ = _rtruediv
+    cls.__pow__, cls.__rpow__ = pow_, _rpow
     for dunder, rule in _COMPARISONS.items():
         setattr(cls, f"__{dunder}__", _binary(rule)[0])
     cls.__hash__ = lambda self: id(self)
@@ -464,7 +479,7 @@ def install(cls) -> None:
         long=lambda self: astype(self, numpy.int64),
         int=lambda self: astype(self, numpy.int32),
         bool=lambda self: astype(self, numpy.bool_),
-        rsqrt=lambda self: apply("power", _E, (), (self, -0.5), "RsqrtBackward0"),
+        rsqrt=lambda self: apply("torch_rsqrt", _E, (), (self,), "RsqrtBackward0"),
     )
     for name, fn in named.items():
         setattr(cls, name, fn)

@@ -21,7 +21,7 @@ import numpy
 from srcgrad import rules
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.node import _RAW, _SEQ, node_class
-from srcgrad.autograd.saved import add_saved_properties
+from srcgrad.autograd.saved import add_saved_properties, remember_static
 from srcgrad.autograd.tensor import Tensor, _Version, share_storage
 from srcgrad.contexts import SPECIAL_MODES, current_hooks, hooks_active, mutation_allowed
 
@@ -48,7 +48,7 @@ VIEW_RULES = frozenset({"reshape", "ravel", "transpose", "T", "matrix_transpose"
 # backward `-g * (x // y)` is torch's `-grad * self.div(other, rounding_mode="floor")`,
 # whose derivative is zeros (issue 28).
 ZERO_DERIVATIVE_ROWS = frozenset({"sign", "floor", "ceil", "round", "trunc", "rint",
-                                  "floor_divide"})
+                                  "floor_divide", "trunc_divide"})
 
 
 class _Entry:
@@ -90,6 +90,7 @@ def entry_for(rule: str, static: dict, skey, active: tuple) -> _Entry:
         from srcgrad.kernels import op_kernel
 
         e = _KERNELS[key] = _Entry(op_kernel(rule, static, active), rule in VIEW_RULES)
+        remember_static(e.kernel, static)  # torch's _saved_dim & co. (srcgrad.autograd.saved)
     return e
 
 
@@ -115,7 +116,8 @@ INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (N
 # place the swap is made.
 EAGER_ROWS = {"power": "torch_power", "arctan2": "torch_arctan2", "hypot": "torch_hypot",
               "clip": "torch_clip", "logaddexp": "torch_logaddexp", "relu": "torch_relu",
-              "divide": "torch_divide", "var": "var", "norm": "norm"}  # (var, norm: by operands)
+              "divide": "torch_divide", "var": "var", "norm": "norm", "prod": "torch_prod",
+              "cumprod": "torch_cumprod"}  # (var, norm: by operands)
 _TENSORISH = (Tensor, _ndarray)
 
 
@@ -528,6 +530,10 @@ class _Namespace:
         size = max(int(minlength), int(index.max()) + 1 if index.size else 0)
         return apply("scatter_index", {"shape": (size,)}, (size,), (weights, index),
                      "IndexPutBackward0")
+
+    @staticmethod
+    def trunc_divide(x, y):  # torch's div(rounding_mode="trunc"): one node (helpers.trunc_divide)
+        return apply("trunc_divide", _NO_STATIC, (), (x, y), "DivBackward2")
 
     @staticmethod
     def zeros(shape, dtype=None):

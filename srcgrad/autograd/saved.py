@@ -142,7 +142,9 @@ class SavedTensor:
 
 
 # torch's names for the saved operands of binary rows (MulBackward0._saved_self/_saved_other)
-_TORCH_PARAM = {"x": "self", "y": "other"}
+# and for their shapes and the clamp bounds (ClampBackward1._saved_min)
+_TORCH_PARAM = {"x": "self", "y": "other", "x_sym_sizes": "self_sym_sizes",
+                "y_sym_sizes": "other_sym_sizes", "a_min": "min", "a_max": "max"}
 _SAVED_NAMES: dict = {}  # id(kernel) -> {attribute suffix: saved index}; kernels live forever
 
 
@@ -160,6 +162,13 @@ def saved_attr_names(kernel) -> dict:
 
 
 def _node_getattr(node, attr):
+    own = _TORCH_ATTRS.get(type(node).__name__)
+    if own is not None and attr.startswith("_saved_"):
+        get = own.get(attr[len("_saved_"):])
+        if get is not None:
+            value = get(node, _STATICS.get(id(node._kernel), _NO_STATIC))
+            if value is not _GENERIC:
+                return value
     if attr.startswith("_raw_saved_"):
         j = saved_attr_names(node._kernel).get(attr[len("_raw_saved_"):])
         if j is not None:
@@ -184,15 +193,19 @@ def _saved_property(attr):
 
 
 def add_saved_properties(cls, kernel) -> None:
-    """`_saved_<name>` and `_raw_saved_<name>` on `cls` for `kernel`'s saved names."""
+    """`_saved_<name>` and `_raw_saved_<name>` on `cls` for `kernel`'s saved names, and
+    torch's non-tensor attributes of a node named `cls.__name__` (`_TORCH_ATTRS`)."""
     for key in saved_attr_names(kernel):
         for attr in ("_saved_" + key, "_raw_saved_" + key):
             if not hasattr(cls, attr):
                 setattr(cls, attr, _saved_property(attr))
+    for key in _TORCH_ATTRS.get(cls.__name__, ()):
+        if not hasattr(cls, "_saved_" + key):
+            setattr(cls, "_saved_" + key, _saved_property("_saved_" + key))
 
 
 def _node_dir(node):
-    mine = set()
+    mine = {f"_saved_{key}" for key in _TORCH_ATTRS.get(type(node).__name__, ())}
     for key in saved_attr_names(node._kernel):
         mine |= {f"_saved_{key}", f"_raw_saved_{key}"}
     # the class's saved properties of other kernels are not this node's attributes
@@ -202,3 +215,175 @@ def _node_dir(node):
 
 OpNode.__dir__ = _node_dir
 OpNode.saved_value = saved_value
+
+
+# Note [Torch's non-tensor saved attributes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch's nodes show the non-tensor arguments their backward keeps as `_saved_<name>` too:
+# `(x ** 3).grad_fn._saved_exponent == 3`, `x.sum(1).grad_fn._saved_dim == (1,)`. A node
+# here keeps its kernel, whose static arguments (axis, keepdims, ...) ops.entry_for records
+# once per kernel in `_STATICS` (`remember_static`); the number operands are the node's
+# operands. `_TORCH_ATTRS` says, per torch node name, how each attribute is read (observed
+# in torch 2.14.1: tests/autograd/test_saved_attributes.py). torch shows a negative dim as
+# the unsigned 64-bit integer of its bits (`sum(-1)`: 18446744073709551615), and so does
+# `_torch_dim`. A getter returns `_GENERIC` where the node's own saved value is torch's
+# (`MulBackward0._saved_other` of a Tensor other); the tensor attributes stay those of
+# Note [Saved attributes as properties].
+_STATICS: dict = {}  # id(kernel) -> its static arguments (kernels live forever)
+_NO_STATIC: dict = {}
+_GENERIC = object()
+
+
+def remember_static(kernel, static: dict) -> None:
+    _STATICS.setdefault(id(kernel), static)
+
+
+def _torch_dim(d):
+    if isinstance(d, (tuple, list)):  # np.prod(t, axis=(0, 1)) and the like
+        return tuple(_torch_dim(a) for a in d)
+    d = int(d)
+    return d + (1 << 64) if d < 0 else d
+
+
+def _dims(axis):
+    """An IntArrayRef dim as torch shows it: a tuple (None for all dims stays None)."""
+    if axis is None:
+        return None
+    return tuple(_torch_dim(int(a)) for a in (axis if isinstance(axis, tuple) else (axis,)))
+
+
+def _operand(node, i):
+    """Operand i of the node (a number or Tensor), or the saved copy of it once the node
+    keeps no operands (`_GENERIC`: the node's own saved value, where there is one)."""
+    ops = node._operands
+    if ops is not None and i < len(ops):
+        return ops[i]
+    return _GENERIC
+
+
+def _number_operand(node, i, wrapped: bool):
+    """A Python number operand i; torch's wrapped-number 0-d Tensor where `wrapped`
+    (MulBackward0._saved_other of `x * 2.0`: float64 for a float, int64 for an int)."""
+    value = _operand(node, i)
+    if value is _GENERIC or not isinstance(value, (int, float, bool, complex)):
+        return _GENERIC
+    if not wrapped:
+        return value
+    dtype = numpy.int64 if isinstance(value, (int, bool)) else numpy.float64
+    return Tensor._make(numpy.asarray(value, dtype=dtype))
+
+
+def _binary_saved(which):
+    """MulBackward0/DivBackward0's `self` and `other`: torch computes `c * x` as `x * c`, so
+    a number c is its wrapped `other` and `self` is None; of two Tensors, one the backward
+    does not read (the other needs no gradient) is None too."""
+    index = 0 if which == "self" else 1
+
+    def get(node, static):
+        ops = node._operands
+        if ops is None:  # released (or nothing kept): the saved names' own answer
+            return _GENERIC
+        numbers = [i for i in (0, 1) if not isinstance(ops[i], (Tensor, numpy.ndarray))]
+        if numbers:
+            return None if which == "self" else _number_operand(node, numbers[0], wrapped=True)
+        if ("input", index) not in node._kernel.saved_from:
+            return None
+        return _GENERIC
+    return get
+
+
+def _exponent(node, static):
+    """PowBackward0._saved_exponent: the number, or the saved exponent Tensor."""
+    value = _number_operand(node, 1, wrapped=False)
+    if value is not _GENERIC:
+        return value
+    j = saved_attr_names(node._kernel).get("y")
+    return _GENERIC if j is None else saved_value(node, j, as_tensor=True)
+
+
+def _clamp_bound(which):
+    """ClampBackward1's `min`/`max`: None for a bound not given (clamp(min=...) passes the
+    other as a static None), the number as given, the saved Tensor bound otherwise."""
+    def get(node, static):
+        if static.get(which, 0) is None:
+            return None
+        other = "a_max" if which == "a_min" else "a_min"
+        value = _operand(node, 1 if which == "a_min" or other in static else 2)
+        return _GENERIC if value is _GENERIC or isinstance(value, Tensor) else value
+    return get
+
+
+def _static(key, convert=None, default=None):
+    def get(node, static):
+        value = static.get(key)
+        if value is None:
+            return default
+        return value if convert is None else convert(value)
+    return get
+
+
+def _numel(node, static):
+    shape = _self_shape(node)
+    return _GENERIC if shape is None else int(numpy.prod(shape))
+
+
+def _self_shape(node):
+    kernel = node._kernel
+    for j, (kind, i) in enumerate(kernel.saved_from):
+        if i == 0 and kind in ("shape", "input") and node._saved is not None:
+            raw = node._saved[j]
+            return tuple(raw) if kind == "shape" else numpy.shape(raw)
+    return None
+
+
+_DIM = _static("axis", _torch_dim)
+_DIMS = _static("axis", _dims)
+_KEEPDIM = _static("keepdims", bool, False)
+_REDUCED = {"dim": _DIMS, "keepdim": _KEEPDIM}
+_ALL_OR_DIMS = _static("axis", lambda a: _dims(a) or (), ())  # amax(): torch's dim is ()
+def _by_dim(k, convert=None):
+    """MaxBackward0/MinBackward0 (max(dim)): a `take` of x's flat positions whose dim,
+    keepdim and indices methods._max_min keeps on the node (`_by_dim`)."""
+    def get(node, static):
+        kept = node.__dict__.get("_by_dim")
+        if kept is None:
+            return _GENERIC
+        return kept[k] if convert is None else convert(kept[k])
+    return get
+
+
+_MAX_MIN = {"dim": _by_dim(0, _torch_dim), "keepdim": _by_dim(1), "indices": _by_dim(2)}
+_TORCH_ATTRS = {
+    "MaxBackward0": _MAX_MIN,
+    "MinBackward0": _MAX_MIN,
+    "PowBackward0": {"exponent": _exponent},
+    "PowBackward1": {"exponent": _exponent},
+    "PowBackward2": {"exponent": _exponent},
+    "SumBackward1": _REDUCED,
+    "MeanBackward0": {"self_sym_numel": _numel},
+    "MeanBackward1": {**_REDUCED, "self_sym_numel": _numel},
+    "AmaxBackward0": {"dim": _ALL_OR_DIMS, "keepdim": _KEEPDIM},
+    "AminBackward0": {"dim": _ALL_OR_DIMS, "keepdim": _KEEPDIM},
+    "ProdBackward1": {"dim": _DIM, "keepdim": _KEEPDIM},
+    "CumsumBackward0": {"dim": _DIM},
+    "CumprodBackward0": {"dim": _DIM},
+    "SoftmaxBackward0": {"dim": _DIM},
+    "LogSoftmaxBackward0": {"dim": _DIM},
+    "UnsqueezeBackward0": {"dim": _DIM},
+    "CatBackward0": {"dim": _DIM},
+    "StackBackward0": {"dim": _DIM},
+    "TransposeBackward0": {"dim0": _static("axis1", _torch_dim),
+                           "dim1": _static("axis2", _torch_dim)},
+    "PermuteBackward0": {"dims": _static("axes", _dims)},
+    "FlipBackward0": {"dims": _static("axis", _dims)},
+    "MulBackward0": {"self": _binary_saved("self"), "other": _binary_saved("other")},
+    "DivBackward0": {"self": _binary_saved("self"), "other": _binary_saved("other")},
+    # sg's add/sub with alpha != 1 records the multiplication as its own node first
+    "AddBackward0": {"alpha": lambda node, s: 1},
+    "SubBackward0": {"alpha": lambda node, s: 1},
+    "ClampBackward1": {"min": _clamp_bound("a_min"), "max": _clamp_bound("a_max")},
+    "LinalgVectorNormBackward0": {"ord": lambda node, s: 2 if s.get("ord") is None else s["ord"],
+                                  "dim": _DIMS,
+                                  "keepdim": _KEEPDIM},
+}
+

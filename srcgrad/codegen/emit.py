@@ -308,10 +308,13 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
         if isinstance(spelled, spellings.Refused):
             raise _refused(op, label, spelled.reason)
         render, method = spelled or render, None  # methods are NumPy's
+        if _gathers(op, known):
+            render = "gather_index(x, index)"
     if label != "numpy":  # (CuPy too, which is spelled as NumPy)
         from srcgrad.codegen import spellings
 
-        if op.prim in spellings.OTHER_NAMESPACES:
+        if op.prim in spellings.OTHER_NAMESPACES and not (  # (an Array-API spelling wins)
+                spelling != "numpy" and op.prim in spellings.ARRAY_API):
             render, method = spellings.OTHER_NAMESPACES[op.prim], None
     template = _template(render)
     if "arrays" in op.attrs:  # srcgrad.passes.array_spellings: operands known to be arrays
@@ -351,8 +354,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
 
 def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
-    other operand's dtype (NumPy reads True as 1; the Array API refuses), and an integer
-    list or array as a constant index is refused (its gradient needs a scatter-add)."""
+    other operand's dtype (NumPy reads True as 1; the Array API refuses). (An integer list
+    or array as an index is a gather: _gathers.)"""
     from srcgrad.codegen import spellings  # (as op_expr's: imported by an Array-API render)
 
     if op.prim in spellings.BOOLEAN_RESULTS:
@@ -365,13 +368,22 @@ def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
         x = operands["x"]
         if isinstance(x, Var) and x.name in bools:
             operands = {**operands, "x": _AsNumber(x, Const(0), bools, "int64")}
-    if op.prim == "getitem":
-        index = operands.get("index")
-        values = index.value if isinstance(index, Const) else ()
-        for v in values if isinstance(values, tuple) else (values,):
-            if isinstance(v, (list, numpy.ndarray)) and numpy.asarray(v).dtype.kind in "iu":
-                raise _refused(op, label, spellings.NO_SCATTER_ADD.reason)
     return operands
+
+
+def _gathers(op, known) -> bool:
+    """Whether a getitem's index may hold an integer list or array (`x[[2, 0]]`,
+    `x[:, idx]`): a constant one, or an array computed at run time. The Array API reads
+    one only with integers on every axis; rendered as helpers.gather_index, whose
+    transpose is scatter_index (Note [Scatter-add without add.at])."""
+    index = op.args[1] if op.prim == "getitem" and len(op.args) > 1 else None
+    if isinstance(index, Const):
+        values = index.value
+        return any(isinstance(v, (list, numpy.ndarray)) and numpy.asarray(v).dtype.kind in "iu"
+                   for v in (values if isinstance(values, tuple) else (values,)))
+    items = index.items if isinstance(index, Pack) else (index,)
+    return any(isinstance(v, Var) and v.kind == "array" and v.name not in known.ints
+               for v in items)
 
 
 class _AsNumber:
@@ -454,6 +466,10 @@ def op_statement(op, pool: ConstPool) -> str:
         return f"{targets} = {operand_source(op.attrs['python_value'], pool)}"
     if op.prim == "custom_call":  # Note [Custom Functions]: name the forward's outputs
         return f"{targets} = {', '.join(operand_source(a, pool) for a in op.args[0].items)}"
+    if "entry" in op.attrs:  # one tape per saved quantity (Note [One tape per saved quantity])
+        from srcgrad.codegen.tape_lines import tape_statement
+
+        return tape_statement(op, lambda a: operand_source(a, pool))
     if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])
         return f"{targets}, = {op.args[0].name}.pop()" if op.outs else f"{op.args[0].name}.pop()"
     if not op.outs:

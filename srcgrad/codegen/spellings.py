@@ -36,14 +36,24 @@ class Refused(FrozenFields):
 _REVERSED = "tuple(range(x.ndim - 1, -1, -1))"
 _SWAPPED = ("tuple(axis2 % x.ndim if i == axis1 % x.ndim else axis1 % x.ndim if i == axis2 % x.ndim "
             "else i for i in range(x.ndim))")
-NO_SCATTER_ADD = _NO_SCATTER_ADD = Refused("the Array API has no scatter-add (NumPy's `add.at`), which the "
-                          "gradient of an integer-array gather needs")
 
 # NumPy's isclose: |a - b| <= atol + rtol |b|, equal infinities close, nan only with equal_nan
 _CLOSE = ("((a == b) | (xp.abs(xp.asarray(a - b)) <= (1e-08 if atol is None else atol)"
           " + (1e-05 if rtol is None else rtol) * xp.abs(xp.asarray(b))))")
 _ISCLOSE = (f"{_CLOSE} if not equal_nan else "
             f"({_CLOSE} | (xp.isnan(xp.asarray(a)) & xp.isnan(xp.asarray(b))))")
+
+
+
+def _promoted(n: int, x: str = "a") -> str:
+    """NumPy's atleast_{n}d of `x` (new axes in front; a 0-d x may be a Python number)."""
+    return f"xp.reshape(xp.asarray({x}), (1,) * max(0, {n} - xp.asarray({x}).ndim) + xp.asarray({x}).shape)"
+
+
+# atleast_3d: a vector's (1, n, 1), a matrix's (m, n, 1)
+_AT3 = ("xp.reshape(xp.asarray({0}), (1, 1, 1) if xp.asarray({0}).ndim == 0 else (1,) "
+        "+ xp.asarray({0}).shape + (1,) if xp.asarray({0}).ndim == 1 else xp.asarray({0}).shape "
+        "+ (1,) * max(0, 3 - xp.asarray({0}).ndim))")
 
 ARRAY_API: dict = {
     # x may be a Python number (emit writes `x.shape` for a known array: Note [Python
@@ -122,20 +132,25 @@ ARRAY_API: dict = {
     "pad_bar": Refused("the Array API has no pad"),
     "diff": "xp.diff(x, n=n, axis=axis)",
     # the Array API's take wants a 1-d index array and an axis (NumPy's None: the flat
-    # array); a 0-d index (np.take(s, k, axis=ax), median's middle element: fuzz seed
-    # 2610161) takes a length-1 index and drops its axis
-    "take": "(xp.squeeze(xp.take(xp.reshape(x, (-1,)) if axis is None else x, "
-            "xp.reshape(xp.asarray(indices), (1,)), axis=0 if axis is None else axis), "
-            "axis=0 if axis is None else axis) if xp.asarray(indices).ndim == 0 else "
-            "xp.take(xp.reshape(x, (-1,)) if axis is None else x, xp.asarray(indices), "
-            "axis=0 if axis is None else axis))",
-    "take_bar": _NO_SCATTER_ADD,
+    # array): helpers.gather_index takes any index array along one axis, a 0-d one
+    # (np.take(s, k, axis=ax), median's middle element: fuzz seed 2610161) dropping it
+    "take": "gather_index(xp.reshape(x, (-1,)) if axis is None else x, (slice(None),) * "
+            "(0 if axis is None else axis % xp.asarray(x).ndim) + (xp.asarray(indices),))",
+    # NumPy's promotions (a 0-d x may be a Python number): atleast_2d puts new axes in
+    # front, atleast_3d a vector's between (1, n, 1) and a matrix's after
+    "atleast_1d": _promoted(1, "x"),
+    "atleast_2d": _promoted(2, "x"),
+    "atleast_3d": _AT3.format("x"),
+    # hstack/vstack/dstack/column_stack: a concatenation of the promoted elements (as NumPy's)
+    "hstack": f"xp.concat([{_promoted(1)} for a in arrays], axis=0 if xp.asarray(arrays[0]).ndim <= 1 "
+              f"else 1)",
+    "vstack": f"xp.concat([{_promoted(2)} for a in arrays], axis=0)",
+    "dstack": f"xp.concat([{_AT3.format('a')} for a in arrays], axis=2)",
+    "column_stack": "xp.concat([xp.reshape(xp.asarray(a), (-1, 1)) if xp.asarray(a).ndim < 2 else a "
+                    "for a in arrays], axis=1)",
     # `a, b = x`: the Array API does not iterate an array (array_api_strict raises); a shape
     # is a tuple
     "unpack": "x if isinstance(x, tuple) else xp.unstack(x)",
-    "take_along_bar": _NO_SCATTER_ADD,
-    "stacked_bar": Refused("the transpose of hstack/vstack/dstack/column_stack, which the Array "
-                           "API lacks"),
     "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
     "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
                           "implemented for the Array API)"),

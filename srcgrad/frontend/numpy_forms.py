@@ -46,26 +46,56 @@ def index_object(tracer, obj, index, node):
                     "traced bounds", "write the index in place: `x[a:b]`")
     if obj is numpy.r_ or obj is numpy.c_:
         name = "r_" if obj is numpy.r_ else "c_"
+        # NumPy's AxisConcatenator: r_ joins along 0 at least 1-d, c_ along -1 at least 2-d
+        # with a vector made a column (trans1d 0); a leading directive string sets them
+        axis, ndmin, trans1d = (0, 1, -1) if name == "r_" else (-1, 2, 0)
+        if items and isinstance(items[0], Const) and isinstance(items[0].value, str):
+            axis, ndmin, trans1d = _directive(tracer, name, items.pop(0).value, ndmin, trans1d, node)
+        promote = "atleast_1d" if ndmin <= 1 else "atleast_2d" if trans1d in (-1, 1) else "column"
         parts = []
         for item in items:
             if isinstance(item, Const) and isinstance(item.value, slice):
                 item = Const(numpy.r_[item.value])  # a static range of numbers
             elif isinstance(item, Const) and isinstance(item.value, str) or isinstance(item, Pack):
-                tracer.fail(node, f"`np.{name}` with a directive string or a traced slice",
-                            "use np.concatenate / np.column_stack of the arrays")
+                tracer.fail(node, f"`np.{name}` with a directive string after its first item, or a "
+                            "traced slice", "use np.concatenate / np.column_stack of the arrays")
             elif isinstance(item, (list, tuple)):
                 item = _stack_nested(tracer, item, node)
             elif not isinstance(item, (Var, Const)):
                 tracer.fail(node, f"`np.{name}` of a value that is not an array")
-            if name == "r_":
-                parts.append(tracer.apply(rules.RULES["atleast_1d"], [item], {}, node))
-            else:
+            if promote == "column":
                 parts.append(tracer.apply(rules.RULES["column_stack"], [[item]], {}, node))
-        return tracer.apply(rules.RULES["concatenate"], [parts],
-                            {"axis": Const(0 if name == "r_" else -1)}, node)
+            else:
+                parts.append(tracer.apply(rules.RULES[promote], [item], {}, node))
+        return tracer.apply(rules.RULES["concatenate"], [parts], {"axis": Const(axis)}, node)
     tracer.fail(node, f"indexing the object `{type(obj).__name__}` with a traced value "
                 "(srcgrad cannot read what its __getitem__ computes)",
                 "index it with constants only, or compute the value with NumPy functions")
+
+
+def _directive(tracer, name, text, ndmin, trans1d, node):
+    """(axis, ndmin, trans1d) of an `np.r_`/`np.c_` directive string ('0', '-1', '0,2',
+    '1,2,0'), as NumPy reads it, where the promotion is one of atleast_1d, atleast_2d or
+    a column (ndmin up to 2); 'r' and 'c' (an np.matrix result) and others are refused."""
+    try:
+        numbers = [int(v) for v in text.split(",")]
+    except ValueError:
+        numbers = []
+    if not 1 <= len(numbers) <= 3:
+        tracer.fail(node, f"`np.{name}['{text}', ...]`" + (
+            " (the directive builds an np.matrix, whose `*` is a matrix product)"
+            if text in ("r", "c") else " (an unknown directive)"),
+                    "use np.concatenate of np.atleast_2d / np.column_stack of the arrays")
+    axis = numbers[0]
+    if len(numbers) > 1:
+        ndmin = numbers[1]
+    if len(numbers) > 2:
+        trans1d = numbers[2]
+    if ndmin > 2 or ndmin == 2 and trans1d not in (-2, -1, 0, 1):
+        tracer.fail(node, f"`np.{name}['{text}', ...]` (a promotion to {ndmin} dimensions with "
+                    f"the vector's axis at {trans1d})",
+                    "promote the arrays with np.expand_dims, then np.concatenate them")
+    return axis, ndmin, trans1d
 
 
 def _stack_nested(tracer, seq, node):

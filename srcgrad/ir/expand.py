@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib
 import inspect
 import operator
 
@@ -28,6 +27,7 @@ import gast
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
+from srcgrad.ir.bind_targets import ORDERED, by_target_position, first_by_target_name, in_order
 from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars
 from srcgrad.ir.gast_nodes import to_gast
 from srcgrad.ir.renders import evaluate_static
@@ -102,28 +102,6 @@ def parse_formula(text: str):
 _PLAIN: dict = {}  # a signature's text -> ((name, default), ...) or None (not plain)
 
 
-def _first_by_target_name(rule, sig, kwargs: dict) -> dict:
-    """`kwargs` with the NumPy function's own name for its first parameter (`np.sum(a=x)`,
-    `np.linalg.norm(x=...)`) renamed to the row's (`x`); only the first: the later
-    parameters of a row need not sit where NumPy's do (issue 28's boundary fuzzing).
-    Keywords the row lacks that are NumPy's no-op defaults are dropped."""
-    kwargs = {k: v for k, v in kwargs.items() if not (  # `dtype=None`, `out=None`: NumPy's
-        k in ("dtype", "out") and k not in sig.parameters  # defaults, the call without them
-        and (v is None or isinstance(v, Const) and v.value is None))}
-    first = next(iter(sig.parameters), None)
-    if not kwargs or first is None or first in kwargs:
-        return kwargs
-    for target in rule.targets:
-        module, _, name = target.rpartition(".")
-        try:
-            theirs = next(iter(inspect.signature(getattr(importlib.import_module(module), name)).parameters))
-        except (ImportError, AttributeError, TypeError, ValueError, StopIteration):
-            continue
-        if theirs in kwargs and theirs not in sig.parameters:
-            return {first if k == theirs else k: v for k, v in kwargs.items()}
-    return kwargs
-
-
 def _bound_plainly(text: str, sig, args, kwargs) -> list | None:
     """The values `sig.bind(*args, **kwargs)` and `apply_defaults` give each parameter, in
     order, where every parameter is positional-or-keyword and the call fits; else None
@@ -168,10 +146,14 @@ class Expander:
     def apply(self, rule, args, kwargs, node=None):
         """Bind a call to `rule`'s signature and emit its op (or fold it)."""
         sig = rule.py_signature
+        if rule.name in ORDERED and ("order" in kwargs or len(args) > ORDERED[rule.name]):
+            return in_order(self, rule, args, kwargs, node)
+        if len(args) > 1:
+            args, kwargs = by_target_position(rule, sig, args, kwargs) or (args, kwargs)
         values = _bound_plainly(rule.signature, sig, args, kwargs)
         if values is None:
             try:
-                bound = sig.bind(*args, **_first_by_target_name(rule, sig, kwargs))
+                bound = sig.bind(*args, **first_by_target_name(rule, sig, kwargs))
             except TypeError as err:
                 self.error(node, f"the call to `{rule.name}` does not fit its supported signature "
                            f"({err})", f"srcgrad supports `{rule.name}({rule.signature})`")

@@ -18,12 +18,17 @@ JAX batches `fori_loop`, `while_loop` and `cond`:
   flow) and selects per example with `where`, as JAX's `select` does;
 * a `while` whose test reads a mapped value (a trip count per example) runs while any
   example's test holds, with a mask: an example whose test failed keeps its values
-  (`where(mask, new, old)`) and its test stays false, as JAX batches `while_loop`.
+  (`where(mask, new, old)`) and its test stays false, as JAX batches `while_loop`;
+* a `for` whose `break` flag reads a mapped value (a `break` or a `return` in its body
+  on a mapped test) runs until every example has stopped, the same way: an example that
+  stopped keeps its values (`where(stopped, old, new)`). A `return`'s value enters the
+  loop as None; batched, it enters as `False` of the value's shape (bool promotes to the
+  value's dtype unchanged, where a broadcast None made an object array).
 
 Refused (Unbatchable, at the op's line): a carried value whose shape changes across
 iterations, an `if` on a mapped test with effects or loops in a branch, and a `while`
-on a mapped test whose body has effects (a gradient's tape: each example would need
-its own trip count in the adjoint loop).
+on a mapped test, or a `for` with a mapped `break`, whose body has effects (a
+gradient's tape: each example would need its own trip count in the adjoint loop).
 """
 
 from __future__ import annotations
@@ -128,12 +133,20 @@ def _loop(b, op):
         carried |= more
     if offset and 0 in carried:
         return _masked_while(b, op, block, entries, params, results)
+    if any(_is_none(e) for e in entries) and any(_entry_shape(b, block.ops, r) is None for r in results):
+        raise Unbatchable(_LOST)  # (no fact of the body at all: the probe's iteration changed one)
+    until = op.attrs.get("until")  # a `break`'s flag, or a `return`'s (Note [Tracing control flow])
+    if until in params and params.index(until) in carried:
+        return _masked_for(b, op, block, entries, params, results, params.index(until))
     for k in carried:
+        if _is_none(entries[k]):  # a `return`'s value: _entry gives it the value's shape
+            continue
         shapes = {b.shape(entries[k]), b.shape(results[k]), b.shape(params[k])}
         if len(shapes) != 1:
             raise Unbatchable(f"a loop-carried value (`{params[k]}`) whose shape changes "
                               "across iterations")
-    new_entries = [_full(b, e) if k in carried else e for k, e in enumerate(entries)]
+    new_entries = [_entry(b, e, _entry_shape(b, block.ops, results[k])) if k in carried else e
+                   for k, e in enumerate(entries)]
     sub = _sub(b)
     sub.batched.update(params[k] for k in carried)
     batch_ops(sub, block.ops)
@@ -155,11 +168,7 @@ def _masked_while(b, op, block, entries, params, results):
     """A `while` whose test reads a mapped value: it runs while any example's test holds,
     and an example whose test failed keeps its values (`where(mask, new, old)`), as JAX
     batches `while_loop`. Every carried value is batched (a counter stops per example)."""
-    for inner in _all_ops(block.ops):
-        rule = rules.RULES[inner.prim]
-        if rule.effect or rule.io:
-            raise Unbatchable(f"a `while` whose test reads a mapped value, with `{inner.prim}` "
-                              "in its body (a trip count per example)")
+    _refuse_effects(block, "a `while` whose test reads a mapped value")
     shapes = [b.shape(e) for e in entries]
     if any(b.shape(r) != sh for r, sh in zip(results, shapes)):
         raise Unbatchable("a loop-carried value whose shape changes across iterations")
@@ -184,10 +193,101 @@ def _masked_while(b, op, block, entries, params, results):
     b.batched.update((mask_out,) + tuple(op.outs))
 
 
+def _masked_for(b, op, block, entries, params, results, until: int):
+    """A `for` whose `break` flag (`params[until]`: a `break` or a `return` in its body)
+    reads a mapped value: it runs until every example has stopped, and an example that
+    stopped keeps its values (`where(stopped, old, new)`), as a masked `while` does. Its
+    own flag (every example stopped: `all`) is the one the loop breaks on."""
+    _refuse_effects(block, "a `for` with a `break` or `return` that reads a mapped value")
+    shapes = [_entry_shape(b, block.ops, r) if _is_none(e) else b.shape(r)
+              for e, r in zip(entries, results)]
+    for e, p, shape in zip(entries, params, shapes):
+        if not _is_none(e) and (b.shape(e) != shape or b.shape(p) != shape):
+            raise Unbatchable(f"a loop-carried value (`{p}`) whose shape changes across iterations")
+    new_entries = [_entry(b, e, shape) for e, shape in zip(entries, shapes)]
+    done0 = _reduce(b, "all", new_entries[until], op.loc)
+    done, done_out = Var(b.namer.fresh("_stopped")), Var(b.namer.fresh("_stopped"))
+    b.shapes[done] = b.shapes[done_out] = ()
+    sub = _sub(b)
+    sub.batched.update(params)
+    batch_ops(sub, block.ops)
+    new = [sub._map(r) for r in results]  # noqa: SLF001
+    stopped = params[until]
+    kept = [sub.call("where", sub.pad(stopped, len(shape)) if shape else stopped, p, _full(sub, r),
+                     shape=shape) for p, r, shape in zip(params, new, shapes)]
+    body = Block(sub.out, kept + [_reduce(sub, "all", kept[until], op.loc)],
+                 list(block.params) + [done])
+    start, stop, step, inits = op.args
+    args = (start, stop, step, Pack(tuple(new_entries) + (done0,), inits.style))
+    attrs = dict(op.attrs, until=done)
+    b.out.append(Op("for_range", args, tuple(op.outs) + (done_out,), op.loc, attrs, (body,)))
+    b.batched.update(op.outs)
+
+
+def _value_shape(b, ops, r) -> tuple:
+    """b.shape(r); for a value an `if` in `ops` gives whose shape is no fact (a
+    `return`'s value: None, or the loop's value so far, where it did not return), the
+    shape of the branch values that have one, where they agree."""
+    if isinstance(r, Var) and r not in b.shapes:
+        for op in ops:
+            if op.prim == "cond" and r in op.outs:
+                k, found = op.outs.index(r), set()
+                for blk in op.blocks:
+                    try:
+                        found.add(_value_shape(b, blk.ops, blk.results[k]))
+                    except Unbatchable:
+                        pass  # (None, or a carried value: the other branch decides)
+                if len(found) == 1:
+                    return found.pop()
+    return b.shape(r)
+
+
+_LOST = ("a `return` inside a `for` whose value's shape is no fact of the arguments' shapes "
+         "(the compiler's one probed iteration changed it from None); return a value "
+         "computed after the loop")
+
+
+def _entry_shape(b, ops, r):
+    """The shape of a `return`'s value (`r`, a carried value entering as None); None
+    where it is no fact (then _entry refuses)."""
+    try:
+        return _value_shape(b, ops, r)
+    except Unbatchable:
+        return None
+
+
+def _refuse_effects(block, what: str):
+    for inner in _all_ops(block.ops):
+        rule = rules.RULES[inner.prim]
+        if rule.effect or rule.io:
+            raise Unbatchable(f"{what}, with `{inner.prim}` in its body (a trip count per example)")
+
+
+def _entry(b, e, shape):
+    """A carried value's entry, batched. None (a `return`'s value before it returns,
+    read only where the example returned) enters as `False` of the value's shape: bool
+    promotes to any dtype unchanged, so the `where`s that merge it keep the value's
+    (a broadcast None was an object array, and so was the vmap's result)."""
+    if not _is_none(e):
+        return _full(b, e)
+    if shape is None:
+        raise Unbatchable(_LOST)
+    out = Var(b.namer.fresh("_batched"))
+    b.out.append(Op("broadcast_to", (Const(False), Const((b.size,) + tuple(shape))), (out,),
+                    getattr(b, "loc", None)))
+    b.batched.add(out)
+    b.shapes[out] = tuple(shape)
+    return out
+
+
 def _any(b, mask, loc):
     """Whether any example's test holds: an unbatched flag (not b.call: that batches)."""
-    flag = Var(b.namer.fresh("_any"))
-    b.out.append(Op("any", (mask, Const(None), Const(False)), (flag,), loc))
+    return _reduce(b, "any", mask, loc)
+
+
+def _reduce(b, prim, mask, loc):
+    flag = Var(b.namer.fresh(f"_{prim}"))
+    b.out.append(Op(prim, (mask, Const(None), Const(False)), (flag,), loc))
     b.shapes[flag] = ()
     return flag
 

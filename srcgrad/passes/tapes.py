@@ -9,7 +9,10 @@ the forward body and from the pop in the backward body.
 
 from __future__ import annotations
 
-from srcgrad.ir.core import Pack, Var, operand_vars
+import contextlib
+import contextvars
+
+from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars, substitute
 
 
 def prune_tapes(ops: list) -> None:
@@ -162,3 +165,144 @@ def _is_int_index(index, probe) -> bool:
 def _plain(op) -> bool:
     """Rendered as its rule (no `out=`, `math`, Python value) wherever it runs."""
     return set(op.attrs) <= {"backward"}
+
+
+# ---------------------------------------------------------------------- one tape per quantity
+_PREALLOCATE = contextvars.ContextVar("srcgrad_preallocate_tapes", default=False)
+
+
+@contextlib.contextmanager
+def preallocated():
+    """Render tapes of a `range` loop as preallocated arrays (backend="numba")."""
+    token = _PREALLOCATE.set(True)
+    try:
+        yield
+    finally:
+        _PREALLOCATE.reset(token)
+
+
+def split_tapes(ops: list, probe, taken=()) -> None:
+    """One tape per saved quantity, named after it.
+
+    Note [One tape per saved quantity]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The VJP pass (Note [Reverse mode of control flow]) gives a loop one tape whose
+    entries are tuples, `_tape.append((a, b, ...))` and `a_t, b_t, ... = _tape.pop()`,
+    which every later pass moves as one value (pruning, copies for sg.vjp, cotangent
+    tapes of second derivatives). Once no pass changes them, a tape pushed once and
+    popped once, read by nothing else, becomes one list per distinct value it holds:
+    `r2_tape.append(r2)` and `r2_t = r2_tape.pop()`, named after that value, each saved
+    once however many entries held it (CSE merged their producers). For numba
+    (`preallocated`) a quantity of a `range(n)` loop whose shape and dtype are facts of
+    the variant (Note [Shape specialisation]) is one array of n of them instead,
+    `r2_tape = xp.empty((n, 32, 32))`, written and read at the iteration's index
+    (`r2_tape[i] = r2`, `r2_t = r2_tape[i]`): a typed buffer numba compiles to stores and
+    loads, not a list of boxed arrays. The index is the slot because both loops run over
+    the same `range(0, n, 1)`, in either order. A `while` (its trip count unknown until
+    it ends), a loop that breaks, a value that is not an array of known shape and dtype:
+    a list, which grows. This runs last, after the names are tidied."""
+    found: dict = {}
+    escaped: set = set()
+    _scan_tapes(ops, None, found, escaped)
+    names = set(taken) | _all_names(ops)
+    for tape, uses in found.items():
+        if tape in escaped or [len(uses[k]) for k in ("tape_new", "tape_push", "tape_pop")] != [1, 1, 1]:
+            continue
+        (new, _, new_list), (push, loop, _), (pop, b_loop, _) = (uses[k][0] for k in
+                                                                  ("tape_new", "tape_push", "tape_pop"))
+        items = push.args[1].items
+        if not items or not all(isinstance(v, Var) for v in items) or len(pop.outs) != len(items):
+            continue
+        slots = _slots(loop, b_loop, new_list) if _PREALLOCATE.get() and not uses["tape_len"] else None
+        _split(tape, new, new_list, push, loop, pop, b_loop, uses["tape_len"], slots, probe, names)
+
+
+def _scan_tapes(ops, loop, found, escaped) -> None:
+    for op in ops:
+        if op.prim in ("tape_new", "tape_push", "tape_pop", "tape_len"):
+            tape = op.outs[0] if op.prim == "tape_new" else op.args[0]
+            uses = found.setdefault(tape, {"tape_new": [], "tape_push": [], "tape_pop": [], "tape_len": []})
+            uses[op.prim].append((op, loop, ops))
+            if op.prim == "tape_push":  # a tape pushed on another (nested loops): left whole
+                escaped.update(operand_vars(op.args[1]))
+        else:
+            for a in op.args:
+                escaped.update(operand_vars(a))
+        for block in op.blocks:
+            for r in block.results:
+                escaped.update(operand_vars(r))
+            _scan_tapes(block.ops, op, found, escaped)
+
+
+def _all_names(ops) -> set:
+    names = set()
+    for op in _walk(ops):
+        names.update(o.name for o in op.outs)
+        for block in op.blocks:
+            names.update(p.name for p in block.params)
+    return names
+
+
+def _fresh(base, names) -> str:
+    name, n = base, 1
+    while name in names:
+        name, n = f"{base}_{n}", n + 1
+    names.add(name)
+    return name
+
+
+def _slots(loop, b_loop, new_list):
+    """(forward index, backward index, n) where both loops run over range(0, n, 1) and
+    the tape is made beside the forward loop; else None (a list)."""
+    if loop is None or b_loop is None or loop.prim != "for_range" or b_loop.prim != "for_range" \
+            or "until" in loop.attrs or "until" in b_loop.attrs or not any(o is loop for o in new_list):
+        return None
+    (start, stop, step), (b_start, b_stop, b_step) = loop.args[:3], b_loop.args[:3]
+    if not all(isinstance(c, Const) and c.value == v for c, v in
+               ((start, 0), (step, 1), (b_start, 0), (b_step, 1))):
+        return None
+    if not (stop is b_stop or isinstance(stop, Const) and isinstance(b_stop, Const)
+            and stop.value == b_stop.value):
+        return None
+    return loop.blocks[0].params[0], b_loop.blocks[0].params[0], stop
+
+
+def _split(tape, new, new_list, push, loop, pop, b_loop, lens, slots, probe, names) -> None:
+    quantities = list(dict.fromkeys(push.args[1].items))
+    first_out = {}
+    alias = {}
+    for v, out in zip(push.args[1].items, pop.outs):
+        if v in first_out:
+            alias[out] = first_out[v]
+        else:
+            first_out[v] = out
+    names.difference_update(o.name for o in pop.outs)  # (named at the VJP, before names were tidied)
+    news, pushes, pops = [], [], []
+    for v in quantities:
+        stem = v.name.lstrip("_")
+        t = Var(_fresh(f"{stem}_tape", names), "static")
+        out = first_out[v]
+        out.name = _fresh(f"{stem}_t", names)
+        shape, dtype = probe.shapes.get(v), probe.dtypes.get(v)
+        typed = slots is not None and shape is not None and dtype is not None
+        new_attrs = {**new.attrs, "entry": True}
+        push_attrs, pop_attrs = {**push.attrs, "entry": True}, {**pop.attrs, "entry": True}
+        if typed:
+            new_attrs["alloc"] = (slots[2], tuple(shape), dtype)
+            push_attrs["slot"], pop_attrs["slot"] = slots[0], slots[1]
+        news.append(Op("tape_new", (), (t,), new.loc, new_attrs))
+        pushes.append(Op("tape_push", (t, v), (), push.loc, push_attrs))
+        pops.append(Op("tape_pop", (t,), (out,), pop.loc, pop_attrs))
+    _replace(new_list, new, news)
+    _replace(loop.blocks[0].ops, push, pushes)
+    block = b_loop.blocks[0]
+    _replace(block.ops, pop, pops)
+    substitute(block.ops, alias)
+    block.results = [alias.get(r, r) if isinstance(r, Var) else r for r in block.results]
+    for op, _, _ in lens:  # (a while's trip count: the length of any one of them)
+        op.args = (news[0].outs[0],)
+
+
+def _replace(ops, op, new_ops) -> None:
+    i = next(k for k, o in enumerate(ops) if o is op)
+    ops[i:i + 1] = new_ops

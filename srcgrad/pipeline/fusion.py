@@ -37,9 +37,8 @@ FUSIBLE = frozenset({
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "abs", "deg2rad", "rad2deg", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "maximum", "minimum", "relu", "sign", "floor", "ceil", "trunc", "rint",
-    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide", "torch_power_scalar",
-    "torch_logaddexp", "torch_arctan2", "torch_hypot", "torch_fmod",
-})
+    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide", "torch_logaddexp",
+    "torch_arctan2", "torch_hypot", "torch_fmod"})
 _SPECIAL = ("add_into", "add_at", "math", "python_float", "python_value")
 _NUMBERS = (int, float, bool, numpy.floating, numpy.integer)
 _FLOAT64 = numpy.dtype(numpy.float64)
@@ -56,7 +55,7 @@ def fusing(fs):
         _FUSING.reset(token)
 
 
-def enabled(fs) -> bool:
+def enabled(fs) -> bool:  # (`fs`: the parsed function a program compiles)
     return _FUSING.get() is fs
 
 
@@ -90,6 +89,8 @@ def _chains(ops, found, cross: bool) -> list:
             chains.append(list(chain))
         chain.clear(), values.clear(), sums.clear()
 
+    # (a scatter added to an array is written in place: Note [Scatters added in place])
+    scattered = {o for op in ops if op.prim == "scatter_index" for o in op.outs}
     for i, op in enumerate(ops):
         reads = set(op.operand_vars())
         if reads & sums or chain and not cross and bool(
@@ -99,7 +100,7 @@ def _chains(ops, found, cross: bool) -> list:
             chain.append(i)
             sums.update(op.outs)
             continue
-        s = _elementwise_shape(op, found)
+        s = None if reads & scattered else _elementwise_shape(op, found)
         fits = s is not None and (not chain or s == shape) and _operands_fit(op, s, found, values)
         if not fits and (reads & values or s is not None):
             close()  # (an op of another shape starts a chain of its own)

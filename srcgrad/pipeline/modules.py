@@ -136,10 +136,11 @@ class Compiled:
 
         def generate():
             from srcgrad.codegen import emit
+            from srcgrad.passes.tapes import preallocated  # Note [One tape per saved quantity]
             from srcgrad.pipeline import fusion
 
             fs = self.parsed()
-            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing(fs):  # (no `out=`)
+            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing(fs), preallocated():  # no out=
                 source, constants, out_tree = self._generate(fs, key or "uncached", example)
             return numba_variants.rewritten(source), constants, out_tree
         return self._load(key, generate, example=example)

@@ -15,12 +15,13 @@ from srcgrad.ir.expand import Expander
 from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.cse import cse
 from srcgrad.passes.dce import dce
+from srcgrad.passes.hoisting import hoist_loop_invariants, zeros_of_numbers
 from srcgrad.passes.inplace import reuse_buffers
 from srcgrad.passes.invariance import zero_edges
 from srcgrad.passes.scalars import python_scalars
 from srcgrad.passes.shapes import Probe, ProbeFailed, probe
 from srcgrad.passes.simplify import simplify
-from srcgrad.passes.tapes import accumulate_in_place, prune_tapes
+from srcgrad.passes.tapes import accumulate_in_place, prune_tapes, split_tapes
 from srcgrad.passes.vjp import reverse, zeros_for
 from srcgrad.pipeline import fusion
 from srcgrad.pipeline.graphs import backward_of, provably_scalar, scalar_output, trace  # noqa: F401 (re-exported)
@@ -86,6 +87,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     """
     graph, namer = trace(fs, allow_mutation, args)
     value, aux, aux_tree = scalar_output(graph, has_aux)
+    graph.ops = hoist_loop_invariants(graph.ops)  # Note [Invariants off the tape]
     wrt_vars = [graph.inputs[i] for i in wrt]
     check_scalar = isinstance(value, Var) and not provably_scalar(graph.ops, value)
     if check_scalar and args is not None:  # a specialised variant checks once, here
@@ -105,12 +107,14 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
     spell_for_arrays(ops, found.arrays)
     if args is not None:
         python_scalars(ops, graph.inputs, args)
+        zeros_of_numbers(ops, found)
     grad_list, rest = results[:len(wrt)], results[len(wrt):]
     ops, grad_list = _own_gradients(ops, grad_list, graph.inputs, namer)
     if args is not None and optimized:
         reuse_buffers(ops, graph.inputs, grad_list + rest, found)
         accumulate_in_place(ops, grad_list + rest, found)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
+    split_tapes(ops, found, [v.name for v in graph.inputs])  # Note [One tape per saved quantity]
     if args is not None and optimized and fusion.enabled(fs):  # the numba rendering's loops
         ops = fusion.fuse(ops, grad_list + rest, found, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()

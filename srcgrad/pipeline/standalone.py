@@ -84,7 +84,7 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
                        + (["--args ..."] if args is not None else []))
     # (numba: NumPy's code without `out=` buffers, which numba's ufuncs do not take)
     with emit.namespace(target.spelling, target.mutable and not for_numba, target.describe(),
-                        backend.reference(target)):
+                        backend.reference(target)), tape_arrays(for_numba):
         from srcgrad.pipeline import fusion
 
         with fusion.fusing(fs) if for_numba else contextlib.nullcontext():
@@ -97,6 +97,13 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
 
         text = emitted_for_numba(text, (f"grad_{fs.name}", f"{fs.name}_jvp"))
     return text
+
+
+def tape_arrays(for_numba: bool):
+    """Numba's tapes as preallocated arrays (Note [One tape per saved quantity])."""
+    from srcgrad.passes.tapes import preallocated
+
+    return preallocated() if for_numba else contextlib.nullcontext()
 
 
 def _refuse_container_uses(fs, params) -> None:

@@ -24,11 +24,13 @@ loop, never a silent copy of one result.
 
 from __future__ import annotations
 
+import os
+
 import numpy
 
 from srcgrad.codegen import emit, names
 from srcgrad.errors import CompileError, ProbeFailed
-from srcgrad.ir.core import Const, Var, operand_vars
+from srcgrad.ir.core import Const, Pack, Var, operand_vars
 from srcgrad.passes.array_spellings import spell_for_arrays
 from srcgrad.passes.batch import (
     Unbatchable,
@@ -55,11 +57,13 @@ def _probe(ops, inputs, args):
         raise (err.__cause__ or err) from None
 
 
-def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batched_args: tuple):
+def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batched_args: tuple,
+                 traceable: bool = False):
     """`def <f>_vmap(<params>)` for arguments mapped along `in_axes` (one int or None per
     parameter) with batch `size`; `examples`: one unbatched example per parameter,
     `batched_args`: the arguments with their batch axes first (for the probe).
-    `out_axes`: one int or None per output leaf, or one for every leaf."""
+    `out_axes`: one int or None per output leaf, or one for every leaf. `traceable`:
+    code another transform traces, so plain ops only (Note [Unbuffered rows])."""
     graph, namer = trace(fs, args=examples)
     graph.ops, decided = decide_none_tests(graph.ops, graph.inputs, examples)
     outputs = [_follow(o, decided) for o in graph.outputs]
@@ -68,7 +72,8 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     found = _probe(ops, graph.inputs, examples)  # the optimised program's own values
     ops = dce(fold_static(ops, found.values), outputs)
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
-    ops, outputs, batched = _batch(ops, outputs, mapped, size, dict(found.shapes), namer, fs)
+    ops, written, checks = (ops, {}, []) if traceable else _lift_no_alias(ops, graph.inputs)
+    ops, outputs, batched = _batch(ops, outputs, mapped, size, dict(found.shapes), namer, fs, written)
     outs = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(outputs)
     if len(outs) != len(outputs):
         raise ValueError(f"vmap: out_axes has {len(outs)} entries but {fs.name}() returns "
@@ -79,7 +84,8 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     pool = emit.ConstPool()
     lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
              for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)]
-    lines += emit.block_lines(ops, pool)
+    lines += _check_lines(checks, graph.inputs, in_axes, examples, size)
+    lines += _block_lines(ops, pool, set() if traceable else _wide_rows(ops, facts))
     results = []
     for k, (out, ax) in enumerate(zip(outputs, outs)):
         text = emit.operand_source(out, pool)
@@ -153,13 +159,15 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
         offset += n
     found = _probe(ops, inputs, tuple(examples) + tuple(eyes))
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
-    ops, derivs, by_example = _batch(ops, derivs, mapped, size, dict(found.shapes), namer, fs)
+    ops, written, checks = _lift_no_alias(ops, graph.inputs)  # (Note [Writes into mapped arguments])
+    ops, derivs, by_example = _batch(ops, derivs, mapped, size, dict(found.shapes), namer, fs, written)
     facts = _probe(ops, inputs, _batched_examples(examples, in_axes, size) + tuple(eyes))
     spell_for_arrays(ops, facts.arrays)
     names.tidy_temporaries(ops, [v.name for v in inputs])
     pool = emit.ConstPool()
     lines = [f"{v.name} = xp.moveaxis({v.name}, {ax}, 0)"
-             for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)] + lines
+             for v, ax in zip(graph.inputs, in_axes) if ax not in (None, 0)] + (
+        _check_lines(checks, graph.inputs, in_axes, examples, size) + lines)
     lines += emit.block_lines(ops, pool)
     flat = []  # each derivative as (examples, seeds, its elements)
     for k, (r, shape, by_s) in enumerate(zip(derivs, per_seed, seeded)):
@@ -176,6 +184,137 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
     name = f"{fs.name}_vmap"
     source = emit.render_function(name, [v.name for v in graph.inputs], lines, _nested(tree, iter(leaves)))
     return Functions([source], (name,), dict(pool.values), tree)
+
+
+# Note [Unbuffered rows]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A batched matmul_bar's per-example outer products are elementwise ops that broadcast
+# one operand along the other's rows: `x * g[:, None]` (the per-example gradient of
+# `x @ w`), `g[:, :, None] * x[:, None, :]`. NumPy (2.4 measured) runs such an op through
+# its iterator's buffers whenever a row is shorter than the buffer (8192 elements): it
+# copies rows into the buffer and back, which costs 2-3x the same op without the
+# broadcast (1024 x 784 doubles: 330 us against 140 us for `x * 2.0`). Given a buffer
+# smaller than a row it runs each row in place, at the speed of the plain op. The
+# buffer size is context state (`np.setbufsize`) that also decides how a reduction is
+# chunked, so a reduction's last bits change with it; the batched program therefore sets
+# it only around such an op, inside `with xp.errstate():`, which restores it on the way
+# out (an exception included). An elementwise op's values do not depend on the buffer;
+# one that needs a cast (mixed dtypes) does use it, and small buffers would slow it, so
+# every operand has the result's dtype. The op is large (the `with` costs about 2 us).
+# Code another transform traces (a vmap's `entry_at`: sg.vmap or sg.jacobian of a vmap)
+# is written without it: the frontend reads no `with` statement.
+_ROW_OPS = ("add", "subtract", "multiply", "divide")
+_BUFFER = 8192  # NumPy's default buffer, in elements: a row this long is not buffered
+_SMALL_BUFFER = 256  # (a multiple of 16, as NumPy requires; no longer than a marked row)
+
+
+def _wide_rows(ops, facts) -> set:
+    """The top-level ops of Note [Unbuffered rows]: a broadcasting add, subtract,
+    multiply or divide of one dtype, of 2**15 elements or more, whose rows (the trailing
+    axes over which every operand is either whole or broadcast) are 256 to 8191 long."""
+    marked = set()
+    for op in ops:
+        if op.prim not in _ROW_OPS or len(op.outs) != 1 or op.outs[0] not in facts.shapes:
+            continue
+        out = op.outs[0]
+        shape, dtype = tuple(facts.shapes[out]), facts.dtypes.get(out)
+        if dtype is None or dtype.kind not in "fc" or len(shape) < 2 or numpy.prod(shape) < 2 ** 15:
+            continue
+        patterns, ok = [], True
+        for a in op.args:
+            if isinstance(a, Var) and facts.dtypes.get(a) == dtype and a in facts.shapes:
+                sh = (1,) * (len(shape) - len(facts.shapes[a])) + tuple(facts.shapes[a])
+                patterns.append([n == 1 and m != 1 for n, m in zip(sh, shape)])
+            elif not (isinstance(a, Const) and type(a.value) in (int, float)):
+                ok = False  # (a cast, or a value the probe does not know)
+        if not ok or not any(any(p) for p in patterns):
+            continue  # (no broadcast: NumPy's loop runs the whole array at once)
+        row, k = shape[-1], len(shape) - 2
+        while k >= 0 and all(p[k] == p[k + 1] for p in patterns):
+            row, k = row * shape[k], k - 1
+        if _SMALL_BUFFER <= row < _BUFFER:
+            marked.add(id(op))
+    return marked
+
+
+def _block_lines(ops, pool, marked: set) -> list:
+    """emit.block_lines, with each op in `marked` run with a small buffer."""
+    lines, run = [], []
+    for op in ops:
+        if id(op) not in marked:
+            run.append(op)
+            continue
+        lines += emit.block_lines(run, pool)
+        if op.loc is not None and not (run and _line(run[-1]) == _line(op)):  # (its line's comment)
+            lines += ([""] if lines else []) + [
+                f"# {op.loc.text}  ({os.path.basename(op.loc.file)}:{op.loc.line})"]
+        run = []
+        lines += ["with xp.errstate():  # rows unbuffered: Note [Unbuffered rows] in srcgrad.pipeline.vmap",
+                  f"    xp.setbufsize({_SMALL_BUFFER})",
+                  "    " + emit.op_statement(op, pool)]
+    return lines + ([""] if lines and run else []) + emit.block_lines(run, pool)
+
+
+# Note [Writes into mapped arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Where a function writes into an argument, its program checks once, at the write,
+# `no_alias(new, arg, *other args)` (Note [Mutation at trace time] in
+# srcgrad.frontend.mutation): the written argument must be writable and share no memory
+# with the others, else it raises as NumPy's write would have misbehaved. Under vmap the
+# check is each example's: its slice of the written argument against the others'
+# slices (or whole unmapped arguments), exactly what a Python loop of the function
+# checks. A slice's memory lies within its array's, so where the whole arrays are
+# writable and share no memory (numpy.may_share_memory, the bounds that no_alias reads)
+# no example's check raises: the common case costs one test per pair. Otherwise the
+# examples are checked one by one with no_alias itself, which raises the loop's own
+# error at the first example whose check fails. The checks go first in the batched
+# function (the op itself is the identity on `new`); a per-example argument of shape ()
+# is a NumPy scalar, which no_alias passes, so it has none. Only a check outside loops
+# and branches is lifted (it runs once on every call); another is refused as before, and
+# so is every check in code another transform traces (entry_at), which the frontend could
+# not read back.
+def _lift_no_alias(ops, inputs) -> tuple:
+    """(ops without the liftable no_alias ops, each one's result -> its operand, the
+    checks: (index of the written argument, indices of the others))."""
+    index = {v: i for i, v in enumerate(inputs)}
+    kept, renamed, checks = [], {}, []
+    for op in ops:
+        checked = [i for a in op.args[1:] for i in (a.items if isinstance(a, Pack) else (a,))]
+        if op.prim == "no_alias" and all(isinstance(a, Var) and a in index for a in checked):
+            renamed[op.outs[0]] = op.args[0]
+            checks.append((index[checked[0]], [index[a] for a in checked[1:]]))
+        else:
+            kept.append(op)
+    return kept, renamed, checks
+
+
+def _check_lines(checks, inputs, in_axes, examples, size) -> list:
+    """The per-example checks of Note [Writes into mapped arguments]."""
+    lines = []
+    for base, others in checks:
+        mapped = in_axes[base] is not None
+        if not isinstance(examples[base], numpy.ndarray):  # (a scalar: `+=` rebinds it)
+            continue
+        arrays = [o for o in others if in_axes[o] is not None or isinstance(examples[o], numpy.ndarray)]
+
+        def each(i, by_example):
+            return f"{inputs[i].name}[_i]" if by_example and in_axes[i] is not None else inputs[i].name
+        name = inputs[base].name
+        lines.append(f"# {name} is written in place: Note [Writes into mapped arguments] in "
+                     "srcgrad.pipeline.vmap")
+        if not mapped and all(in_axes[o] is None for o in arrays):
+            lines.append(f"no_alias(None, {', '.join(each(i, False) for i in [base, *arrays])})")
+            continue
+        tests = [f"not {name}.flags.writeable"] + [f"xp.may_share_memory({name}, {inputs[o].name})"
+                                                   for o in arrays]
+        lines += [f"if {' or '.join(tests)}:",
+                  f"    for _i in range({size}):",
+                  f"        no_alias(None, {', '.join(each(i, True) for i in [base, *arrays])})"]
+    return lines + ([""] if lines else [])
+
+
+def _line(op):
+    return (op.loc.file, op.loc.line) if op.loc is not None else None
 
 
 def _shape_of(r, found) -> tuple:
@@ -229,11 +368,13 @@ def _nested(tree, leaves) -> str:
     raise CompileError(f"sg.vmap: a result of kind {tree[0]!r} is not supported yet")
 
 
-def _batch(ops, results, mapped, size, shapes, namer, fs):
+def _batch(ops, results, mapped, size, shapes, namer, fs, renamed=None):
     """srcgrad.passes.batch.batch, where a refusal names the op's line, then cse and dce:
-    (ops, the results' batched values, the batched values)."""
+    (ops, the results' batched values, the batched values). `renamed`: values that are
+    others (a lifted no_alias's result: its operand)."""
     b = _Batcher(size, shapes, namer)
     b.batched.update(mapped)
+    b.rename.update(renamed or {})
     try:
         batch_ops(b, ops)  # control flow too (Note [Batching control flow])
     except Unbatchable as err:

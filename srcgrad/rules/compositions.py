@@ -531,7 +531,9 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
     kept = np.logical_not(np.isnan(a))
     mean = np.nanmean(a, axis=axis, keepdims=True)
     d = np.where(kept, a - mean, 0.0)
-    count = np.sum(kept, axis=axis, keepdims=keepdims)
+    # the count in a's dtype: an integer one meets a float array, which the Array API
+    # refuses (fuzz seed 2621197), and would promote float32 to float64 in NumPy
+    count = np.astype(np.sum(kept, axis=axis, keepdims=keepdims), a.dtype)
     return np.sum(d * d, axis=axis, keepdims=keepdims) / (count - ddof)
 
 
@@ -640,7 +642,8 @@ def polyder(p, m=1):
     """np.polyder of a 1-d coefficient array: NumPy's p[:-1] * (n, ..., 1), m times."""
     for _ in range(m):
         n = p.shape[0] - 1
-        p = p[:-1] * np.arange(n, 0, -1)
+        # (the powers in p's dtype: the Array API refuses a float times an integer array)
+        p = p[:-1] * np.astype(np.arange(n, 0, -1), p.dtype)
     return p
 
 
@@ -681,6 +684,9 @@ def _gather(s, index, axis):
 
 def _nanquantile(a, q, axis, keepdims):
     s, ax, n = _nan_sorted(a, axis)
+    # the count in the values' dtype: q * an integer array is refused by the Array API
+    # (fuzz seed 2621717); nanmedian keeps it an integer for its floor division
+    n = np.astype(n, s.dtype)
     index = q * (n - 1)
     below = np.floor(index)
     gamma = index - below

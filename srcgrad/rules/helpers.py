@@ -4,16 +4,17 @@ Each one is a row of the derivative table too (srcgrad.rules.table), so code tha
 calls it can be differentiated again. They take whatever array type they are given
 and find its namespace from the array (NumPy, CuPy, any Array-API namespace), so a
 generated module never imports a backend itself. `srcgrad emit` copies the source
-of the helpers a module uses into it, so keep them self-contained: each may use
-only `_namespace`, `_is_basic_index`, `_normalize_axes` and `_full_index` from this file (and
-`numpy` for plain-Python bookkeeping such as pad widths).
+of the helpers a module uses into it, with the functions of this file they call
+(srcgrad.codegen.skeletons' closure), so keep them self-contained: each may use other
+functions of this file and `numpy` for plain-Python bookkeeping such as pad widths.
 
 They call the Array API's names (`xp.concat`, `xp.matrix_transpose`, function forms
 rather than methods), which NumPy 2.1+, array_api_compat's wrappers of CuPy and
 dask, and every Array-API namespace have (Note [Array namespaces] in
-srcgrad.backend). Where the Array API has no equivalent (`add.at`, `einsum`,
-`bincount`) they call NumPy's name, and the rows that need it are refused for
-Array-API targets at compile time (srcgrad.codegen.spellings).
+srcgrad.backend). Where the Array API has no equivalent (`einsum`, `bincount`) they
+call NumPy's name, and the rows that need it are refused for Array-API targets at
+compile time (srcgrad.codegen.spellings); for `add.at` they fall back to a one-hot
+contraction (Note [Scatter-add without add.at]).
 
 They sit on the hot path of generated code: every one starts with its cheap cases
 (shapes already equal, nothing to do) before doing any work.
@@ -35,12 +36,13 @@ __all__ = [
     "reduced_size", "inverse_axes", "vector_only", "linear_pad_mode",
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
-    "take_bar", "take_along_bar", "diff_bar",
+    "take_bar", "take_along_bar", "diff_bar", "gather_index",
     "ensure_scalar", "as_columns", "from_columns", "broadcast_solve",
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "assert_true", "frexp_exponent",
+    "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
 ]
 
 
@@ -186,10 +188,87 @@ def scatter_index(x, shape, index):
         _write(out, _full_index(index), x, xp)
     elif hasattr(xp, "add") and hasattr(xp.add, "at"):
         xp.add.at(out, index, x)
-    else:
-        raise NotImplementedError(f"srcgrad: the gradient of an integer-array index needs a "
-                                  f"scatter-add, which {xp.__name__} lacks (the Array API has none)")
+    else:  # Note [Scatter-add without add.at]
+        size = 1
+        for n in shape:
+            size *= n
+        ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+        out = xp.reshape(_scatter_along(xp.reshape(x, (-1,)), xp.reshape(ids, (-1,)), size, 0, xp),
+                         shape)
     return out
+
+
+def _scatter_along(c, idx, n, axis, xp):
+    """Zeros with axis `axis` of length `n` and `c` added at `idx` along it (`idx` has c's
+    shape; repeats accumulate): NumPy's `add.at` along one axis, for a namespace without it.
+
+    Note [Scatter-add without add.at]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API has no scatter-add, which the gradient of every gather (an integer-array
+    index, take, take_along_axis, sort) needs. It is a one-hot contraction instead:
+    ``out[..., i] = sum_j where(idx[..., j] == i, c[..., j], 0)``. `where`, not a product
+    with the one-hot matrix, so that an inf or nan in `c` reaches only the place it is
+    added to, as with add.at; the sum adds the same terms as add.at (and zeros). It costs
+    ``c.size * n`` comparisons, done in blocks of `idx` so that at most about 2**22
+    elements are held at once: meant for the modest sizes where one uses the Array API
+    for gathers, exact at any size.
+    """
+    cm, im = xp.moveaxis(c, axis, -1), xp.moveaxis(idx, axis, -1)
+    im = xp.where(im < 0, im + n, im)  # NumPy's negative indices
+    m = cm.shape[-1]
+    outer = 1
+    for k in cm.shape[:-1]:
+        outer *= k
+    positions = xp.arange(n, dtype=im.dtype)
+    zero = xp.zeros((), dtype=cm.dtype)
+    out = xp.zeros(cm.shape[:-1] + (n,), dtype=cm.dtype)
+    block = max(1, 2 ** 22 // max(1, outer * n))
+    for j in range(0, m, block):
+        e = min(m, j + block)  # (the Array API refuses a slice past the end)
+        hit = im[..., j:e, None] == positions
+        out = out + xp.sum(xp.where(hit, cm[..., j:e, None], zero), axis=-2)
+    return xp.moveaxis(out, -1, axis)
+
+
+def _one_array(index):
+    """Where `index` is a tuple of slices and `...` around one integer array (list or
+    array of any rank), the array's place in the index with `...` spelled out as slices
+    for `ndim` axes: (position, parts); else None."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i, p in enumerate(parts) if not (p is Ellipsis or isinstance(p, slice))]
+    if len(arrays) != 1 or sum(p is Ellipsis for p in parts) > 1:
+        return None
+    p = parts[arrays[0]]
+    if isinstance(p, (bool, int)) or p is None:
+        return None
+    dtype = numpy.asarray(p).dtype if isinstance(p, list) else getattr(p, "dtype", None)
+    if dtype is None or "int" not in str(dtype):
+        return None  # (a boolean mask, or not an index array)
+    return arrays[0], parts
+
+
+def gather_index(x, index):
+    """`x[index]` with NumPy's reading of one integer array among slices (`x[[2, 0]]`,
+    `x[:, idx]`), which the Array API lacks (it takes integer arrays only with integers
+    on every axis): the slices, then `take` along the array's axis. Any other index is
+    `x[index]` as the namespace reads it."""
+    xp = _namespace(x)
+    found = _one_array(index)
+    if found is None:  # (integer arrays on every axis stand without `...`)
+        whole = isinstance(index, tuple) and len(index) == x.ndim and not any(
+            p is Ellipsis for p in index)
+        return x[index if whole else _full_index(index)]
+    k, parts = found
+    if any(p is Ellipsis for p in parts):  # (`...` before the array: its axis from the end)
+        e = next(i for i, p in enumerate(parts) if p is Ellipsis)
+        parts = parts[:e] + (slice(None),) * (x.ndim - len(parts) + 1) + parts[e + 1:]
+        k = next(i for i, p in enumerate(parts) if not isinstance(p, slice))
+    idx = xp.asarray(parts[k])
+    sliced = x[parts[:k] + (slice(None),) + parts[k + 1:] + (Ellipsis,)]
+    n = sliced.shape[k]
+    flat = xp.reshape(idx, (-1,))
+    taken = xp.take(sliced, xp.where(flat < 0, flat + n, flat), axis=k)
+    return xp.reshape(taken, sliced.shape[:k] + idx.shape + sliced.shape[k + 1:])
 
 
 # ---------------------------------------------------------------- scans (prod, cumprod)
@@ -573,6 +652,21 @@ def take_bar(c, shape, indices, axis):
     Repeated indices accumulate.
     """
     xp = _namespace(c)
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        indices = xp.asarray(indices)
+        if axis is None:
+            size = 1
+            for n in shape:
+                size *= n
+            flat = _scatter_along(xp.reshape(c, (-1,)), xp.reshape(indices, (-1,)), size, 0, xp)
+            return xp.reshape(flat, shape)
+        ax = axis % len(shape)
+        m = 1
+        for n in indices.shape:
+            m *= n
+        lined = shape[:ax] + (m,) + shape[ax + 1:]
+        idx = xp.reshape(indices, tuple(m if i == ax else 1 for i in range(len(shape))))
+        return _scatter_along(xp.reshape(c, lined), xp.broadcast_to(idx, lined), shape[ax], ax, xp)
     if axis is None:
         return _scatter_flat(c, shape, indices)
     out = xp.zeros(shape, dtype=c.dtype)
@@ -586,6 +680,17 @@ def take_along_bar(c, shape, indices, axis):
     Repeated indices accumulate. The transpose of `sort` (with `argsort` indices).
     """
     xp = _namespace(c)
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        if axis is None:
+            flat = xp.reshape(c, (-1,))
+            size = 1
+            for n in shape:
+                size *= n
+            return xp.reshape(_scatter_along(flat, xp.reshape(indices, (-1,)), size, 0, xp), shape)
+        ax = axis % len(shape)
+        out = _scatter_along(c, xp.broadcast_to(indices, c.shape), shape[ax], ax, xp)
+        summed = tuple(i for i, (a, b) in enumerate(zip(out.shape, shape)) if a != b)
+        return xp.sum(out, axis=summed, keepdims=True) if summed else out  # broadcast x
     if axis is None:
         return _scatter_flat(c, shape, indices)
     nd = len(shape)
@@ -635,10 +740,32 @@ def setitem(x, index, v):
     out = xp.asarray(x)
     out = out.copy() if hasattr(out, "copy") else xp.asarray(out, copy=True)  # Array API: no .copy
     if not _is_basic_index(index) and not (hasattr(xp, "add") and hasattr(xp.add, "at")):
-        raise NotImplementedError(f"srcgrad: a write at an integer-array index needs NumPy's "
-                                  f"indexing, which {xp.__name__} lacks (the Array API has none)")
+        # Note [Scatter-add without add.at]: each place takes the last value written there
+        ids, last = _last_writes(out.shape, index, xp)
+        picked = xp.broadcast_to(xp.asarray(v, dtype=out.dtype), ids.shape)
+        flat = xp.reshape(out, (-1,))
+        if 0 not in ids.shape:
+            values = xp.take(xp.reshape(picked, (-1,)), xp.where(last >= 0, last, 0))
+            flat = xp.where(last >= 0, values, flat)
+        return xp.reshape(flat, out.shape)
     _write(out, _full_index(index), v, xp)
     return out
+
+
+def _last_writes(shape, index, xp):
+    """The flat places `x[index] = v` writes (in v's shape), and for each flat place of
+    `shape` the position in that order of the last write there (NumPy keeps the last), or
+    -1: a one-hot comparison (Note [Scatter-add without add.at])."""
+    size = 1
+    for n in shape:
+        size *= n
+    ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+    flat = xp.reshape(ids, (-1,))
+    if not flat.shape[0]:
+        return ids, xp.full((size,), -1, dtype=flat.dtype)
+    order = xp.arange(flat.shape[0], dtype=flat.dtype)
+    hit = flat[:, None] == xp.arange(size, dtype=flat.dtype)
+    return ids, xp.max(xp.where(hit, order[:, None], -1), axis=0)
 
 
 def _write(out, full, v, xp):
@@ -656,13 +783,16 @@ def setitem_bar(c, index):
     """`c[index]` where the write `x[index] = v` survived: zero where a later repeated
     integer index overwrote it (NumPy keeps the last write). The transpose of
     `setitem(zeros, index, v)` with respect to v."""
-    picked = c[_full_index(index)]
     if _is_basic_index(index):
-        return picked
+        return c[_full_index(index)]
     xp = _namespace(c)
-    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # the same writes as scatter_index
-        raise NotImplementedError(f"srcgrad: the gradient of a write at an integer-array index "
-                                  f"needs NumPy's indexing, which {xp.__name__} lacks")
+    if not (hasattr(xp, "add") and hasattr(xp.add, "at")):  # Note [Scatter-add without add.at]
+        picked = gather_index(c, index)
+        ids, last = _last_writes(c.shape, index, xp)
+        flat = xp.reshape(ids, (-1,))
+        survived = xp.take(last, flat) == xp.arange(flat.shape[0], dtype=flat.dtype)
+        return xp.where(xp.reshape(survived, ids.shape), picked, xp.zeros((), dtype=picked.dtype))
+    picked = c[_full_index(index)]
     size = 1
     for n in picked.shape:
         size *= n
@@ -888,3 +1018,134 @@ def frexp_exponent(x):
     """The integer exponent of ``numpy.frexp`` (its mantissa is ``ldexp(x, -e)``: the
     composition in srcgrad/rules/compositions.py)."""
     return numpy.frexp(x)[1]
+
+
+# ---------------------------------------------------------------- torch's eager formulas
+# (srcgrad/rules/torch_rows.py, Note [Eager rows at kinks and poles]; compiled code never
+# calls these.) NumPy arrays run torch's no-grad-mode backward; Tensors (the eager
+# runtime's create_graph backward) run torch's grad-mode one, recording the ops torch
+# records, so the second derivative is torch's too.
+
+def _eager_tensors(x):
+    """Whether x is the eager runtime's Tensor (a create_graph backward) rather than an array."""
+    return not isinstance(x, (numpy.ndarray, numpy.generic, int, float)) and \
+        hasattr(x, "requires_grad")
+
+
+def torch_pow(x, y):
+    """x ** y for a number y as torch's pow(Tensor, Scalar) computes it: sqrt(x) at
+    y == 0.5 and 1 / sqrt(x) at -0.5 (so -0.0 gives -0.0 and -inf, -inf gives nan, where
+    IEEE pow gives +0.0, +inf and +inf, 0.0)."""
+    if (y == 0.5 or y == -0.5) and not _eager_tensors(x):
+        return numpy.sqrt(x) if y == 0.5 else 1 / numpy.sqrt(x)
+    return x ** y  # a Tensor: the eager pow picks this function again (one PowBackward0)
+
+
+def trunc_divide(x, y):
+    """trunc(x / y), torch's div(rounding_mode="trunc"): derivative 0, connected to x and y
+    (a Tensor's namespace records it as one node; trunc(x / y) would differentiate x / y,
+    0 / 0 where y == 0)."""
+    t = x if hasattr(x, "shape") else y
+    own = getattr(_namespace(t), "trunc_divide", None)
+    if own is not None:
+        return own(x, y)
+    return numpy.trunc(x / y)
+
+
+def _excl_products(g, x, axis):
+    """torch's prod_safe_zeros_backward along `axis` (an int): g times the product of the
+    other elements, as exclusive cumulative products of x with a one prepended."""
+    xp = _namespace(x)
+    n = x.shape[axis]
+    if n == 1:
+        return g
+    ones = xp.ones_like(xp.take(x, numpy.arange(1), axis=axis))
+    head = xp.take(x, numpy.arange(n - 1), axis=axis)
+    tail = xp.flip(xp.take(x, numpy.arange(1, n), axis=axis), axis=axis)
+    normal = xp.cumprod(xp.concat([ones, head], axis=axis), axis=axis)
+    reverse = xp.flip(xp.cumprod(xp.concat([ones, tail], axis=axis), axis=axis), axis=axis)
+    return g * (normal * reverse)
+
+
+def torch_prod_bar(g, x, ans, axis, keepdims):
+    """prod's gradient as torch's prod_backward computes it: `g * (ans / x)` where x has
+    no zero (nan at an inf entry, inf / inf), the exclusive products where it has; a
+    one-element axis with a zero passes g itself (no graph), and without grad mode more than
+    one zero gives zeros."""
+    xp = _namespace(x)
+    if len(x.shape) == 0:
+        return g
+    if isinstance(axis, tuple):  # torch's prod takes one dim: the axes folded into one
+        kept = tuple(1 if i in _normalize_axes(axis, len(x.shape)) else n
+                     for i, n in enumerate(x.shape))
+        g, ans = (fold_axes(xp.reshape(v, kept), axis) for v in (g, ans))
+        return unfold_axes(torch_prod_bar(g, fold_axes(x, axis), ans, -1, True), x.shape, axis)
+    zeros = int(numpy.count_nonzero(numpy.asarray(x) == 0))
+    if axis is None:
+        if zeros == 0:
+            return g * (ans / x)
+        if zeros > 1 and not _eager_tensors(x):
+            return xp.zeros_like(x)
+        return xp.reshape(_excl_products(g, xp.reshape(x, (-1,)), 0), x.shape)
+    if not keepdims:
+        g, ans = xp.expand_dims(g, axis=axis), xp.expand_dims(ans, axis=axis)
+    if zeros == 0:
+        return g * (ans / x)
+    return _excl_products(g, x, axis)
+
+
+def torch_cumprod_bar(g, x, ans, axis):
+    """cumprod's gradient as torch's cumprod_backward computes it: one element (or a
+    one-element axis) passes g (no graph); no zero: reversed_cumsum(ans * g) / x; zeros:
+    without grad mode torch's O(n) masks (0 past the first zero), with it the products
+    sum_{j >= k} g_j prod_{i <= j, i != k} x_i, term by term (O(n^2), as torch)."""
+    xp = _namespace(x)
+    if axis is None:
+        return xp.reshape(torch_cumprod_bar(g, xp.reshape(x, (-1,)), ans, 0), x.shape)
+    if numpy.size(numpy.asarray(x)) <= 1:  # (a 0-d x's cumprod has one element, 1-d)
+        return g if g.shape == x.shape else xp.reshape(g, x.shape)
+    n = x.shape[axis]
+    if n == 1:
+        return g
+    data = numpy.asarray(x)
+    zero = data == 0
+    if not zero.any():
+        return xp.flip(xp.cumsum(xp.flip(ans * g, axis=axis), axis=axis), axis=axis) / x
+    if not _eager_tensors(x):
+        return _cumprod_bar_masked(g, data, numpy.asarray(ans), zero, axis)
+    columns = []
+    for k in range(n):
+        if k == 0:
+            ones = xp.ones_like(xp.take(x, numpy.arange(1), axis=axis))
+            after = xp.cumprod(xp.take(x, numpy.arange(1, n), axis=axis), axis=axis)
+            omega = xp.concat([ones, after], axis=axis)
+        else:
+            until = xp.prod(xp.take(x, numpy.arange(k), axis=axis), axis=axis, keepdims=True)
+            omega = until
+            if k < n - 1:
+                after = xp.cumprod(xp.take(x, numpy.arange(k + 1, n), axis=axis), axis=axis)
+                omega = xp.concat([until, until * after], axis=axis)
+        columns.append(xp.sum(xp.take(g, numpy.arange(k, n), axis=axis) * omega, axis=axis))
+    return xp.stack(columns, axis=axis % len(x.shape))
+
+
+def _cumprod_bar_masked(g, x, ans, zero, axis):
+    """torch's cumprod_backward without grad mode where x has a zero (its O(n) branch):
+    before the first zero reversed_cumsum(ans * g) / x, at it the products up to the
+    second zero, after it 0."""
+    count = numpy.cumsum(zero, axis=axis)
+    before = count == 0
+    w = numpy.where(before, ans * g, 0)
+    with numpy.errstate(all="ignore"):
+        first = numpy.where(before, numpy.flip(numpy.cumsum(numpy.flip(w, axis), axis=axis),
+                                                axis) / x, 0)
+    one = count == 1
+    index = numpy.argmax(one, axis=axis, keepdims=True)
+    at_zero = (numpy.arange(x.shape[axis]).reshape(
+        [-1 if a == axis % x.ndim else 1 for a in range(x.ndim)]) == index) & one
+    between = one & ~at_zero
+    prev = numpy.where(index == 0, 1, numpy.take_along_axis(ans, numpy.maximum(index - 1, 0),
+                                                            axis=axis))
+    value = numpy.sum(numpy.cumprod(numpy.where(between, x, 1), axis=axis)
+                      * numpy.where(one, g, 0), axis=axis, keepdims=True) * prev
+    return numpy.where(at_zero, value, first)

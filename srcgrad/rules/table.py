@@ -902,6 +902,14 @@ defrule("getitem", "x, index", "x[index]",
         doc="gathers with repeated indices accumulate (add.at)")
 
 
+# getitem as the Array API renders a gather (Note [Scatter-add without add.at])
+defrule("gather_index", "x, index", "gather_index(x, index)",
+        targets=("srcgrad.rules.helpers.gather_index",),
+        vjp={"x": "scatter_index(g, xp.shape(x), index)"},
+        jvp={"x": "gather_index(x_t, index)"},
+        doc="x[index], one integer array among slices read as NumPy reads it")
+
+
 # `x[index] = v` as a function (Note [Mutation at trace time] in srcgrad.frontend.mutation).
 defrule("setitem", "x, index, v", "setitem(x, index, v)",
         targets=("srcgrad.rules.helpers.setitem",),

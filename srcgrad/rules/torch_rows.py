@@ -45,11 +45,23 @@ defrule("torch_power_zero", "x, y", "x ** y", elementwise=True,
         doc="the eager `x ** 0` for a number 0 (torch's): gradient 0 with no graph")
 
 # A number exponent (torch's pow(Tensor, Scalar), PowBackward0): no `where`, so the
-# gradient of x ** 3 is a MulBackward0 of grad and 3 * x ** 2, as torch's.
-defrule("torch_power_scalar", "x, y", "x ** y", elementwise=True,
-        vjp={"x": "g * (y * x ** (y - 1 + (y == 0)))"},
-        jvp={"x": "x_t * (y * x ** (y - 1 + (y == 0)))"},
-        doc="the eager `x ** c` for a number c (torch's): c * x ** (c - 1); 0 for c == 0")
+# gradient of x ** 3 is a MulBackward0 of grad and 3 * x ** 2, as torch's. torch computes
+# pow(x, 0.5) as sqrt(x) and pow(x, -0.5) as rsqrt(x) (helpers.torch_pow), its value and,
+# through `c * x.pow(c - 1)`, its derivatives: x ** 0.5 at -0.0 has derivative
+# 0.5 * rsqrt(-0.0) == -inf, x ** 1.5 at -inf 1.5 * sqrt(-inf) == nan. On Tensors (a
+# create_graph backward) torch_pow is `x ** c` again, so each order is one PowBackward0.
+defrule("torch_power_scalar", "x, y", "torch_pow(x, y)", elementwise=True,
+        targets=("srcgrad.rules.helpers.torch_pow",),
+        vjp={"x": "g * (y * torch_pow(x, y - 1 + (y == 0)))"},
+        jvp={"x": "x_t * (y * torch_pow(x, y - 1 + (y == 0)))"},
+        doc="the eager `x ** c` for a number c (torch's): c * x ** (c - 1), 0 for c == 0; "
+            "x ** 0.5 is sqrt(x) and x ** -0.5 is 1 / sqrt(x), as torch computes them")
+
+# torch's rsqrt (RsqrtBackward0): 1 / sqrt(x), derivative -0.5 * grad * result ** 3 (so
+# +inf at -0.0, where -0.5 * x ** -1.5 is -inf).
+defrule("torch_rsqrt", "x", "1 / xp.sqrt(x)", elementwise=True,
+        vjp={"x": "-0.5 * g * ans ** 3"}, jvp={"x": "-0.5 * x_t * ans ** 3"},
+        doc="the eager `rsqrt` (torch's): 1 / sqrt(x), derivative -0.5 * ans ** 3")
 
 # torch's atan2_backward: 1 / (x*x + y*y) with the origin's inf replaced by 0, so the
 # gradient at the origin is (y * 0, -x * 0) == 0; its forward mode divides (nan there).
@@ -123,9 +135,16 @@ defrule("torch_sigmoid", "x", "xp.exp(-xp.logaddexp(0, -x))", elementwise=True,
 # other's gradient -grad * trunc(x / y). The compiler's `fmod` (rules/table_sweep.py) has the
 # same formulas; this row is the eager method's, with torch's node name (ops.py).
 defrule("torch_fmod", "x, y", "xp.fmod(x, y)", elementwise=True,
-        vjp={"x": _ub("g", "x"), "y": _ub("-g * xp.trunc(x / y)", "y")},
-        jvp={"x": "x_t", "y": "-y_t * xp.trunc(x / y)"},
+        vjp={"x": _ub("g", "x"), "y": _ub("-g * trunc_divide(x, y)", "y")},
+        jvp={"x": "x_t", "y": "-y_t * trunc_divide(x, y)"},
         doc="the eager `fmod` (torch's): the sign of x; d/dy = -trunc(x / y), one-sided at the jumps")
+
+# torch's div(x, y, rounding_mode="trunc") (DivBackward2): fmod's d/dy. Its derivative is
+# zeros, connected to x and y (ops.ZERO_DERIVATIVE_ROWS): a second derivative of fmod is 0,
+# where trunc(x / y) would differentiate x / y (0 * inf or 0 / 0 at y == 0 or y == inf).
+defrule("trunc_divide", "x, y", "trunc_divide(x, y)", targets=("srcgrad.rules.helpers.trunc_divide",),
+        elementwise=True, nondiff=True,
+        doc="trunc(x / y), torch's div(rounding_mode='trunc'): derivative 0 (fmod's d/dy)")
 
 # torch's LogaddexpBackward0: grad / (1 + exp(other - self)): 1 at x == inf (the
 # compiler's exp(x - ans) is exp(inf - inf), nan).
@@ -204,3 +223,27 @@ defrule("torch_log_softmax", "x, axis",
         vjp={"x": "g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True)"},
         jvp={"x": "x_t - xp.sum(xp.exp(ans) * x_t, axis=axis, keepdims=True)"},
         doc="the eager log_softmax along one axis, one node (torch's LogSoftmaxBackward0)")
+
+# torch's prod_backward and cumprod_backward (ProdBackward0/1, CumprodBackward0): no zero
+# in x, the gradient divides the result by x (nan at an inf entry: inf / inf); with a zero,
+# products of the others; one element passes the cotangent with no graph. Which formula
+# runs depends on x's values and on grad mode (helpers.torch_prod_bar/torch_cumprod_bar:
+# a create_graph backward runs them on Tensors, recording torch's ops, so the second
+# derivative is torch's). The compiler's prod/cumprod never divide (Note [Zero-safe
+# products]); the eager rows keep their forward-mode formulas.
+defrule("torch_prod_bar", "g, x, ans, axis, keepdims", "torch_prod_bar(g, x, ans, axis, keepdims)",
+        targets=("srcgrad.rules.helpers.torch_prod_bar",), nondiff=True,
+        doc="the eager prod's backward (torch's prod_backward); differentiated by running on "
+            "Tensors in a create_graph backward, never by the compiler")
+defrule("torch_cumprod_bar", "g, x, ans, axis", "torch_cumprod_bar(g, x, ans, axis)",
+        targets=("srcgrad.rules.helpers.torch_cumprod_bar",), nondiff=True,
+        doc="the eager cumprod's backward (torch's cumprod_backward); differentiated by "
+            "running on Tensors in a create_graph backward, never by the compiler")
+defrule("torch_prod", "x, axis=None, keepdims=False", "xp.prod(x, axis=axis, keepdims=keepdims)",
+        vjp={"x": "torch_prod_bar(g, x, ans, axis, keepdims)"}, jvp={"x": RULES["prod"].jvp["x"]},
+        doc="the eager `prod` (torch's): g * ans / x without zeros (nan at an inf entry), the "
+            "products of the others with them")
+defrule("torch_cumprod", "x, axis=None", "xp.cumprod(x, axis=axis)",
+        vjp={"x": "torch_cumprod_bar(g, x, ans, axis)"}, jvp={"x": RULES["cumprod"].jvp["x"]},
+        doc="the eager `cumprod` (torch's): reversed_cumsum(ans * g) / x without zeros, "
+            "products with them; one element passes g")

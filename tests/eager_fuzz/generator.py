@@ -87,9 +87,6 @@ class Expr:
     multi: bool = False
     expanded: bool = False
     alias: bool = False
-    # torch saves the result, srcgrad does not (prod: tests/eager_fuzz/test_eager_fuzz_slice.py,
-    # KNOWN_DEVIATIONS): no program writes it, none raises by writing it
-    out_frozen: bool = False
 
 
 def size(shape) -> int:
@@ -263,8 +260,6 @@ class Generator:
     def bind(self, name: str, e: Expr):
         if e.out_saved and e.rg:
             self.groups[e.group].saved = True
-        if e.out_frozen and e.rg:
-            self.groups[e.group].frozen = True
         self.vars[name] = Var(e.shape, e.group, e.rg, e.contig, e.view, e.multi, e.expanded,
                               e.alias)
 
@@ -356,10 +351,9 @@ class Generator:
                 "max": f"{t}.max()", "prod": f"{t}.tanh().prod()", "norm": f"{t}.norm()",
                 "var": f"{t}.var()"}[form]
         saves_in = form in ("amax", "max", "norm", "var")
-        out = form in ("amax", "max", "norm")
-        e = self.fresh(text, (), [src], [src] if saves_in else [], out_saved=out)
-        e.out_frozen = form == "prod"
-        return e
+        # prod saves its result, as torch's prod_backward (the eager row torch_prod)
+        out = form in ("amax", "max", "norm", "prod")
+        return self.fresh(text, (), [src], [src] if saves_in else [], out_saved=out)
 
     def e_unary(self, shape, depth):
         tmpl, s_in, s_out = self.r.choice(UNARY)
@@ -422,10 +416,8 @@ class Generator:
                 "var": f"{t}.var({dim}{kd})", "std": f"({t} * {t} + 1.0).std({dim}{kd})",
                 "norm": f"({t} * {t} + 0.5).norm(dim={dim}{kd})"}[form]
         saves_in = form in ("amax", "var", "std", "norm")
-        out = form in ("amax", "std", "norm")
-        e = self.fresh(text, shape, [a], [a] if saves_in else [], out_saved=out)
-        e.out_frozen = form == "prod"
-        return e
+        out = form in ("amax", "std", "norm", "prod")
+        return self.fresh(text, shape, [a], [a] if saves_in else [], out_saved=out)
 
     def e_matmul(self, shape, depth):
         r = self.r

@@ -21,11 +21,8 @@ SLICE = range(0, 120)
 # Failure classes that are known differences from torch (none at present). Div's,
 # max(dim)/min(dim)'s and relu's saved tensors once differed from torch's
 # derivatives.yaml; they match since the fixes in tests/autograd/test_eager_fuzz_findings.py.
-# One known difference the generator steers around instead (Expr.out_frozen), since its
-# failure signature ('no error where torch raises (version)') would hide others here:
-#   prod (all or along a dim): torch saves self and the result (prod_backward); srcgrad's
-#     zero-safe prod row (Note [Zero-safe products]) reads x only, so writing the result
-#     in place before backward raises in torch and not in srcgrad (seed 110343).
+# prod saves self and its result as torch's prod_backward does (the eager row torch_prod),
+# so writing the result in place before backward raises in both (seed 110343 once did not).
 KNOWN_DEVIATIONS: set = set()
 
 
@@ -179,8 +176,8 @@ def test_loop_saves_are_modelled(seed):
     detach() alias of a tensor written after the loop).
     112658, 113668: `if c: v = <requires grad> else: v = <constant>` was modelled as not
     requiring grad, so `a * v` was not seen to save a (the constant branch now reads a
-    leaf). 110343: a write into a prod's result, which torch saves and srcgrad does not
-    (see KNOWN_DEVIATIONS' note), was predicted to raise."""
+    leaf). 110343: a write into a prod's result, which torch saves (and srcgrad now too:
+    see KNOWN_DEVIATIONS' note)."""
     assert oracle.check(generate(seed)).outcome in ("pass", "by_design", "discarded")
 
 

@@ -54,17 +54,23 @@ def index_unary(s: tuple) -> list:
                   "np.take({0}, " + repr(list(range(n))) + ", axis=0)",
                   "np.flip(np.flip({0}, axis=0), 0)", "np.swapaxes(({0})[None], 0, 1)[:, 0]",
                   f"np.reshape({{0}}, shape={s!r})", f"({{0}}).reshape(*{s!r})",
-                  f"({{0}})[{list(range(n - 1, -1, -1))!r}][::-1]"]
+                  f"({{0}})[{list(range(n - 1, -1, -1))!r}][::-1]",
+                  f"np.reshape(np.ravel({{0}}, order='F'), {s!r}, order='F')"]
     if len(s) == 1:
         forms += ["np.c_[{0}, 2.0 * ({0})].sum(axis=1)", "np.c_[{0}][:, 0]",
-                  "np.r_['0', {0}]", "np.r_[({0})[1:], ({0})[:1]][np.r_[-1, :" + str(s[0] - 1) + "]]"]
+                  "np.r_['0', {0}]", "np.r_[({0})[1:], ({0})[:1]][np.r_[-1, :" + str(s[0] - 1) + "]]",
+                  "np.r_['-1', ({0})[:1], ({0})[1:]]", "np.r_['0,2', {0}][0]",
+                  "np.r_['0,2,0', {0}][:, 0]", "np.c_['0', {0}][:, 0]"]
     if len(s) == 2:
         n, m = s
         forms += ["np.c_[({0})[:, :1], ({0})[:, 1:]]", "np.r_['1', ({0})[:, :1], ({0})[:, 1:]]",
                   f"({{0}})[np.ix_({list(range(n))!r}, {list(range(m))!r})]",
                   f"({{0}})[np.ix_({list(range(n - 1, -1, -1))!r}, {list(range(m))!r})][::-1]",
                   "({0})[np.s_[:, :]]", "({0}).T.T", "np.transpose(a=np.transpose({0}))",
-                  "np.sum(np.expand_dims({0}, axis=0), 0, keepdims=False)"]
+                  "np.sum(np.expand_dims({0}, axis=0), 0, keepdims=False)",
+                  "np.r_['0,2', ({0})[:1], ({0})[1:]]", "np.r_['-1', ({0})[:, :1], ({0})[:, 1:]]",
+                  f"({{0}}).flatten('F').reshape({(m, n)!r}).T", "np.vstack([({0})[:1], ({0})[1:]])",
+                  "np.hstack([({0})[:, :1], ({0})[:, 1:]])"]
     return forms
 
 
@@ -75,6 +81,7 @@ def index_reduce_all() -> list:
             "np.mean({e}, axis=None, keepdims=False)", "np.max({e}, None, None, False)",
             "np.amax({e})", "({e}).max(axis=None)", "np.prod(np.tanh({e}), dtype=None)",
             "np.add.reduce(np.ravel({e}))", "np.sum(np.ravel({e}, order='C'))",
+            "np.sum(({e}).flatten('F') ** 2)", "np.mean(np.atleast_2d({e}), None, None, None, False)",
             "np.linalg.norm(x={e})", "sum(np.ravel({e}))", "np.sum(np.atleast_1d({e})[np.s_[:]])"]
 
 
@@ -83,7 +90,8 @@ def index_reduce_axis() -> list:
     return ["np.sum({e}, {k})", "({e}).sum({k})", "np.mean({e}, {k}, None, None, False)",
             "np.max({e}, axis={k}, keepdims=False)", "({e}).max({k})", "np.amin({e}, {k})",
             "np.sum(a={e}, axis={k})", "np.add.reduce({e}, axis={k})",
-            "np.prod(np.tanh({e}), axis={k}, keepdims=False)"]
+            "np.prod(np.tanh({e}), axis={k}, keepdims=False)", "({e}).max({k}, None, False)",
+            "np.sum({e}, {k}, None, None, False)", "np.std({e}, {k}, None, None, 0)"]
 
 
 # ---------------------------------------------------------------- a call of any table row

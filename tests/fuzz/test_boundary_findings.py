@@ -189,3 +189,52 @@ def test_nanstd_of_equal_entries_has_the_gradient_of_std():
     d = np.nan_to_num(y - np.nanmean(y, axis=1, keepdims=True))
     want = d / (np.sum(~np.isnan(y), axis=1, keepdims=True) * np.nanstd(y, axis=1, keepdims=True))
     np.testing.assert_allclose(g, np.where(np.isnan(y), 0.0, want), rtol=1e-10)
+
+
+# a program writing into its first argument, as seeds 2621193 (`x0 += ...`) and 2621850
+# (`w1 = x0.T[0]; w1 *= ...`) do, with a saturating tanh around it in the grad(vmap) wrapper
+WRITES_ITS_ARGUMENT = '''
+import numpy as np
+ARGS = [('array', (3,))]
+OUTPUT = 'scalar'
+
+
+def f(x0):
+    for i in range(1):
+        x0 += np.max(x0[:1].reshape((1, 1)), axis=0)
+    return np.sum(np.sin(x0) * x0) + 2.0
+'''
+
+
+def _nested_seed(kind):
+    from tests.fuzz import compose
+    return next(s for s in range(200) if compose.pick(s, compose.COMPOSITIONS, "nested") == kind)
+
+
+def test_the_composition_oracle_judges_a_program_that_writes_its_argument(tmp_path):
+    """Seeds 2621193 and 2621850 (false positives): grad(vmap)'s value check ran f on the
+    oracle's own first argument, f's in-place write moved it, and the differences were
+    then taken at the moved point while srcgrad's gradient was at the first one (it was
+    exactly right there). Each call now gets its own copy."""
+    from tests.fuzz import oracle
+    program = oracle.spec_from_source(WRITES_ITS_ARGUMENT, seed=_nested_seed("grad(vmap)"))
+    result = oracle.check(program, tmp_path, transforms=["nested"])
+    assert result.outcome == "pass", [f.detail for f in result.failures]
+
+
+@pytest.mark.parametrize("factor", [1.01, 0.0])
+def test_the_composition_oracle_still_flags_a_wrong_gradient_of_grad_of_vmap(
+        tmp_path, monkeypatch, factor):
+    """The other half: a gradient 1% off (or a zero one) through the same program is
+    reported wrong, so the copies did not make the check one that cannot fail."""
+    from tests.fuzz import compose, oracle
+    grad = sg.grad
+
+    def off(f, wrt=0):
+        g = grad(f, wrt=wrt)
+        return (lambda *a: factor * g(*a)) if f.__name__ == "_nested" else g
+    monkeypatch.setattr(compose.sg, "grad", off)
+    program = oracle.spec_from_source(WRITES_ITS_ARGUMENT, seed=_nested_seed("grad(vmap)"))
+    result = oracle.check(program, tmp_path, transforms=["nested"])
+    assert result.outcome == "wrong", [f.detail for f in result.failures]
+    assert "grad(vmap): along a random direction" in result.failures[0].detail

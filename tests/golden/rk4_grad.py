@@ -47,6 +47,53 @@ def _is_basic_index(index):
         return False
     return True
 
+def _scatter_along(c, idx, n, axis, xp):
+    """Zeros with axis `axis` of length `n` and `c` added at `idx` along it (`idx` has c's
+    shape; repeats accumulate): NumPy's `add.at` along one axis, for a namespace without it.
+
+    Note [Scatter-add without add.at]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API has no scatter-add, which the gradient of every gather (an integer-array
+    index, take, take_along_axis, sort) needs. It is a one-hot contraction instead:
+    ``out[..., i] = sum_j where(idx[..., j] == i, c[..., j], 0)``. `where`, not a product
+    with the one-hot matrix, so that an inf or nan in `c` reaches only the place it is
+    added to, as with add.at; the sum adds the same terms as add.at (and zeros). It costs
+    ``c.size * n`` comparisons, done in blocks of `idx` so that at most about 2**22
+    elements are held at once: meant for the modest sizes where one uses the Array API
+    for gathers, exact at any size.
+    """
+    cm, im = (xp.moveaxis(c, axis, -1), xp.moveaxis(idx, axis, -1))
+    im = xp.where(im < 0, im + n, im)
+    m = cm.shape[-1]
+    outer = 1
+    for k in cm.shape[:-1]:
+        outer *= k
+    positions = xp.arange(n, dtype=im.dtype)
+    zero = xp.zeros((), dtype=cm.dtype)
+    out = xp.zeros(cm.shape[:-1] + (n,), dtype=cm.dtype)
+    block = max(1, 2 ** 22 // max(1, outer * n))
+    for j in range(0, m, block):
+        e = min(m, j + block)
+        hit = im[..., j:e, None] == positions
+        out = out + xp.sum(xp.where(hit, cm[..., j:e, None], zero), axis=-2)
+    return xp.moveaxis(out, -1, axis)
+
+def _one_array(index):
+    """Where `index` is a tuple of slices and `...` around one integer array (list or
+    array of any rank), the array's place in the index with `...` spelled out as slices
+    for `ndim` axes: (position, parts); else None."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [i for i, p in enumerate(parts) if not (p is Ellipsis or isinstance(p, slice))]
+    if len(arrays) != 1 or sum((p is Ellipsis for p in parts)) > 1:
+        return None
+    p = parts[arrays[0]]
+    if isinstance(p, (bool, int)) or p is None:
+        return None
+    dtype = numpy.asarray(p).dtype if isinstance(p, list) else getattr(p, 'dtype', None)
+    if dtype is None or 'int' not in str(dtype):
+        return None
+    return (arrays[0], parts)
+
 def _write(out, full, v, xp):
     """`out[full] = v`, where a newaxis (None) of a basic index is dropped and `v` shaped to
     match: the Array API reads None in an index, never in a write (array_api_strict raises
@@ -69,8 +116,34 @@ def scatter_index(x, shape, index):
     elif hasattr(xp, 'add') and hasattr(xp.add, 'at'):
         xp.add.at(out, index, x)
     else:
-        raise NotImplementedError(f'srcgrad: the gradient of an integer-array index needs a scatter-add, which {xp.__name__} lacks (the Array API has none)')
+        size = 1
+        for n in shape:
+            size *= n
+        ids = gather_index(xp.reshape(xp.arange(size), shape), index)
+        out = xp.reshape(_scatter_along(xp.reshape(x, (-1,)), xp.reshape(ids, (-1,)), size, 0, xp), shape)
     return out
+
+def gather_index(x, index):
+    """`x[index]` with NumPy's reading of one integer array among slices (`x[[2, 0]]`,
+    `x[:, idx]`), which the Array API lacks (it takes integer arrays only with integers
+    on every axis): the slices, then `take` along the array's axis. Any other index is
+    `x[index]` as the namespace reads it."""
+    xp = _namespace(x)
+    found = _one_array(index)
+    if found is None:
+        whole = isinstance(index, tuple) and len(index) == x.ndim and (not any((p is Ellipsis for p in index)))
+        return x[index if whole else _full_index(index)]
+    k, parts = found
+    if any((p is Ellipsis for p in parts)):
+        e = next((i for i, p in enumerate(parts) if p is Ellipsis))
+        parts = parts[:e] + (slice(None),) * (x.ndim - len(parts) + 1) + parts[e + 1:]
+        k = next((i for i, p in enumerate(parts) if not isinstance(p, slice)))
+    idx = xp.asarray(parts[k])
+    sliced = x[parts[:k] + (slice(None),) + parts[k + 1:] + (Ellipsis,)]
+    n = sliced.shape[k]
+    flat = xp.reshape(idx, (-1,))
+    taken = xp.take(sliced, xp.where(flat < 0, flat + n, flat), axis=k)
+    return xp.reshape(taken, sliced.shape[:k] + idx.shape + sliced.shape[k + 1:])
 
 def stack_bar(c, arrays, axis):
     """The slices of `c` that `numpy.stack(arrays, axis)` took from each array."""
@@ -82,61 +155,84 @@ def stack_bar(c, arrays, axis):
 def grad_loss(p, u0):
     if xp.shape(p) != (4,) or xp.shape(u0) != (2,):
         raise ValueError('grad_loss was emitted for arguments of the shapes p (4,), u0 (2,) (for numba: --args): emit it again with --args of these shapes')
-    _tape = []
+    _getitem = p[0]
+    _getitem_1 = p[1]
+    _getitem_2 = p[2]
+    _getitem_3 = p[3]
+    subtract_6_tape = []
+    subtract_7_tape = []
+    getitem_11_tape = []
+    multiply_24_tape = []
+    getitem_10_tape = []
+    multiply_22_tape = []
+    subtract_4_tape = []
+    subtract_5_tape = []
+    getitem_9_tape = []
+    multiply_17_tape = []
+    getitem_8_tape = []
+    multiply_15_tape = []
+    subtract_2_tape = []
+    subtract_3_tape = []
+    getitem_7_tape = []
+    multiply_10_tape = []
+    getitem_6_tape = []
+    multiply_8_tape = []
+    subtract_tape = []
+    subtract_1_tape = []
+    getitem_5_tape = []
+    multiply_3_tape = []
+    getitem_4_tape = []
+    multiply_1_tape = []
     _running, u, t = (True, u0, 0.0)
     while _running:
-        _getitem = p[0]
-        _getitem_1 = u[0]
-        _multiply = _getitem * _getitem_1
-        _getitem_2 = p[1]
-        _multiply_1 = _getitem_2 * _getitem_1
-        _getitem_3 = u[1]
-        _multiply_2 = _multiply_1 * _getitem_3
+        _getitem_4 = u[0]
+        _multiply = _getitem * _getitem_4
+        _multiply_1 = _getitem_1 * _getitem_4
+        _getitem_5 = u[1]
+        _multiply_2 = _multiply_1 * _getitem_5
         _subtract = _multiply - _multiply_2
-        _getitem_4 = p[2]
-        _multiply_3 = _getitem_4 * _getitem_1
-        _multiply_4 = _multiply_3 * _getitem_3
-        _getitem_5 = p[3]
-        _multiply_5 = _getitem_5 * _getitem_3
+        _multiply_3 = _getitem_2 * _getitem_4
+        _multiply_4 = _multiply_3 * _getitem_5
+        _multiply_5 = _getitem_3 * _getitem_5
         _subtract_1 = _multiply_4 - _multiply_5
         k1 = xp.array([_subtract, _subtract_1])
         _multiply_6 = 0.005 * k1
         v = u + _multiply_6
         _getitem_6 = v[0]
         _multiply_7 = _getitem * _getitem_6
-        _multiply_8 = _getitem_2 * _getitem_6
+        _multiply_8 = _getitem_1 * _getitem_6
         _getitem_7 = v[1]
         _multiply_9 = _multiply_8 * _getitem_7
         _subtract_2 = _multiply_7 - _multiply_9
-        _multiply_10 = _getitem_4 * _getitem_6
+        _multiply_10 = _getitem_2 * _getitem_6
         _multiply_11 = _multiply_10 * _getitem_7
-        _multiply_12 = _getitem_5 * _getitem_7
+        _multiply_12 = _getitem_3 * _getitem_7
         _subtract_3 = _multiply_11 - _multiply_12
         k2 = xp.array([_subtract_2, _subtract_3])
         _multiply_13 = 0.005 * k2
         v_1 = u + _multiply_13
         _getitem_8 = v_1[0]
         _multiply_14 = _getitem * _getitem_8
-        _multiply_15 = _getitem_2 * _getitem_8
+        _multiply_15 = _getitem_1 * _getitem_8
         _getitem_9 = v_1[1]
         _multiply_16 = _multiply_15 * _getitem_9
         _subtract_4 = _multiply_14 - _multiply_16
-        _multiply_17 = _getitem_4 * _getitem_8
+        _multiply_17 = _getitem_2 * _getitem_8
         _multiply_18 = _multiply_17 * _getitem_9
-        _multiply_19 = _getitem_5 * _getitem_9
+        _multiply_19 = _getitem_3 * _getitem_9
         _subtract_5 = _multiply_18 - _multiply_19
         k3 = xp.array([_subtract_4, _subtract_5])
         _multiply_20 = 0.01 * k3
         v_2 = u + _multiply_20
         _getitem_10 = v_2[0]
         _multiply_21 = _getitem * _getitem_10
-        _multiply_22 = _getitem_2 * _getitem_10
+        _multiply_22 = _getitem_1 * _getitem_10
         _getitem_11 = v_2[1]
         _multiply_23 = _multiply_22 * _getitem_11
         _subtract_6 = _multiply_21 - _multiply_23
-        _multiply_24 = _getitem_4 * _getitem_10
+        _multiply_24 = _getitem_2 * _getitem_10
         _multiply_25 = _multiply_24 * _getitem_11
-        _multiply_26 = _getitem_5 * _getitem_11
+        _multiply_26 = _getitem_3 * _getitem_11
         _subtract_7 = _multiply_25 - _multiply_26
         k4 = xp.array([_subtract_6, _subtract_7])
         _multiply_27 = 2.0 * k2
@@ -148,36 +244,83 @@ def grad_loss(p, u0):
         u_1 = u + _multiply_29
         t_1 = t + 0.01
         _less = t_1 < 9.995
-        _tape.append((_subtract_6, _subtract_7, _getitem_11, _getitem_5, _getitem_11, _multiply_24, _getitem_10, _getitem_4, _getitem_11, _multiply_22, _getitem_10, _getitem_2, _getitem_10, _getitem, _subtract_4, _subtract_5, _getitem_9, _getitem_5, _getitem_9, _multiply_17, _getitem_8, _getitem_4, _getitem_9, _multiply_15, _getitem_8, _getitem_2, _getitem_8, _getitem, _subtract_2, _subtract_3, _getitem_7, _getitem_5, _getitem_7, _multiply_10, _getitem_6, _getitem_4, _getitem_7, _multiply_8, _getitem_6, _getitem_2, _getitem_6, _getitem, _subtract, _subtract_1, _getitem_3, _getitem_5, _getitem_3, _multiply_3, _getitem_1, _getitem_4, _getitem_3, _multiply_1, _getitem_1, _getitem_2, _getitem_1, _getitem))
+        subtract_6_tape.append(_subtract_6)
+        subtract_7_tape.append(_subtract_7)
+        getitem_11_tape.append(_getitem_11)
+        multiply_24_tape.append(_multiply_24)
+        getitem_10_tape.append(_getitem_10)
+        multiply_22_tape.append(_multiply_22)
+        subtract_4_tape.append(_subtract_4)
+        subtract_5_tape.append(_subtract_5)
+        getitem_9_tape.append(_getitem_9)
+        multiply_17_tape.append(_multiply_17)
+        getitem_8_tape.append(_getitem_8)
+        multiply_15_tape.append(_multiply_15)
+        subtract_2_tape.append(_subtract_2)
+        subtract_3_tape.append(_subtract_3)
+        getitem_7_tape.append(_getitem_7)
+        multiply_10_tape.append(_multiply_10)
+        getitem_6_tape.append(_getitem_6)
+        multiply_8_tape.append(_multiply_8)
+        subtract_tape.append(_subtract)
+        subtract_1_tape.append(_subtract_1)
+        getitem_5_tape.append(_getitem_5)
+        multiply_3_tape.append(_multiply_3)
+        getitem_4_tape.append(_getitem_4)
+        multiply_1_tape.append(_multiply_1)
         _running, u, t = (_less, u_1, t_1)
     u_2, t_2 = (u, t)
     grad_u_2 = u_2 + u_2
-    _zeros_like = xp.zeros_like(p)
-    _tape_len = len(_tape)
-    grad_u, grad_p_sum = (grad_u_2, _zeros_like)
+    _zeros_like = 0.0
+    _zeros_like_1 = 0.0
+    _zeros_like_2 = 0.0
+    _zeros_like_3 = 0.0
+    _tape_len = len(subtract_6_tape)
+    grad_u, grad_getitem_sum, grad_getitem_2_sum, grad_getitem_5_sum, grad_getitem_8_sum = (grad_u_2, _zeros_like, _zeros_like_1, _zeros_like_2, _zeros_like_3)
     for _i in range(_tape_len - 1, -1, -1):
-        subtract_6_t, subtract_7_t, getitem_39_t, getitem_38_t, getitem_37_t, multiply_24_t, getitem_36_t, getitem_35_t, getitem_34_t, multiply_22_t, getitem_33_t, getitem_32_t, getitem_31_t, getitem_30_t, subtract_4_t, subtract_5_t, getitem_29_t, getitem_28_t, getitem_27_t, multiply_17_t, getitem_26_t, getitem_25_t, getitem_24_t, multiply_15_t, getitem_23_t, getitem_22_t, getitem_21_t, getitem_20_t, subtract_2_t, subtract_3_t, getitem_19_t, getitem_18_t, getitem_17_t, multiply_10_t, getitem_16_t, getitem_15_t, getitem_14_t, multiply_8_t, getitem_13_t, getitem_12_t, getitem_11_t, getitem_10_t, subtract_t, subtract_1_t, getitem_9_t, getitem_8_t, getitem_7_t, multiply_3_t, getitem_6_t, getitem_5_t, getitem_4_t, multiply_1_t, getitem_3_t, getitem_2_t, getitem_1_t, getitem_t = _tape.pop()
+        subtract_6_t = subtract_6_tape.pop()
+        subtract_7_t = subtract_7_tape.pop()
+        getitem_11_t = getitem_11_tape.pop()
+        multiply_24_t = multiply_24_tape.pop()
+        getitem_10_t = getitem_10_tape.pop()
+        multiply_22_t = multiply_22_tape.pop()
+        subtract_4_t = subtract_4_tape.pop()
+        subtract_5_t = subtract_5_tape.pop()
+        getitem_9_t = getitem_9_tape.pop()
+        multiply_17_t = multiply_17_tape.pop()
+        getitem_8_t = getitem_8_tape.pop()
+        multiply_15_t = multiply_15_tape.pop()
+        subtract_2_t = subtract_2_tape.pop()
+        subtract_3_t = subtract_3_tape.pop()
+        getitem_7_t = getitem_7_tape.pop()
+        multiply_10_t = multiply_10_tape.pop()
+        getitem_6_t = getitem_6_tape.pop()
+        multiply_8_t = multiply_8_tape.pop()
+        subtract_t = subtract_tape.pop()
+        subtract_1_t = subtract_1_tape.pop()
+        getitem_5_t = getitem_5_tape.pop()
+        multiply_3_t = multiply_3_tape.pop()
+        getitem_4_t = getitem_4_tape.pop()
+        multiply_1_t = multiply_1_tape.pop()
         _multiply_30 = grad_u * 0.0016666666666666668
         _multiply_31 = _multiply_30 * 2.0
         grad_subtract_6, grad_subtract_7 = (_multiply_30[0], _multiply_30[1])
         _negative = -grad_subtract_7
-        _multiply_32 = _negative * getitem_39_t
-        _multiply_33 = _negative * getitem_38_t
+        _multiply_32 = _negative * getitem_11_t
+        _multiply_33 = _negative * _getitem_3
         _scatter_index = xp.zeros((2,))
         _scatter_index[1] = _multiply_33
-        _scatter_index_1 = xp.zeros((4,))
-        _scatter_index_1[3] = _multiply_32
-        _multiply_34 = grad_subtract_7 * getitem_37_t
+        _multiply_34 = grad_subtract_7 * getitem_11_t
         _multiply_35 = grad_subtract_7 * multiply_24_t
-        _multiply_36 = _multiply_34 * getitem_36_t
-        _multiply_37 = _multiply_34 * getitem_35_t
+        _multiply_36 = _multiply_34 * getitem_10_t
+        _multiply_37 = _multiply_34 * _getitem_2
         _negative_1 = -grad_subtract_6
-        _multiply_38 = _negative_1 * getitem_34_t
+        _multiply_38 = _negative_1 * getitem_11_t
         _multiply_39 = _negative_1 * multiply_22_t
-        _multiply_40 = _multiply_38 * getitem_33_t
-        _multiply_41 = _multiply_38 * getitem_32_t
-        _multiply_42 = grad_subtract_6 * getitem_31_t
-        _multiply_43 = grad_subtract_6 * getitem_30_t
+        _multiply_40 = _multiply_38 * getitem_10_t
+        _multiply_41 = _multiply_38 * _getitem_1
+        _multiply_42 = grad_subtract_6 * getitem_10_t
+        _multiply_43 = grad_subtract_6 * _getitem
         _add_3 = _scatter_index
         _add_3[1] += _multiply_35
         _add_4 = _add_3
@@ -192,22 +335,22 @@ def grad_loss(p, u0):
         grad_k3 = _multiply_31 + _multiply_44
         grad_subtract_4, grad_subtract_5 = (grad_k3[0], grad_k3[1])
         _negative_2 = -grad_subtract_5
-        _multiply_45 = _negative_2 * getitem_29_t
-        _multiply_46 = _negative_2 * getitem_28_t
-        _scatter_index_10 = xp.zeros((2,))
-        _scatter_index_10[1] = _multiply_46
-        _multiply_47 = grad_subtract_5 * getitem_27_t
+        _multiply_45 = _negative_2 * getitem_9_t
+        _multiply_46 = _negative_2 * _getitem_3
+        _scatter_index_6 = xp.zeros((2,))
+        _scatter_index_6[1] = _multiply_46
+        _multiply_47 = grad_subtract_5 * getitem_9_t
         _multiply_48 = grad_subtract_5 * multiply_17_t
-        _multiply_49 = _multiply_47 * getitem_26_t
-        _multiply_50 = _multiply_47 * getitem_25_t
+        _multiply_49 = _multiply_47 * getitem_8_t
+        _multiply_50 = _multiply_47 * _getitem_2
         _negative_3 = -grad_subtract_4
-        _multiply_51 = _negative_3 * getitem_24_t
+        _multiply_51 = _negative_3 * getitem_9_t
         _multiply_52 = _negative_3 * multiply_15_t
-        _multiply_53 = _multiply_51 * getitem_23_t
-        _multiply_54 = _multiply_51 * getitem_22_t
-        _multiply_55 = grad_subtract_4 * getitem_21_t
-        _multiply_56 = grad_subtract_4 * getitem_20_t
-        _add_7 = _scatter_index_10
+        _multiply_53 = _multiply_51 * getitem_8_t
+        _multiply_54 = _multiply_51 * _getitem_1
+        _multiply_55 = grad_subtract_4 * getitem_8_t
+        _multiply_56 = grad_subtract_4 * _getitem
+        _add_7 = _scatter_index_6
         _add_7[1] += _multiply_48
         _add_8 = _add_7
         _add_8[0] += _multiply_50
@@ -221,22 +364,22 @@ def grad_loss(p, u0):
         grad_k2 = _multiply_31 + _multiply_57
         grad_subtract_2, grad_subtract_3 = (grad_k2[0], grad_k2[1])
         _negative_4 = -grad_subtract_3
-        _multiply_58 = _negative_4 * getitem_19_t
-        _multiply_59 = _negative_4 * getitem_18_t
-        _scatter_index_20 = xp.zeros((2,))
-        _scatter_index_20[1] = _multiply_59
-        _multiply_60 = grad_subtract_3 * getitem_17_t
+        _multiply_58 = _negative_4 * getitem_7_t
+        _multiply_59 = _negative_4 * _getitem_3
+        _scatter_index_12 = xp.zeros((2,))
+        _scatter_index_12[1] = _multiply_59
+        _multiply_60 = grad_subtract_3 * getitem_7_t
         _multiply_61 = grad_subtract_3 * multiply_10_t
-        _multiply_62 = _multiply_60 * getitem_16_t
-        _multiply_63 = _multiply_60 * getitem_15_t
+        _multiply_62 = _multiply_60 * getitem_6_t
+        _multiply_63 = _multiply_60 * _getitem_2
         _negative_5 = -grad_subtract_2
-        _multiply_64 = _negative_5 * getitem_14_t
+        _multiply_64 = _negative_5 * getitem_7_t
         _multiply_65 = _negative_5 * multiply_8_t
-        _multiply_66 = _multiply_64 * getitem_13_t
-        _multiply_67 = _multiply_64 * getitem_12_t
-        _multiply_68 = grad_subtract_2 * getitem_11_t
-        _multiply_69 = grad_subtract_2 * getitem_10_t
-        _add_11 = _scatter_index_20
+        _multiply_66 = _multiply_64 * getitem_6_t
+        _multiply_67 = _multiply_64 * _getitem_1
+        _multiply_68 = grad_subtract_2 * getitem_6_t
+        _multiply_69 = grad_subtract_2 * _getitem
+        _add_11 = _scatter_index_12
         _add_11[1] += _multiply_61
         _add_12 = _add_11
         _add_12[0] += _multiply_63
@@ -250,19 +393,19 @@ def grad_loss(p, u0):
         grad_k1 = _multiply_30 + _multiply_70
         grad_subtract, grad_subtract_1 = (grad_k1[0], grad_k1[1])
         _negative_6 = -grad_subtract_1
-        _multiply_71 = _negative_6 * getitem_9_t
-        _multiply_72 = _negative_6 * getitem_8_t
-        _multiply_73 = grad_subtract_1 * getitem_7_t
+        _multiply_71 = _negative_6 * getitem_5_t
+        _multiply_72 = _negative_6 * _getitem_3
+        _multiply_73 = grad_subtract_1 * getitem_5_t
         _multiply_74 = grad_subtract_1 * multiply_3_t
-        _multiply_75 = _multiply_73 * getitem_6_t
-        _multiply_76 = _multiply_73 * getitem_5_t
+        _multiply_75 = _multiply_73 * getitem_4_t
+        _multiply_76 = _multiply_73 * _getitem_2
         _negative_7 = -grad_subtract
-        _multiply_77 = _negative_7 * getitem_4_t
+        _multiply_77 = _negative_7 * getitem_5_t
         _multiply_78 = _negative_7 * multiply_1_t
-        _multiply_79 = _multiply_77 * getitem_3_t
-        _multiply_80 = _multiply_77 * getitem_2_t
-        _multiply_81 = grad_subtract * getitem_1_t
-        _multiply_82 = grad_subtract * getitem_t
+        _multiply_79 = _multiply_77 * getitem_4_t
+        _multiply_80 = _multiply_77 * _getitem_1
+        _multiply_81 = grad_subtract * getitem_4_t
+        _multiply_82 = grad_subtract * _getitem
         _add_15 = grad_u + grad_v_2
         _add_16 = _add_15 + grad_v_1
         _add_17 = _add_16 + grad_v
@@ -278,37 +421,30 @@ def grad_loss(p, u0):
         _add_22[0] += _multiply_80
         grad_u_1 = _add_22
         grad_u_1[0] += _multiply_82
-        _add_23 = _scatter_index_1
-        _add_23[2] += _multiply_36
-        _add_24 = _add_23
-        _add_24[1] += _multiply_40
-        _add_25 = _add_24
-        _add_25[0] += _multiply_42
-        _add_26 = _add_25
-        _add_26[3] += _multiply_45
-        _add_27 = _add_26
-        _add_27[2] += _multiply_49
-        _add_28 = _add_27
-        _add_28[1] += _multiply_53
-        _add_29 = _add_28
-        _add_29[0] += _multiply_55
-        _add_30 = _add_29
-        _add_30[3] += _multiply_58
-        _add_31 = _add_30
-        _add_31[2] += _multiply_62
-        _add_32 = _add_31
-        _add_32[1] += _multiply_66
-        _add_33 = _add_32
-        _add_33[0] += _multiply_68
-        _add_34 = _add_33
-        _add_34[3] += _multiply_71
-        _add_35 = _add_34
-        _add_35[2] += _multiply_75
-        _add_36 = _add_35
-        _add_36[1] += _multiply_79
-        grad_p = _add_36
-        grad_p[0] += _multiply_81
-        grad_p_sum = grad_p_sum + grad_p
-        grad_u = grad_u_1
-    grad_u_3, grad_p_1 = (grad_u, grad_p_sum)
-    return grad_p_1
+        _add_23 = _multiply_42 + _multiply_55
+        _add_24 = _add_23 + _multiply_68
+        grad_getitem = _add_24 + _multiply_81
+        _add_25 = _multiply_40 + _multiply_53
+        _add_26 = _add_25 + _multiply_66
+        grad_getitem_2 = _add_26 + _multiply_79
+        _add_27 = _multiply_36 + _multiply_49
+        _add_28 = _add_27 + _multiply_62
+        grad_getitem_5 = _add_28 + _multiply_75
+        _add_29 = _multiply_32 + _multiply_45
+        _add_30 = _add_29 + _multiply_58
+        grad_getitem_8 = _add_30 + _multiply_71
+        _add_31 = grad_getitem_sum + grad_getitem
+        _add_32 = grad_getitem_2_sum + grad_getitem_2
+        _add_33 = grad_getitem_5_sum + grad_getitem_5
+        _add_34 = grad_getitem_8_sum + grad_getitem_8
+        grad_u, grad_getitem_sum, grad_getitem_2_sum, grad_getitem_5_sum, grad_getitem_8_sum = (grad_u_1, _add_31, _add_32, _add_33, _add_34)
+    grad_u_3, grad_getitem_10, grad_getitem_2_1, grad_getitem_5_1, grad_getitem_8_1 = (grad_u, grad_getitem_sum, grad_getitem_2_sum, grad_getitem_5_sum, grad_getitem_8_sum)
+    _scatter_index_24 = xp.zeros((4,))
+    _scatter_index_24[3] = grad_getitem_8_1
+    _add_35 = _scatter_index_24
+    _add_35[2] += grad_getitem_5_1
+    _add_36 = _add_35
+    _add_36[1] += grad_getitem_2_1
+    grad_p = _add_36
+    grad_p[0] += grad_getitem_10
+    return grad_p

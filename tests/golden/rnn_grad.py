@@ -109,7 +109,12 @@ def grad_loss(Wx, Wh, b, xs, y):
 
     # for t in range(xs.shape[0]):  (rnn.py:15)
     _getitem_2 = _shape[0]
-    _tape = []
+    h_4_tape = []
+    shape_add_tape = []
+    shape_matmul_tape = []
+    shape_matmul_1_tape = []
+    h_3_tape = []
+    getitem_3_tape = []
     h_3 = h
     for t in range(_getitem_2):
         # h = np.tanh(xs[t] @ Wx + h @ Wh + b)  (rnn.py:16)
@@ -124,7 +129,12 @@ def grad_loss(Wx, Wh, b, xs, y):
         _shape_matmul_1 = xp.shape(_matmul_1)
 
         # for t in range(xs.shape[0]):  (rnn.py:15)
-        _tape.append((h_4, _shape_add, _shape_matmul, _shape_matmul_1, h_3, _getitem_3))
+        h_4_tape.append(h_4)
+        shape_add_tape.append(_shape_add)
+        shape_matmul_tape.append(_shape_matmul)
+        shape_matmul_1_tape.append(_shape_matmul_1)
+        h_3_tape.append(h_3)
+        getitem_3_tape.append(_getitem_3)
         h_3 = h_4
     h_5 = h_3
 
@@ -151,20 +161,25 @@ def grad_loss(Wx, Wh, b, xs, y):
     grad_h_3, grad_Wx_sum, grad_Wh_sum, grad_b_sum = grad_h_5, _zeros_like, _zeros_like_1, _zeros_like_2
     for t_1 in range(_getitem_2)[::-1]:
         # grad of: for t in range(xs.shape[0]):  (rnn.py:15)
-        h_4_t, shape_add_2_t, shape_matmul_2_t, shape_matmul_3_t, h_3_t, getitem_4_t, = _tape.pop()
+        h_4_t = h_4_tape.pop()
+        shape_add_t = shape_add_tape.pop()
+        shape_matmul_t = shape_matmul_tape.pop()
+        shape_matmul_1_t = shape_matmul_1_tape.pop()
+        h_3_t = h_3_tape.pop()
+        getitem_3_t = getitem_3_tape.pop()
 
         # grad of: h = np.tanh(xs[t] @ Wx + h @ Wh + b)  (rnn.py:16)
         _multiply_2 = h_4_t * h_4_t
         _subtract_1 = 1 - _multiply_2
         grad_add_3 = grad_h_3 * _subtract_1
-        grad_add_2 = unbroadcast(grad_add_3, shape_add_2_t)
+        grad_add_2 = unbroadcast(grad_add_3, shape_add_t)
         grad_b = unbroadcast(grad_add_3, _shape_4)
-        grad_matmul_2 = unbroadcast(grad_add_2, shape_matmul_2_t)
-        grad_matmul_3 = unbroadcast(grad_add_2, shape_matmul_3_t)
+        grad_matmul_2 = unbroadcast(grad_add_2, shape_matmul_t)
+        grad_matmul_3 = unbroadcast(grad_add_2, shape_matmul_1_t)
         _shape_6 = xp.shape(h_3_t)
         grad_h_3_1 = matmul_bar(grad_matmul_3, Wh, _shape_6, 0)
         grad_Wh = matmul_bar(grad_matmul_3, h_3_t, _shape_1, 1)
-        grad_Wx = matmul_bar(grad_matmul_2, getitem_4_t, _shape_5, 1)
+        grad_Wx = matmul_bar(grad_matmul_2, getitem_3_t, _shape_5, 1)
         _add_2 = grad_Wx_sum + grad_Wx
         _add_3 = grad_Wh_sum + grad_Wh
         _add_4 = grad_b_sum + grad_b

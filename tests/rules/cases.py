@@ -179,6 +179,10 @@ case("expand_reduced",
 case("scatter_index",
      ("slice", {"x": N(2, 4), "shape": (5, 4), "index": slice(1, 3)}),
      ("duplicates", {"x": N(4, 3), "shape": (5, 3), "index": I(1, 1, 4, 0)}))
+case("gather_index",
+     ("list", {"x": N(5, 3), "index": [4, 0, 0, -1]}),
+     ("second-axis", {"x": N(3, 4), "index": (slice(None), [3, 1, 3])}),
+     ("ellipsis", {"x": N(2, 3, 4), "index": (Ellipsis, [[1, 1], [0, 3]])}))
 case("shift",
      ("forward", {"x": N(3, 6), "axis": 1, "reverse": False, "fill": 1.0}),
      ("reverse", {"x": N(4, 3), "axis": 0, "reverse": True, "fill": 0.0}),
@@ -313,6 +317,22 @@ case("torch_logaddexp", *_binary())
 case("torch_sigmoid", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
 case("torch_relu", ("matrix", {"x": N(3, 4)}), ("scalar", {"x": N()}))
 case("torch_divide", *_binary(N, NZ))
+case("torch_rsqrt", ("matrix", {"x": P(3, 4)}), ("scalar", {"x": P()}))
+case("trunc_divide", *_nondiff("x", "y"))
+# (the eager prod/cumprod: away from zeros the division formula, at them the products;
+# the one-element cases pass g; torch's values at zeros and infs: tests/autograd/
+# test_kinks_vs_torch.py and tests/eager_fuzz/test_kink_findings.py)
+case("torch_prod", *_reduce(NZ),
+     ("one-zero", {"x": Fixed([[1.5, 0.0, -2.0], [0.5, 1.2, 0.9]]), "axis": 1, "keepdims": False}),
+     ("tuple-axes", {"x": NZ(2, 3, 2), "axis": (0, 2), "keepdims": False}),
+     ("one-element", {"x": NZ(1), "axis": None, "keepdims": False}))
+case("torch_cumprod", ("none", {"x": NZ(3, 4)}), ("axis0", {"x": NZ(3, 4), "axis": 0}),
+     ("axis-1", {"x": NZ(2, 3, 4), "axis": -1}),
+     ("one-zero", {"x": Fixed([1.5, 0.0, -2.0, 0.7]), "axis": 0}),
+     ("two-zeros", {"x": Fixed([[1.5, 0.0, -2.0, 0.0], [0.5, 1.2, 0.9, 2.0]]), "axis": 1}))
+case("torch_prod_bar", ("forward", {"g": N(3), "x": NZ(3, 4), "ans": N(3), "axis": 1,
+                                    "keepdims": False}))
+case("torch_cumprod_bar", ("forward", {"g": N(3, 4), "x": NZ(3, 4), "ans": N(3, 4), "axis": 1}))
 case("torch_power_zero", ("zero", {"x": N(3, 4), "y": 0}), ("zero-float", {"x": N(), "y": 0.0}))
 case("torch_norm2",
      ("fro-all", {"x": N(3, 4)}), ("vector", {"x": N(5)}), ("axis", {"x": N(3, 4), "axis": 1}),
