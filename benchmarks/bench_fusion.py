@@ -52,7 +52,7 @@ def numba_times(fused: bool) -> dict:
     slower, to time it)."""
     numba_variants.SLOWER = float("inf")
     if not fused:
-        fusion.enabled = lambda: False
+        fusion.enabled = lambda fs: False
     out = {}
     for name, f, wrt, args in cases():
         g = sg.grad(f, wrt=wrt, backend="numba")

@@ -15,7 +15,7 @@ when its operands are numbers, the chain's values or float64 arrays of its shape
 chain is placed at its last op, so an outside op reading one of its values (or a sum,
 complete only after the loop) ends it first. The probe's facts decide every test: the
 fused code holds for every call the variant's guard admits. Only the numba rendering
-fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_numba.py measures it).
+fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_fusion.py measures it).
 """
 
 from __future__ import annotations
@@ -28,36 +28,35 @@ import numpy
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.expand import Namer
 
-_FUSING = contextvars.ContextVar("srcgrad_fusing", default=False)
+_FUSING = contextvars.ContextVar("srcgrad_fusing", default=None)
 
 # rows whose render numba takes on float64 numbers exactly as NumPy computes it on arrays
-# (not torch_power_scalar: its helpers.torch_pow branches on the eager Tensor type)
 FUSIBLE = frozenset({
     "negative", "positive", "add", "subtract", "multiply", "divide", "power", "mod",
     "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "square", "reciprocal",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "abs", "deg2rad", "rad2deg", "arctan2", "hypot", "logaddexp",
     "logaddexp2", "maximum", "minimum", "relu", "sign", "floor", "ceil", "trunc", "rint",
-    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide",
-    "torch_logaddexp", "torch_arctan2", "torch_hypot", "torch_fmod",
-})
+    "copysign", "fmod", "torch_sigmoid", "torch_relu", "torch_divide", "torch_logaddexp",
+    "torch_arctan2", "torch_hypot", "torch_fmod"})
 _SPECIAL = ("add_into", "add_at", "math", "python_float", "python_value")
 _NUMBERS = (int, float, bool, numpy.floating, numpy.integer)
 _FLOAT64 = numpy.dtype(numpy.float64)
 
 
 @contextlib.contextmanager
-def fusing():
-    """Programs compiled inside fuse their elementwise chains (the numba rendering)."""
-    token = _FUSING.set(True)
+def fusing(fs):
+    """`fs`'s programs compiled inside fuse their elementwise chains (the numba rendering);
+    another function's (a transform it calls, compiled for NumPy meanwhile) do not."""
+    token = _FUSING.set(fs)
     try:
         yield
     finally:
         _FUSING.reset(token)
 
 
-def enabled() -> bool:
-    return _FUSING.get()
+def enabled(fs) -> bool:  # (`fs`: the parsed function a program compiles)
+    return _FUSING.get() is fs
 
 
 def fuse(ops: list, results: list, found, taken=()) -> list:
@@ -90,6 +89,8 @@ def _chains(ops, found, cross: bool) -> list:
             chains.append(list(chain))
         chain.clear(), values.clear(), sums.clear()
 
+    # (a scatter added to an array is written in place: Note [Scatters added in place])
+    scattered = {o for op in ops if op.prim == "scatter_index" for o in op.outs}
     for i, op in enumerate(ops):
         reads = set(op.operand_vars())
         if reads & sums or chain and not cross and bool(
@@ -99,7 +100,7 @@ def _chains(ops, found, cross: bool) -> list:
             chain.append(i)
             sums.update(op.outs)
             continue
-        s = _elementwise_shape(op, found)
+        s = None if reads & scattered else _elementwise_shape(op, found)
         fits = s is not None and (not chain or s == shape) and _operands_fit(op, s, found, values)
         if not fits and (reads & values or s is not None):
             close()  # (an op of another shape starts a chain of its own)

@@ -139,8 +139,9 @@ class Compiled:
             from srcgrad.passes.tapes import preallocated  # Note [One tape per saved quantity]
             from srcgrad.pipeline import fusion
 
-            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing(), preallocated():  # no out=
-                source, constants, out_tree = self._generate(self.parsed(), key or "uncached", example)
+            fs = self.parsed()
+            with emit.namespace("numpy", False, "numpy", numpy), fusion.fusing(fs), preallocated():  # no out=
+                source, constants, out_tree = self._generate(fs, key or "uncached", example)
             return numba_variants.rewritten(source), constants, out_tree
         return self._load(key, generate, example=example)
 

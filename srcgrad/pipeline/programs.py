@@ -115,7 +115,7 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
         accumulate_in_place(ops, grad_list + rest, found)
     names.tidy_temporaries(ops, [v.name for v in graph.inputs])
     split_tapes(ops, found, [v.name for v in graph.inputs])  # Note [One tape per saved quantity]
-    if args is not None and optimized and fusion.enabled():  # the numba rendering's loops
+    if args is not None and optimized and fusion.enabled(fs):  # the numba rendering's loops
         ops = fusion.fuse(ops, grad_list + rest, found, [v.name for v in graph.inputs])
     pool = pool or emit.ConstPool()
     forward = [op for op in ops if not op.attrs.get("backward")]
@@ -199,7 +199,7 @@ def vjp_program(fs, optimized=True, hooks=False, allow_mutation=False, args=None
             saved.append(g)
     if hooks:
         saved = hooks_pass.hook_saved(forward, backward, saved, hook_vars, namer)
-    if args is not None and optimized and fusion.enabled():  # the numba rendering's loops
+    if args is not None and optimized and fusion.enabled(fs):  # the numba rendering's loops
         taken = [v.name for v in graph.inputs + cotangent_params + hook_params + saved]
         forward = fusion.fuse(forward, list(outputs) + saved, found, taken)
         taken += [o.name for op in forward for o in op.outs]

@@ -87,7 +87,7 @@ def standalone_module(func, wrt: tuple, single: bool, mode: str, optimize: bool 
                         backend.reference(target)), tape_arrays(for_numba):
         from srcgrad.pipeline import fusion
 
-        with fusion.fusing() if for_numba else contextlib.nullcontext():
+        with fusion.fusing(fs) if for_numba else contextlib.nullcontext():
             text = _standalone(fs, func, wrt, single, mode, optimize, namespace, command, args,
                                variant_first=for_numba)
     if "\nimport numpy\n" in text:  # one import of NumPy: the namespace is NumPy itself

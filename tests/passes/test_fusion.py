@@ -90,3 +90,12 @@ _sum = fused(u, v)
 _multiply_3 = multiply(s, flags)
 _sum_1 = sum(_multiply_3, None, False)
 _add_1 = add(_sum, _sum_1)""", got
+
+
+def test_only_the_function_rendered_for_numba_fuses():
+    """A transform that function calls, compiled for NumPy meanwhile, is not fused (its
+    loop would be Python's)."""
+    numba_fs, other = parse_function(chains), parse_function(mixed)
+    with fusion.fusing(numba_fs):
+        assert fusion.enabled(numba_fs) and not fusion.enabled(other)
+    assert not fusion.enabled(numba_fs)
