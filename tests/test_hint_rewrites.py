@@ -906,6 +906,16 @@ PROGRAM = textwrap.dedent('''
         w = y.reshape(3)[1:]
         return np.sum(w * x[1:])
 
+    def bad_write_into_broadcast_view(x):
+        v = np.broadcast_to(x, (2, 3))
+        v[0, 0] = 1.0  # HERE
+        return np.sum(v * x)
+
+    def good_write_into_broadcast_view(x):
+        v = np.broadcast_to(x, (2, 3)).copy()
+        v[0, 0] = 1.0
+        return np.sum(v * x)
+
 
     def bad_layout_changed_by_loop(x):
         v = np.outer(x, x)
@@ -1489,6 +1499,9 @@ ROWS = [
     Row(("frontend/mutation.py", "this value may or may not have been changed"),
         "bad_view_or_copy", "view or a copy", "copy explicitly where you mean a copy",
         "good_view_or_copy", args=lambda m: (_strided(X),)),
+    Row(("frontend/mutation.py", "a read-only view in NumPy (the write raises there)"),
+        "bad_write_into_broadcast_view", "a read-only view in NumPy", "write into a copy",
+        "good_write_into_broadcast_view"),
     Row(("frontend/mutation.py", "this view may or may not see the in-place write"),
         "bad_view_after_write", "may return a copy", "index the written array again after the write",
         "good_view_after_write", args=lambda m: (_strided(X),)),

@@ -54,7 +54,22 @@ from srcgrad.frontend.scope import Undecided, every_scope, mixed_in
 from srcgrad.ir.core import Const, Var
 
 VIEW_RULES = frozenset({"getitem", "T", "transpose", "swapaxes", "moveaxis", "expand_dims",
-                        "squeeze", "reshape", "ravel"})
+                        "squeeze", "reshape", "ravel", "flip", "fliplr", "flipud",
+                        "matrix_transpose"})
+# Note [Views the compiler does not follow]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Rules whose NumPy result may share memory with their first operand, but whose write-back
+# is not modelled (the result is the operand itself, a view, or a copy, depending on its
+# ndim: atleast_#d, split; a read-only view: diagonal, broadcast_to, diag of a matrix).
+# Each is recorded as a view of unknown kind (no layout fact or run-time flag decides
+# it), so a write through it leaves the operand's names Undecided, and a write into the
+# operand leaves it Undecided: reading either is a CompileError at the user's line, never
+# a value that silently missed NumPy's write (fuzz seed 2630553: np.flip's view, now
+# modelled exactly, was a copy here). A write into a read-only view is refused at once,
+# as NumPy raises there. Every other rule's result is a fresh array.
+SHARING_RULES = frozenset({"atleast_1d", "atleast_2d", "atleast_3d", "split", "diagonal",
+                           "broadcast_to", "diag"})
+READ_ONLY_RULES = frozenset({"diagonal", "broadcast_to"})
 # Rules whose result is always a fresh, writable ndarray.
 _ARRAY_RESULTS = frozenset({"setitem", "zeros", "ones", "full", "zeros_like", "ones_like",
                             "full_like", "empty", "empty_like", "array", "copy", "stack",
@@ -164,6 +179,9 @@ class Mutation:
                 return
         elif not isinstance(base, Var):
             return
+        if name in SHARING_RULES:  # Note [Views the compiler does not follow]
+            self.views[id(out)] = (out, base, name, tuple(operands[1:]), UNKNOWN)
+            return
         how = _index_kind(operands[1]) if name == "getitem" else (
             UNKNOWN if name in ("reshape", "ravel") else CERTAIN)
         if how in (INT, UNKNOWN) and not self.runtime_answer(base):  # (Note [Layout facts])
@@ -211,6 +229,13 @@ class Mutation:
         (ArgumentViews.write_if_array): an integer index above it was a view, and the
         rebinding is returned (a function of each tvalue) instead of applied."""
         tr = self.tracer
+        if id(new) in self.views and self.views[id(new)][2] in SHARING_RULES:
+            del self.views[id(new)]  # (the written storage's new values, not a view of theirs)
+        if id(old) in self.views and self.views[id(old)][2] in READ_ONLY_RULES \
+                and id(old) not in self.arrays:  # (a write's result: `out=` broadcasts into it)
+            tr.fail(node, f"an in-place write into the result of `{self.views[id(old)][2]}`, a "
+                          "read-only view in NumPy (the write raises there)",
+                    "write into a copy (`.copy()`) of it")
         self._refuse_shared(old, node, "an in-place write")
         self.layout.written(self._chain(old))  # Note [Layout facts]
         if how != "dirty" and not flagged:  # a Function's output replacing its written input
@@ -267,7 +292,9 @@ class Mutation:
                     what = {"reshape": "`reshape` returns a view or a copy depending on memory "
                                        "layout", "ravel": "`ravel` returns a view or a copy "
                                        "depending on memory layout"}.get(
-                        unsure[1], "this index returns a view or a copy (or a scalar) "
+                        unsure[1], f"`{unsure[1]}` returns the array itself or a view of it, "
+                        "which the compiler does not follow" if unsure[1] in SHARING_RULES else
+                        "this index returns a view or a copy (or a scalar) "
                         "depending on values the compiler does not know")
                     result = Undecided(f"this value may or may not have been changed by the "
                                        f"in-place write at line {loc.line if loc else '?'} "
@@ -343,6 +370,8 @@ class Mutation:
             return tr.apply(R["swapaxes"], [child, *rest], {})
         if rule == "moveaxis":
             return tr.apply(R["moveaxis"], [child, rest[1], rest[0]], {})
+        if rule in ("flip", "fliplr", "flipud", "matrix_transpose"):  # (each its own inverse)
+            return tr.apply(R[rule], [child, *rest], {})
         # expand_dims, squeeze, reshape, ravel: the same elements in the parent's shape
         return tr.apply(R["reshape"], [child, tr.apply(R["shape"], [parent], {})], {})
 

@@ -24,7 +24,7 @@ from srcgrad.frontend import described, idioms, numpy_forms, python_forms
 from srcgrad.frontend.classes import applied_class
 from srcgrad.frontend.control import ControlFlow
 from srcgrad.frontend.inlining import Inlining, _at_user_line, _NestedDef
-from srcgrad.frontend.mutation import VIEW_RULES, Mutation
+from srcgrad.frontend.mutation import SHARING_RULES, VIEW_RULES, Mutation
 from srcgrad.frontend.resolve import MISSING
 from srcgrad.frontend.scope import TraceObject, Undecided
 from srcgrad.ir.core import Const, Graph, Var
@@ -467,7 +467,7 @@ class Tracer(Inlining, Expander, ControlFlow):
 
     # ------------------------------------------------------------------ primitives
     def note_fold(self, rule, operands, folded) -> None:
-        if rule.name in VIEW_RULES:
+        if rule.name in VIEW_RULES or rule.name in SHARING_RULES:
             self.mutation.note_view(rule.name, operands, folded)
 
     def note_op(self, rule, operands, outs) -> None:
@@ -479,8 +479,11 @@ class Tracer(Inlining, Expander, ControlFlow):
         self.mutation.note_made(rule, operands, outs)
         if len(outs) == 1:
             self.mutation.note_array(rule.name, outs[0])
-            if rule.name in VIEW_RULES:
+            if rule.name in VIEW_RULES or rule.name in SHARING_RULES:
                 self.mutation.note_view(rule.name, operands, outs[0])
+        elif rule.name in SHARING_RULES:  # `a, b = np.split(x, 2)`: each may be a view of x
+            for out in outs:
+                self.mutation.note_view(rule.name, operands, out)
         elif rule.name == "unpack":  # `r0, r1 = x`: x[0], x[1] (views of rows, or scalars)
             self.mutation.note_unpack(operands[0], outs)
 
