@@ -193,16 +193,25 @@ _CORE = (f"({_U} @ (({_FSVD} * ({_UTGU} - {_t(_UTGU)})) * {_SROW}"
 _GUT = _t("g[0]")
 _EYE_M = "xp.eye(xp.shape(ans[0])[-2], dtype=xp.result_type(ans[1]))"
 _EYE_N = "xp.eye(xp.shape(ans[2])[-1], dtype=xp.result_type(ans[1]))"
-_TALL = _t(f"({_V} / {_SROW}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
-_WIDE = f"(({_U} / {_SROW}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
+# Each rectangular term is exactly 0 where its factor is square, but computed it is
+# rounding (1e-16) over the singular values: at a square matrix with a zero singular value
+# (distinct, so U and V are unique up to sign) that was O(1) wrong (fuzz seed 2624501). So
+# it is weighted by 1 for a tall U (a wide V), 0 for a square one, and divided by s + 1
+# where it is 0 (no division by 0 either). U is m x k with k <= m: k // m is 1 exactly
+# where U is square (a Python int from the shapes; a bool would not mix on the Array API).
+_TALL_U = f"(1 - xp.shape({_U})[-1] // xp.shape({_U})[-2])"
+_WIDE_V = f"(1 - xp.shape({_VH})[-2] // xp.shape({_VH})[-1])"
+_S_TALL, _S_WIDE = f"({_SROW} + (1 - {_TALL_U}))", f"({_SROW} + (1 - {_WIDE_V}))"
+_TALL = _t(f"{_TALL_U} * ({_V} / {_S_TALL}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
+_WIDE = f"({_WIDE_V} * ({_U} / {_S_WIDE}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
 # JVP: dS = U^T dA V; F with a zero diagonal
 _DA = "svd_reduced(a_t, full_matrices)"
 _DS = f"({_t(_U)} @ {_DA} @ {_V})"
 _F0 = f"({_FSVD} - {_EYE_K})"
 _DU = (f"({_U} @ ({_F0} * ({_SROW} * {_DS} + {_t(f'({_SROW} * {_DS})')}))"
-       f" + ({_DA} @ {_V} - {_U} @ {_DS}) / {_SROW})")
+       f" + {_TALL_U} * ({_DA} @ {_V} - {_U} @ {_DS}) / {_S_TALL})")
 _DV = (f"({_V} @ ({_F0} * ({_SCOL} * {_DS} + {_t(f'({_SCOL} * {_DS})')}))"
-       f" + ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_SROW})")
+       f" + {_WIDE_V} * ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_S_WIDE})")
 defrule("svd", "a, full_matrices=True", "xp.linalg.svd(a, full_matrices=full_matrices)",
         targets=("numpy.linalg.svd",), nout=3,
         # (the check first: a wide full Vh would fail to broadcast before it)

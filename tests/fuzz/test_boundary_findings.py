@@ -238,3 +238,40 @@ def test_the_composition_oracle_still_flags_a_wrong_gradient_of_grad_of_vmap(
     result = oracle.check(program, tmp_path, transforms=["nested"])
     assert result.outcome == "wrong", [f.detail for f in result.failures]
     assert "grad(vmap): along a random direction" in result.failures[0].detail
+
+
+def _svd_of_a_repeated_row(x1):
+    """A 4x4 matrix whose last row is its first (as the fuzz program's tile/reshape makes
+    it): one singular value exactly 0 for every x1, the others distinct."""
+    u, s, vh = np.linalg.svd(np.tile(x1.ravel(), 2)[:16].reshape((4, 4)))
+    return u, vh
+
+
+@pytest.mark.parametrize("mode", ["jvp", "vjp"])
+def test_svd_factors_of_a_square_matrix_with_a_zero_singular_value(mode):
+    """Seed 2624501: the derivative of np.linalg.svd's U (and Vh) at a square matrix with
+    a zero singular value was wrong in its last column: the rectangular term
+    (I - U U^T) dA V / s, exactly 0 where U is square, was rounding (1e-16) over a singular
+    value of rounding size. Against central differences along inputs that keep it 0, of
+    the factors with each singular vector's sign matched to the point's (LAPACK picks the
+    sign of a null vector by rounding: it flips between neighbours, here v4's at 1e-4)."""
+    rng = np.random.default_rng(3)
+    x, t = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    u0, vh0 = _svd_of_a_repeated_row(x)
+
+    def matched(y):
+        u, vh = _svd_of_a_repeated_row(y)
+        su, sv = np.sign(np.sum(u * u0, axis=0)), np.sign(np.sum(vh * vh0, axis=1))
+        return u * su, vh * sv[:, None]
+    e = 1e-5
+    fd = [(p - m) / (2 * e) for p, m in zip(matched(x + e * t), matched(x - e * t))]
+    if mode == "jvp":
+        _, got = sg.jvp(_svd_of_a_repeated_row, (x,), (t,))
+        for g, d in zip(got, fd):
+            np.testing.assert_allclose(g, d, atol=1e-7)
+    else:
+        cu, cv = rng.normal(size=(4, 4)), rng.normal(size=(4, 4))
+        _, vjp_fn = sg.vjp(_svd_of_a_repeated_row, x)
+        (got,) = vjp_fn((cu, cv))
+        np.testing.assert_allclose(np.sum(got * t), np.sum(cu * fd[0]) + np.sum(cv * fd[1]),
+                                   rtol=1e-6)
