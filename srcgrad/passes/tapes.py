@@ -193,14 +193,18 @@ def split_tapes(ops: list, probe, taken=()) -> None:
     popped once, read by nothing else, becomes one list per distinct value it holds:
     `r2_tape.append(r2)` and `r2_t = r2_tape.pop()`, named after that value, each saved
     once however many entries held it (CSE merged their producers). For numba
-    (`preallocated`) a quantity of a `range(n)` loop whose shape and dtype are facts of
-    the variant (Note [Shape specialisation]) is one array of n of them instead,
-    `r2_tape = xp.empty((n, 32, 32))`, written and read at the iteration's index
-    (`r2_tape[i] = r2`, `r2_t = r2_tape[i]`): a typed buffer numba compiles to stores and
-    loads, not a list of boxed arrays. The index is the slot because both loops run over
-    the same `range(0, n, 1)`, in either order. A `while` (its trip count unknown until
-    it ends), a loop that breaks, a value that is not an array of known shape and dtype:
-    a list, which grows. This runs last, after the names are tidied."""
+    (`preallocated`), a number of a `range(n)` loop that the probe saw pushed as a float is
+    one float64 array of n instead, `k_tape = xp.empty(n)`, written and read at the
+    iteration's index (`k_tape[i] = k`, `k_t = k_tape[i]`): numba compiles them to a store
+    and a load, half a typed list's cost (1000 steps of two floats: 2.6 us against 5.1 us).
+    The index is the slot because both loops run over the same `range(0, n, 1)`, in either
+    order. An array stays a list of references: the op that made it allocated it already,
+    and copying it into a slot costs numba more than the op (a (32, 32, 2) array: 1.4-2 us
+    a copy, 0.05 us an append; benchmarks/bench_numba.py's particles). A `while` (its trip
+    count unknown until it ends), a loop that breaks, a value not seen as a float: a list,
+    which grows. (A value NumPy computes as a float numba types as a float64, or wider
+    where a branch makes it complex, which numba refuses to store: NumPy's code runs.)
+    This runs last, after the names are tidied."""
     found: dict = {}
     escaped: set = set()
     _scan_tapes(ops, None, found, escaped)
@@ -283,12 +287,12 @@ def _split(tape, new, new_list, push, loop, pop, b_loop, lens, slots, probe, nam
         t = Var(_fresh(f"{stem}_tape", names), "static")
         out = first_out[v]
         out.name = _fresh(f"{stem}_t", names)
-        shape, dtype = probe.shapes.get(v), probe.dtypes.get(v)
-        typed = slots is not None and shape is not None and dtype is not None
+        typed = slots is not None and v in probe.floats_pushed and probe.shapes.get(v) == () \
+            and v not in probe.dtypes  # (a number: an array is a list's reference, not copied)
         new_attrs = {**new.attrs, "entry": True}
         push_attrs, pop_attrs = {**push.attrs, "entry": True}, {**pop.attrs, "entry": True}
         if typed:
-            new_attrs["alloc"] = (slots[2], tuple(shape), dtype)
+            new_attrs["alloc"] = slots[2]
             push_attrs["slot"], pop_attrs["slot"] = slots[0], slots[1]
         news.append(Op("tape_new", (), (t,), new.loc, new_attrs))
         pushes.append(Op("tape_push", (t, v), (), push.loc, push_attrs))
