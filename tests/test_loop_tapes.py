@@ -81,13 +81,51 @@ def _forces_args():
     return r.standard_normal((5, 2)), 0.1 * r.standard_normal((5, 2))
 
 
-def test_numba_tapes_of_a_range_loop_are_preallocated_arrays():
+def test_numba_tapes_of_arrays_are_lists_of_references():
+    """An array is appended, not copied into a preallocated slot (the copy costs numba
+    more than the op that made it: Note [One tape per saved quantity])."""
     args = _forces_args()
     text = emit_standalone(forces, wrt=("x0", "v0"), backend="numba", args=args)
-    assert "r2_tape = xp.empty((6, 5, 5))" in text  # one typed array per quantity, n of them
-    assert "r2_tape[_] = r2" in text  # written at the forward loop's index
-    body = text[text.index("def grad_forces"):]
+    assert "r2_tape = []" in text and "r2_tape.append(r2)" in text and "r2_t = r2_tape.pop()" in text
+
+
+def steps(a, y0):
+    y = y0
+    for _ in range(20):
+        y = y + 0.1 * np.sin(a * y) * y
+    return y * y
+
+
+def _numba_source(g) -> str:
+    (record,) = g.__srcgrad__.numba_records.values()
+    with open(record.dispatcher.py_func.__code__.co_filename, encoding="utf-8") as file:
+        return file.read()
+
+
+def test_numba_tapes_of_numbers_in_a_range_loop_are_preallocated_arrays():
+    pytest.importorskip("numba")
+    g = sg.grad(steps, wrt=(0, 1), backend="numba")
+    g(0.7, 0.4)
+    body = _numba_source(g)
     assert ".append(" not in body and ".pop()" not in body
+    tapes = [line.split("=")[0].strip() for line in body.splitlines() if "= xp.empty(20)" in line]
+    assert len(tapes) == 3  # one float64 array of the 20 iterations per saved number
+    for tape in tapes:
+        assert f"{tape}[_] = " in body  # written at the forward loop's index
+        assert f"= {tape}[__1]" in body  # read at the adjoint loop's
+
+
+def test_numba_gradient_of_numbers_on_preallocated_tapes():
+    pytest.importorskip("numba")
+    g = sg.grad(steps, wrt=(0, 1), backend="numba")
+    got = g(0.7, 0.4)
+    assert "numba" in sg.explain(g).splitlines()[-1] and "fallback" not in sg.explain(g)
+    want = sg.grad(steps, wrt=(0, 1))(0.7, 0.4)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    eps = 1e-6
+    fd = [(steps(0.7 + eps, 0.4) - steps(0.7 - eps, 0.4)) / (2 * eps),
+          (steps(0.7, 0.4 + eps) - steps(0.7, 0.4 - eps)) / (2 * eps)]
+    np.testing.assert_allclose(got, fd, rtol=1e-7)
 
 
 def test_numpy_tapes_of_a_range_loop_are_lists_of_quantities():

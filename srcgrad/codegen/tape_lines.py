@@ -12,10 +12,7 @@ def tape_statement(op, source) -> str:
         alloc = op.attrs.get("alloc")
         if alloc is None:
             return f"{tape} = []"
-        n, shape, dtype = alloc
-        dims = ", ".join([source(n), *map(str, shape)])
-        dtype_arg = "" if dtype.name == "float64" else f", dtype=xp.{dtype.name}"
-        return f"{tape} = xp.empty(({dims}{',' if not shape else ''}){dtype_arg})"
+        return f"{tape} = xp.empty({source(alloc)})"  # (n floats)
     slot = op.attrs.get("slot")
     if op.prim == "tape_push":
         value = source(op.args[1])

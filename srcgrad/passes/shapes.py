@@ -36,6 +36,7 @@ from srcgrad.ir.core import FACTORY, Const, EqFields, Pack, Var, operand_vars
 from srcgrad.ir.renders import run_render
 
 _SHAPE_FACTS = frozenset({"shape", "ndim", "size", "reduced_size"})
+_FLOATS = (float, numpy.float64)
 
 
 def _value(operand, env):
@@ -59,10 +60,10 @@ class Probe(EqFields):
     holds on every call the variant's guard admits (Note [Shape specialisation]).
     A `@dataclass` written out (srcgrad.ir.core.Loc says why)."""
 
-    __slots__ = __match_args__ = ("shapes", "kinds", "dtypes", "values", "pushes")
+    __slots__ = __match_args__ = ("shapes", "kinds", "dtypes", "values", "pushes", "floats_pushed")
 
     def __init__(self, shapes: dict = FACTORY, kinds: dict = FACTORY, dtypes: dict = FACTORY,
-                 values: dict = FACTORY, pushes: dict = FACTORY):
+                 values: dict = FACTORY, pushes: dict = FACTORY, floats_pushed: set = FACTORY):
         # Var -> shape, for values whose shape depends on argument shapes alone
         self.shapes = {} if shapes is FACTORY else shapes
         # Var -> (class, dtype), for values whose class and dtype follow from the
@@ -76,6 +77,10 @@ class Probe(EqFields):
         # tape: constants of the variant.
         self.values = {} if values is FACTORY else values
         self.pushes = {} if pushes is FACTORY else pushes  # tape Var -> the operands its push takes
+        # Vars pushed on a tape as a float (a Python float or np.float64: never a 0-d array,
+        # an int or a bool): a numba tape of them is a float64 array (Note [One tape per
+        # saved quantity] in srcgrad.passes.tapes)
+        self.floats_pushed = set() if floats_pushed is FACTORY else floats_pushed
 
     @property
     def arrays(self):
@@ -173,6 +178,7 @@ def _run_op(op, env, found, derived) -> None:
     if op.prim == "tape_push":
         tape, items = op.args[0], op.args[1].items
         found.pushes[tape] = items if found.pushes.get(tape, items) == items else ()
+        found.floats_pushed.update(v for v in operand_vars(op.args[1]) if type(env.get(v)) in _FLOATS)
         return
     if op.prim == "tape_pop":  # an entry has the facts of what was pushed
         for o, pushed in zip(op.outs, found.pushes.get(op.args[0], ())):

@@ -193,45 +193,51 @@ def split_tapes(ops: list, probe, taken=()) -> None:
     popped once, read by nothing else, becomes one list per distinct value it holds:
     `r2_tape.append(r2)` and `r2_t = r2_tape.pop()`, named after that value, each saved
     once however many entries held it (CSE merged their producers). For numba
-    (`preallocated`) a quantity of a `range(n)` loop whose shape and dtype are facts of
-    the variant (Note [Shape specialisation]) is one array of n of them instead,
-    `r2_tape = xp.empty((n, 32, 32))`, written and read at the iteration's index
-    (`r2_tape[i] = r2`, `r2_t = r2_tape[i]`): a typed buffer numba compiles to stores and
-    loads, not a list of boxed arrays. The index is the slot because both loops run over
-    the same `range(0, n, 1)`, in either order. A `while` (its trip count unknown until
-    it ends), a loop that breaks, a value that is not an array of known shape and dtype:
-    a list, which grows. This runs last, after the names are tidied."""
+    (`preallocated`), a number of a `range(n)` loop that the probe saw pushed as a float is
+    one float64 array of n instead, `k_tape = xp.empty(n)`, written and read at the
+    iteration's index (`k_tape[i] = k`, `k_t = k_tape[i]`): numba compiles them to a store
+    and a load, half a typed list's cost (1000 steps of two floats: 2.6 us against 5.1 us).
+    The index is the slot because both loops run over the same `range(0, n, 1)`, in either
+    order. An array stays a list of references: the op that made it allocated it already,
+    and copying it into a slot costs numba more than the op (a (32, 32, 2) array: 1.4-2 us
+    a copy, 0.05 us an append; benchmarks/bench_numba.py's particles). A `while` (its trip
+    count unknown until it ends), a loop that breaks, a value not seen as a float: a list,
+    which grows. (A value NumPy computes as a float numba types as a float64, or wider
+    where a branch makes it complex, which numba refuses to store: NumPy's code runs.)
+    This runs last, after the names are tidied."""
     found: dict = {}
     escaped: set = set()
-    _scan_tapes(ops, None, found, escaped)
+    _scan_tapes(ops, None, None, found, escaped)
     names = set(taken) | _all_names(ops)
     for tape, uses in found.items():
         if tape in escaped or [len(uses[k]) for k in ("tape_new", "tape_push", "tape_pop")] != [1, 1, 1]:
             continue
-        (new, _, new_list), (push, loop, _), (pop, b_loop, _) = (uses[k][0] for k in
-                                                                  ("tape_new", "tape_push", "tape_pop"))
+        (new, _, new_in), (push, loop, push_in), (pop, b_loop, pop_in) = (
+            uses[k][0] for k in ("tape_new", "tape_push", "tape_pop"))
         items = push.args[1].items
-        if not items or not all(isinstance(v, Var) for v in items) or len(pop.outs) != len(items):
+        if not items or not all(isinstance(v, Var) for v in items) or len(pop.outs) != len(items) \
+                or isinstance(pop_in, list):  # (a pop outside any block: none today)
             continue
-        slots = _slots(loop, b_loop, new_list) if _PREALLOCATE.get() and not uses["tape_len"] else None
-        _split(tape, new, new_list, push, loop, pop, b_loop, uses["tape_len"], slots, probe, names)
+        slots = _slots(loop, b_loop, new_in) if _PREALLOCATE.get() and not uses["tape_len"] else None
+        _split(new, new_in, push, push_in, pop, pop_in, uses["tape_len"], slots, probe, names)
 
 
-def _scan_tapes(ops, loop, found, escaped) -> None:
+def _scan_tapes(ops, loop, block, found, escaped) -> None:
+    """tape -> {prim: [(op, the op whose block holds it, that block (None: top level))]}."""
     for op in ops:
         if op.prim in ("tape_new", "tape_push", "tape_pop", "tape_len"):
             tape = op.outs[0] if op.prim == "tape_new" else op.args[0]
             uses = found.setdefault(tape, {"tape_new": [], "tape_push": [], "tape_pop": [], "tape_len": []})
-            uses[op.prim].append((op, loop, ops))
+            uses[op.prim].append((op, loop, block if block is not None else ops))
             if op.prim == "tape_push":  # a tape pushed on another (nested loops): left whole
                 escaped.update(operand_vars(op.args[1]))
         else:
             for a in op.args:
                 escaped.update(operand_vars(a))
-        for block in op.blocks:
-            for r in block.results:
+        for inner in op.blocks:
+            for r in inner.results:
                 escaped.update(operand_vars(r))
-            _scan_tapes(block.ops, op, found, escaped)
+            _scan_tapes(inner.ops, op, inner, found, escaped)
 
 
 def _all_names(ops) -> set:
@@ -251,11 +257,12 @@ def _fresh(base, names) -> str:
     return name
 
 
-def _slots(loop, b_loop, new_list):
+def _slots(loop, b_loop, new_in):
     """(forward index, backward index, n) where both loops run over range(0, n, 1) and
     the tape is made beside the forward loop; else None (a list)."""
     if loop is None or b_loop is None or loop.prim != "for_range" or b_loop.prim != "for_range" \
-            or "until" in loop.attrs or "until" in b_loop.attrs or not any(o is loop for o in new_list):
+            or "until" in loop.attrs or "until" in b_loop.attrs \
+            or not any(o is loop for o in _ops_of(new_in)):
         return None
     (start, stop, step), (b_start, b_stop, b_step) = loop.args[:3], b_loop.args[:3]
     if not all(isinstance(c, Const) and c.value == v for c, v in
@@ -267,7 +274,7 @@ def _slots(loop, b_loop, new_list):
     return loop.blocks[0].params[0], b_loop.blocks[0].params[0], stop
 
 
-def _split(tape, new, new_list, push, loop, pop, b_loop, lens, slots, probe, names) -> None:
+def _split(new, new_in, push, push_in, pop, pop_in, lens, slots, probe, names) -> None:
     quantities = list(dict.fromkeys(push.args[1].items))
     first_out = {}
     alias = {}
@@ -283,24 +290,27 @@ def _split(tape, new, new_list, push, loop, pop, b_loop, lens, slots, probe, nam
         t = Var(_fresh(f"{stem}_tape", names), "static")
         out = first_out[v]
         out.name = _fresh(f"{stem}_t", names)
-        shape, dtype = probe.shapes.get(v), probe.dtypes.get(v)
-        typed = slots is not None and shape is not None and dtype is not None
+        typed = slots is not None and v in probe.floats_pushed and probe.shapes.get(v) == () \
+            and v not in probe.dtypes  # (a number: an array is a list's reference, not copied)
         new_attrs = {**new.attrs, "entry": True}
         push_attrs, pop_attrs = {**push.attrs, "entry": True}, {**pop.attrs, "entry": True}
         if typed:
-            new_attrs["alloc"] = (slots[2], tuple(shape), dtype)
+            new_attrs["alloc"] = slots[2]
             push_attrs["slot"], pop_attrs["slot"] = slots[0], slots[1]
         news.append(Op("tape_new", (), (t,), new.loc, new_attrs))
         pushes.append(Op("tape_push", (t, v), (), push.loc, push_attrs))
         pops.append(Op("tape_pop", (t,), (out,), pop.loc, pop_attrs))
-    _replace(new_list, new, news)
-    _replace(loop.blocks[0].ops, push, pushes)
-    block = b_loop.blocks[0]
-    _replace(block.ops, pop, pops)
-    substitute(block.ops, alias)
-    block.results = [alias.get(r, r) if isinstance(r, Var) else r for r in block.results]
+    _replace(_ops_of(new_in), new, news)
+    _replace(_ops_of(push_in), push, pushes)
+    _replace(pop_in.ops, pop, pops)
+    substitute(pop_in.ops, alias)  # (a duplicate's readers are in the popping block)
+    pop_in.results = [alias.get(r, r) if isinstance(r, Var) else r for r in pop_in.results]
     for op, _, _ in lens:  # (a while's trip count: the length of any one of them)
         op.args = (news[0].outs[0],)
+
+
+def _ops_of(where) -> list:
+    return where if isinstance(where, list) else where.ops
 
 
 def _replace(ops, op, new_ops) -> None:
