@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from srcgrad import backend, pipeline, rules
+from srcgrad import backend, kernel_numpy, pipeline, rules
 from srcgrad.codegen import emit, names
 from srcgrad.codegen.cache import default_cache
 from srcgrad.codegen.loader import load_module, pseudo_filename
@@ -98,8 +98,9 @@ def _build(rule_name, static, active, key) -> OpKernel:
         path = cache.put(cache_key, source) if not program.constants else ""
     else:
         path = str(cache.path_for(cache_key))
+    # xp: NumPy with direct paths for plain ndarrays (Note [The kernels' NumPy])
     ns = load_module(source, path or pseudo_filename(cache_key),
-                     {**backend.module_globals(), **program.constants})
+                     {**backend.module_globals(), "xp": kernel_numpy, **program.constants})
     fwd, bwd, jvp = (ns[n] for n in program.entries)
     return OpKernel(rule_name, fwd, bwd, jvp, program.saved_from, program.saved_names, source)
 

@@ -32,7 +32,7 @@ import numpy
 from srcgrad.autograd import accumulate as _acc
 from srcgrad.autograd import grad_mode
 from srcgrad.autograd.engine_roots import _arr, _meta, _roots, _sequence
-from srcgrad.autograd.final_callbacks import pass_callbacks
+from srcgrad.autograd.final_callbacks import pass_stack, run_callbacks
 from srcgrad.autograd.node import (
     SECOND_TIME,
     SEQUENCE_NRS_SET,
@@ -189,25 +189,27 @@ class _Task:
 
 
 def _discover(root_nodes) -> tuple:
-    """(deps, seen, ops): per node the number of edges into it from nodes reachable from
-    the roots, the set of reachable nodes, and those of them that are not AccumulateGrad
-    (the nodes the pass orders by sequence number)."""
-    deps = {}
-    seen = set(root_nodes)
-    stack = list(seen)
-    ops = [n for n in stack if type(n) is not AccumulateGrad]
-    get = deps.get
+    """(deps, ops): per node the number of edges into it from nodes reachable from the
+    roots (a root reached by no edge: 0), and the reachable nodes that are not
+    AccumulateGrad (the nodes the pass orders by sequence number). `deps` holds every
+    reachable node, so it is the walk's set of visited nodes too (one dict, not a dict
+    and a set: this runs once per pass)."""
+    deps = dict.fromkeys(root_nodes, 0)
+    acc = AccumulateGrad
+    stack = [n for n in deps if type(n) is not acc]
+    ops = stack[:]
     while stack:
         for e in stack.pop()._next:
             if e is not None:
                 child = e[0]
-                deps[child] = get(child, 0) + 1
-                if child not in seen:
-                    seen.add(child)
-                    if type(child) is not AccumulateGrad:  # its _next is (): nothing to walk
+                if child in deps:
+                    deps[child] += 1
+                else:
+                    deps[child] = 1
+                    if type(child) is not acc:  # its _next is (): nothing to walk
                         stack.append(child)
                         ops.append(child)
-    return deps, seen, ops
+    return deps, ops
 
 
 _seq = operator.attrgetter("_seq")
@@ -240,9 +242,15 @@ def _needed(root_nodes, deps, targets, captures) -> set:
 def _run(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results=None):
     """A pass, then its final callbacks (Note [Final callbacks] in
     srcgrad.autograd.final_callbacks)."""
-    with pass_callbacks() as final:
+    stack = pass_stack()
+    callbacks = []
+    stack.append(callbacks)
+    try:
         _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures, results)
-        final.run(create_graph)
+        if callbacks:
+            run_callbacks(callbacks, create_graph)
+    finally:
+        stack.pop()  # a pass that failed drops its callbacks uncalled
 
 
 def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, captures,
@@ -252,14 +260,14 @@ def _run_pass(roots, grads, retain_graph, create_graph, accumulate, targets, cap
     in the order torch's ready queue gives. An AccumulateGrad node runs as soon as the last
     edge into it has delivered."""
     root_nodes = [n for n, _ in roots]
-    deps, seen, ops = _discover(root_nodes)
+    deps, ops = _discover(root_nodes)
     task = _Task()
     task.deps = deps
     task.roots = set(root_nodes)
     task.captures = captures
     task.needed = None if targets is None else _needed(root_nodes, deps, targets, captures)
     needed = task.needed
-    capture_nodes = {n for n, _ in captures}
+    capture_nodes = {n for n, _ in captures} if captures else ()
     plain = needed is None and not captures and INSTRUMENT is None
     ops.sort(key=_seq, reverse=True)
     order = ops
@@ -397,8 +405,11 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
             elif g is not None:
                 cbuf = get(child)
                 if cbuf is None:
-                    cbuf = buffers[child] = [None] * child.n_outputs()
-                    cbuf[nr] = g
+                    if child._bwd is not None:  # a one-output row's node (ops.apply): nr is 0
+                        buffers[child] = [g]
+                    else:
+                        cbuf = buffers[child] = [None] * child.n_outputs()
+                        cbuf[nr] = g
                 else:
                     cbuf[nr] = g if cbuf[nr] is None else cbuf[nr] + g
 

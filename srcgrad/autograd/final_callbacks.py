@@ -8,7 +8,7 @@ be installed during backward pass." error). When every node of the pass has run,
 engine calls them in order, a callback queued by a callback included, with the pass's
 grad mode (create_graph) on; an exception propagates out of backward()/grad(). A pass
 that fails drops its callbacks uncalled. A nested (reentrant) backward has its own
-list. srcgrad.autograd.engine's `_run` opens and runs the list (`pass_callbacks`);
+list. srcgrad.autograd.engine's `_run` opens and runs the list (`pass_stack`, `run_callbacks`);
 srcgrad.autograd.variable's engine object queues into it.
 """
 
@@ -18,7 +18,7 @@ import threading
 
 from srcgrad.autograd import grad_mode
 
-__all__ = ["queue_callback", "pass_callbacks"]
+__all__ = ["queue_callback", "pass_stack", "run_callbacks"]
 
 
 class _Lists(threading.local):
@@ -36,31 +36,23 @@ def queue_callback(callback) -> None:
     stack[-1].append(callback)
 
 
-class pass_callbacks:  # noqa: N801 (a context manager, as the engine uses it)
-    """Opens a pass's callback list; `run(create_graph)` calls what was queued."""
+def pass_stack() -> list:
+    """This thread's stack of callback lists: the engine's `_run` pushes a pass's list
+    (a plain list: a context-manager object cost each pass two calls) and pops it."""
+    return _LISTS.stack
 
-    __slots__ = ("callbacks",)
 
-    def __enter__(self):
-        self.callbacks = []
-        _LISTS.stack.append(self.callbacks)
-        return self
-
-    def __exit__(self, *exc):
-        _LISTS.stack.pop()
-
-    def run(self, create_graph) -> None:
-        callbacks = self.callbacks
-        if not callbacks:
-            return
-        state = grad_mode.STATE
-        prev = state.grad_enabled
-        state.grad_enabled = bool(create_graph)
-        try:
-            i = 0
-            while i < len(callbacks):  # a callback may queue another one
-                callbacks[i]()
-                i += 1
-        finally:
-            state.grad_enabled = prev
-            callbacks.clear()
+def run_callbacks(callbacks: list, create_graph) -> None:
+    """Call what a pass queued, in order, with the pass's grad mode; its list is still
+    on the stack, so a callback may queue another one."""
+    state = grad_mode.STATE
+    prev = state.grad_enabled
+    state.grad_enabled = bool(create_graph)
+    try:
+        i = 0
+        while i < len(callbacks):  # a callback may queue another one
+            callbacks[i]()
+            i += 1
+    finally:
+        state.grad_enabled = prev
+        callbacks.clear()

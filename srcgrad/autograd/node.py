@@ -152,8 +152,9 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
 
-    def __init__(self, variable):
-        super().__init__((), ACCUMULATE_SEQ)
+    def __init__(self, variable):  # Node.__init__ written out: once per leaf per graph
+        self._next = ()
+        self._seq = ACCUMULATE_SEQ
         self.variable = variable
 
     def name(self) -> str:

@@ -13,6 +13,7 @@ NumPy arrays and NumPy scalars (`np.float64(0.5)`, what indexing an array gives)
 from __future__ import annotations
 
 import warnings
+from weakref import ref as _weakref
 
 import numpy
 
@@ -189,11 +190,9 @@ class Tensor:
     def accumulator(self):
         """This leaf's AccumulateGrad node, shared by all uses while alive."""
         acc = self._acc() if self._acc is not None else None
-        if acc is None:
-            import weakref
-
+        if acc is None:  # (once per leaf per graph: the graph holds it, the leaf a weakref)
             acc = AccumulateGrad(self)
-            self._acc = weakref.ref(acc)
+            self._acc = _weakref(acc)
         return acc
 
     # backward() is installed by srcgrad.autograd.engine, the operators and methods by
