@@ -30,7 +30,6 @@ REFUSED = {
     "einsum_bar": "no einsum",
     "pad": "no pad",
     "pad_bar": "no pad",
-    "split": "no split",
     "repeat": "transpose of repeat",
     "diag_bar": "transpose of diag",
     # rows whose NumPy function the namespace lacks: refused by name
