@@ -62,8 +62,15 @@ def split_at_indices(x):
     return np.sum(a ** 3) + np.sum(b * c[0]) + np.sum(d)
 
 
-PROGRAMS = [split_in_sections, split_at_indices, atleast_1d_of_a_sum, atleast_2d_of_a_row,
-            atleast_3d_of_a_row_and_a_matrix,
+def array_split_unequally(x):
+    # (np.array_split's composition adds `i < extras`, a Python bool, to a Python int: it
+    # was cast with xp.astype as a boolean array would be, an AttributeError; seed 2620101)
+    a, b = np.array_split(x, 2, axis=1)
+    return np.sum(a ** 3) + np.sum(np.sin(b) * x)
+
+
+PROGRAMS = [array_split_unequally, split_in_sections, split_at_indices, atleast_1d_of_a_sum,
+            atleast_2d_of_a_row, atleast_3d_of_a_row_and_a_matrix,
             hstack_of_rows, hstack_of_matrices, vstack_of_a_row_and_a_matrix,
             dstack_of_matrices, column_stack_of_rows]
 _X = np.array([[0.3, -0.7, 1.1], [0.9, -0.2, 0.5], [0.6, 1.4, -0.8]])
