@@ -329,7 +329,7 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
             if name not in operands and p.default is not inspect.Parameter.empty:
                 operands[name] = Const(p.default)
     if spelling != "numpy":
-        operands = _array_api_operands(op, operands, known.bools, label)
+        operands = _array_api_operands(op, operands, known.bools, label, known.ints, known.arrays)
     wrap = spelling != "numpy" and (isinstance(template, ast.Call)
                                     or op.prim == "getitem" and not _is_static(operands["x"], known))
     other = label != "numpy"  # Note [Python numbers in other namespaces]
@@ -352,14 +352,20 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
     return expr
 
 
-def _array_api_operands(op, operands: dict, bools: set, label: str) -> dict:
+def _array_api_operands(op, operands: dict, bools: set, label: str, ints=frozenset(),
+                        arrays=frozenset()) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
     other operand's dtype (NumPy reads True as 1; the Array API refuses). (An integer list
     or array as an index is a gather: _gathers.)"""
     from srcgrad.codegen import spellings  # (as op_expr's: imported by an Array-API render)
 
     if op.prim in spellings.BOOLEAN_RESULTS:
-        bools.update(o.name for o in op.outs)
+        # (a comparison of Python numbers is a Python bool, which arithmetic takes as it is:
+        # `point + (i < extras)` of np.array_split's composition, fuzz seed 2620101)
+        if not all(isinstance(a, Const) and isinstance(a.value, (int, float)) or isinstance(a, Var)
+                   and (a.name in ints or a.kind == "static" and a.name not in arrays)
+                   for a in operands.values()):
+            bools.update(o.name for o in op.outs)
     if op.prim in spellings.ARITHMETIC and len(operands) == 2:
         (p, a), (q, b) = operands.items()
         if isinstance(a, Var) and a.name in bools or isinstance(b, Var) and b.name in bools:

@@ -127,7 +127,9 @@ ARRAY_API: dict = {
     "flipud": "xp.flip(x, axis=0)",
     "logaddexp2": "xp.logaddexp(x * math.log(2.0), y * math.log(2.0)) / math.log(2.0)",
     "vdot": "xp.vecdot(xp.reshape(x, (-1,)), xp.reshape(y, (-1,)))",
-    "split": Refused("the Array API has no split"),
+    # (the pieces as slices: helpers.split_bounds says where, within the axis)
+    "split": "tuple(xp.asarray(x)[(slice(None),) * (axis % xp.asarray(x).ndim) + (slice(a, b), ...)] "
+             "for a, b in split_bounds(xp.asarray(x).shape, axis, indices_or_sections))",
     "pad": Refused("the Array API has no pad"),
     "pad_bar": Refused("the Array API has no pad"),
     "diff": "xp.diff(x, n=n, axis=axis)",

@@ -36,7 +36,7 @@ __all__ = [
     "reduced_size", "inverse_axes", "vector_only", "linear_pad_mode",
     "matmul_bar", "tensordot_bar", "einsum_bar", "diagonal_bar",
     "tile_bar", "repeat_bar", "pad_bar", "concat_bar", "stack_bar",
-    "take_bar", "take_along_bar", "diff_bar", "gather_index",
+    "take_bar", "take_along_bar", "diff_bar", "gather_index", "split_bounds",
     "ensure_scalar", "as_columns", "from_columns", "broadcast_solve",
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
@@ -705,6 +705,26 @@ def take_along_bar(c, shape, indices, axis):
     out = xp.zeros(shape, dtype=c.dtype)
     xp.add.at(out, tuple(index), c)
     return out
+
+
+def split_bounds(shape, axis, indices_or_sections):
+    """The (start, stop) of each piece `numpy.split` cuts from axis `axis` of `shape`, each
+    within [0, n] and start <= stop (the Array API takes no slice past the end): the
+    Array-API spelling of split slices them. NumPy's ValueError for an unequal division."""
+    n = shape[axis]
+    if isinstance(indices_or_sections, int) or getattr(indices_or_sections, "ndim", 1) == 0:
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if n % k:
+            raise ValueError("array split does not result in an equal division")
+        return tuple((i * (n // k), (i + 1) * (n // k)) for i in range(k))
+    points = [0] + [int(i) for i in indices_or_sections] + [n]
+    pieces = []
+    for start, stop in zip(points[:-1], points[1:]):
+        start, stop, _ = slice(start, stop).indices(n)  # Python's slicing, as NumPy's
+        pieces.append((start, max(start, stop)))
+    return tuple(pieces)
 
 
 def diff_bar(c, n, axis):

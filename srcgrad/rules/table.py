@@ -843,6 +843,11 @@ defrule("split", "x, indices_or_sections, axis=0", "xp.split(x, indices_or_secti
         jvp={"x": "xp.split(x_t, indices_or_sections, axis=axis)"},
         doc="multi-output: g is a tuple with a (possibly zero) cotangent for every piece")
 
+defrule("split_bounds", "shape, axis, indices_or_sections",
+        "split_bounds(shape, axis, indices_or_sections)",
+        targets=("srcgrad.rules.helpers.split_bounds",), nondiff=True, static_out=True,
+        doc="the pieces' bounds, for the Array-API spelling of split")
+
 defrule("tile", "x, reps", "xp.tile(x, reps)", targets=("numpy.tile",),
         vjp={"x": "tile_bar(g, xp.shape(x), reps)"}, jvp={"x": "xp.tile(x_t, reps)"})
 

@@ -30,7 +30,6 @@ REFUSED = {
     "einsum_bar": "no einsum",
     "pad": "no pad",
     "pad_bar": "no pad",
-    "split": "no split",
     "repeat": "transpose of repeat",
     "diag_bar": "transpose of diag",
     # rows whose NumPy function the namespace lacks: refused by name
@@ -43,9 +42,9 @@ REFUSED = {
     # issue 29's second sweep: NumPy-only rows
     "ldexp": "it has no `xp.",
 }
-# Cases refused for an argument the Array API cannot take (case id -> reason): at
-# compile time for a static one, at run time (NotImplementedError) for an index array.
-_GATHER = "needs a scatter-add"
+# Cases refused for an argument the Array API cannot take (case id -> reason), at
+# compile time. (Gathers and writes at an index array, refused at run time before, run:
+# tests/backends/test_array_api_gathers.py.)
 REFUSED_CASES = {
     "eigh-upper": "UPLO='U'",
     "norm-ord2": "a matrix norm", "norm-ord1": "a matrix norm", "norm-inf": "a matrix norm",

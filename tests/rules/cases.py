@@ -494,6 +494,8 @@ case("stack", ("axis0", {"arrays": [N(3), N(3)], "axis": 0}),
 case("split", ("sections", {"x": N(6, 4), "indices_or_sections": 3, "axis": 0}),
      ("indices", {"x": N(6, 4), "indices_or_sections": [1, 4]}),
      ("axis1", {"x": N(4, 6), "indices_or_sections": 2, "axis": 1}))
+case("split_bounds", ("sections", {"shape": (6, 2), "axis": 0, "indices_or_sections": 3}),
+     ("indices", {"shape": (2, 6), "axis": -1, "indices_or_sections": [1, -2, 9]}))
 case("tile", ("2d", {"x": N(3, 2), "reps": (2, 2)}), ("promote", {"x": N(4), "reps": (2, 3, 1)}),
      ("int", {"x": N(3, 2), "reps": 3}), ("short-reps", {"x": N(2, 3, 2), "reps": (2,)}))
 case("repeat", ("int", {"x": N(3, 4), "repeats": 2, "axis": 0}),
