@@ -32,6 +32,34 @@ def numeric_grad(f, args, index, eps=1e-6):
     return grad
 
 
+def numeric_hessian_of_grad(f, x, eps=1e-4):
+    """Central differences of numeric_grad: f's Hessian, shaped x.shape + x.shape."""
+    rows = []
+    for i in range(x.size):
+        d = np.zeros(x.size)
+        d[i] = eps
+        d = d.reshape(x.shape)
+        rows.append((numeric_grad(f, [x + d], 0, eps=eps)
+                     - numeric_grad(f, [x - d], 0, eps=eps)).reshape(-1) / (2 * eps))
+    return np.array(rows).reshape(x.shape + x.shape)
+
+
+def assert_first_and_second_order(f, x):
+    """f's value (sg.value_and_grad), gradient, Hessian and a JVP against NumPy's value
+    and central differences: what a NumPy calling form must match."""
+    import pytest
+
+    import srcgrad as sg
+
+    value, grad = sg.value_and_grad(f)(x)
+    assert value == pytest.approx(f(x), rel=1e-12)
+    np.testing.assert_allclose(grad, numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(sg.hessian(f)(x), numeric_hessian_of_grad(f, x), rtol=1e-4, atol=1e-5)
+    t = np.cos(np.arange(x.size)).reshape(x.shape)
+    _, tangent = sg.jvp(f, (x,), (t,))
+    assert tangent == pytest.approx(np.sum(numeric_grad(f, [x], 0) * t), rel=1e-6)
+
+
 def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
     np.testing.assert_allclose(np.asarray(actual, dtype=float), np.asarray(expected, dtype=float),
                                rtol=rtol, atol=atol)

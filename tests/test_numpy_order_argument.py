@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from tests.conftest import numeric_grad
+from tests.conftest import assert_first_and_second_order
 
 
 def ravel_f(x):
@@ -53,26 +53,9 @@ PROGRAMS = [ravel_f, reshape_method_f, flatten_f, reshape_f_with_minus_one, resh
 _X = np.array([[0.3, -0.7, 1.1, 0.4], [0.9, -0.2, 0.5, -1.3], [0.6, 1.4, -0.8, 0.25]])
 
 
-def _numeric_hessian(f, x, eps=1e-4):
-    rows = []
-    for i in range(x.size):
-        d = np.zeros(x.size)
-        d[i] = eps
-        d = d.reshape(x.shape)
-        rows.append((numeric_grad(f, [x + d], 0, eps=eps)
-                     - numeric_grad(f, [x - d], 0, eps=eps)).reshape(-1) / (2 * eps))
-    return np.array(rows).reshape(x.shape + x.shape)
-
-
 @pytest.mark.parametrize("f", PROGRAMS, ids=[f.__name__ for f in PROGRAMS])
 def test_order_f_and_c_match_numpy_and_finite_differences(f):
-    value, grad = sg.value_and_grad(f)(_X)
-    assert value == pytest.approx(f(_X), rel=1e-13)
-    np.testing.assert_allclose(grad, numeric_grad(f, [_X], 0), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(sg.hessian(f)(_X), _numeric_hessian(f, _X), rtol=1e-4, atol=1e-5)
-    t = np.cos(np.arange(_X.size)).reshape(_X.shape)
-    _, tangent = sg.jvp(f, (_X,), (t,))
-    assert tangent == pytest.approx(np.sum(numeric_grad(f, [_X], 0) * t), rel=1e-6)
+    assert_first_and_second_order(f, _X)
 
 
 def ravel_k(x):
