@@ -87,18 +87,24 @@ def test_rk4_numba_module_matches_golden(monkeypatch):
     assert text == path.read_text(), "emitted source of examples.rk4:loss changed; review the diff"
 
 
-def test_rk4_golden_module_runs_and_is_right(tmp_path):
+def _load_golden_module(tmp_path, name):
+    """A golden numba module imported from a file of its own (numba caches beside it)."""
     pytest.importorskip("numba")
     import importlib.util
 
+    path = tmp_path / f"{name}.py"
+    path.write_text((HERE / f"{name}.py").read_text())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rk4_golden_module_runs_and_is_right(tmp_path):
     import srcgrad as sg
     from examples.rk4 import loss
 
-    path = tmp_path / "rk4_grad.py"  # a file of its own: numba caches beside it
-    path.write_text((HERE / "rk4_grad.py").read_text())
-    spec = importlib.util.spec_from_file_location("rk4_grad", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_golden_module(tmp_path, "rk4_grad")
     assert module.grad_loss.__wrapped__ is not module.grad_loss  # the @_njit wrapper
     got = module.grad_loss(*RK4_ARGS)
     assert module.grad_loss.dispatcher.signatures, "numba compiled nothing: the Python ran"
@@ -129,18 +135,10 @@ def test_fused_chain_numba_module_matches_golden(monkeypatch):
 
 
 def test_fused_chain_golden_module_runs_and_is_right(tmp_path):
-    pytest.importorskip("numba")
-    import importlib.util
-
+    import srcgrad as sg
     from examples.elementwise import df_closed_form, f
 
-    import srcgrad as sg
-
-    path = tmp_path / "elementwise_numba_grad.py"  # a file of its own: numba caches beside it
-    path.write_text((HERE / "elementwise_numba_grad.py").read_text())
-    spec = importlib.util.spec_from_file_location("elementwise_numba_grad", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_golden_module(tmp_path, "elementwise_numba_grad")
     got = module.grad_f(CHAIN_X)
     assert module.grad_f.dispatcher.signatures, "numba compiled nothing: the Python ran"
     np.testing.assert_allclose(got, sg.grad(f)(CHAIN_X), rtol=1e-12, atol=1e-15)
