@@ -759,6 +759,8 @@ def test_compile_path_classes_are_as_their_dataclasses():
                    ("saved_records", ()), ("saved_forward", ()), ("attributes", dict),
                    ("non_differentiable", frozenset()), ("materialize_grads", True), ("loc", None),
                    ("body", ()), ("tracer_class", None)]
+    probe_fields = [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")] + [
+        ("floats_pushed", set)]
     record_fields = [("value", R), ("function", R), ("loc", R), ("allow", R), ("shown", R),
                      ("certain", list), ("ops", None), ("possible", list), ("hidden", None),
                      ("counted", list), ("where", ())]
@@ -796,9 +798,9 @@ def test_compile_path_classes_are_as_their_dataclasses():
          None, False, False, False),
         (SavedRecord, _made("SavedRecord", record_fields, eq=False), (v, "F", None, True, "x"),
          dict(certain=[1], ops=[], hidden="_h", where=(2,)), None, False, False, False),
-        (Probe, _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")]),
+        (Probe, _made("Probe", probe_fields),
          (), {}, ({v: (2,)},), False, True, False),
-        (Probe, _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")]),
+        (Probe, _made("Probe", probe_fields),
          ({v: (2,)}, {}, {v: "f8"}), {}, ({v: (3,)},), False, True, False),
         (_Facts, _made("_Facts", [("shape_class", dict), ("producer", dict), ("floats", set),
                                   ("scalars", set), ("shapes", dict), ("uses", dict)]),
@@ -823,7 +825,7 @@ def test_compile_path_classes_are_as_their_dataclasses():
     call = FunctionCall("parsed", (), None, ())
     assert call.attributes is not FunctionCall("parsed", (), None, ()).attributes
     # a repr of a value holding itself stops, as the dataclass's does
-    made_probe = _made("Probe", [(n, dict) for n in ("shapes", "kinds", "dtypes", "values", "pushes")])
+    made_probe = _made("Probe", probe_fields)
     ours_probe, theirs_probe = Probe(), made_probe()
     ours_probe.shapes["me"], theirs_probe.shapes["me"] = ours_probe, theirs_probe
     assert repr(ours_probe) == repr(theirs_probe)
