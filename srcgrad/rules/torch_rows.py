@@ -224,6 +224,21 @@ defrule("torch_log_softmax", "x, axis",
         jvp={"x": "x_t - xp.sum(xp.exp(ans) * x_t, axis=axis, keepdims=True)"},
         doc="the eager log_softmax along one axis, one node (torch's LogSoftmaxBackward0)")
 
+# torch's nll_loss, reduction='mean', no class weights (NllLossBackward0): -mean of the
+# picked log-probabilities over the targets kept. `indices` are the targets along the
+# last axis with ignored ones replaced by class 0, `keep` their 1/0 mask (x's dtype, same
+# shape); srcgrad.nn.functional.nll_loss makes both. With no target kept the value is
+# 0/0 = nan and the gradient 0, as torch's (the divisor of the backward is at least 1).
+# cross_entropy is this after torch_log_softmax: two nodes a call, as torch records.
+_PICKED = "xp.take_along_axis(x, indices, axis=-1)"
+defrule("torch_nll_loss", "x, indices, keep",
+        f"-(xp.sum({_PICKED} * keep) / xp.sum(keep))",  # "-(": the docs read "-x" as an operator
+        vjp={"x": "take_along_bar(-g * keep / xp.maximum(xp.sum(keep), 1), xp.shape(x), "
+                  "indices, -1)"},
+        jvp={"x": "-xp.sum(xp.take_along_axis(x_t, indices, axis=-1) * keep) / xp.sum(keep)"},
+        doc="the eager nll_loss's common case (mean, no weight), one node (torch's "
+            "NllLossBackward0)")
+
 # torch's prod_backward and cumprod_backward (ProdBackward0/1, CumprodBackward0): no zero
 # in x, the gradient divides the result by x (nan at an inf entry: inf / inf); with a zero,
 # products of the others; one element passes the cotangent with no graph. Which formula
