@@ -191,12 +191,15 @@ def _nll_mean(input, t, ignore_index):
         raise RuntimeError(f"expected scalar type Long but found {_torch_name(t.dtype)}")
     keep = t != ignore_index
     safe = numpy.where(keep, t, 0)
-    bad = (safe < 0) | (safe >= input._data.shape[-1])
-    if bad.any():  # numpy would wrap a negative target silently
-        raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
-    index = safe.reshape(t.shape + (1,)) if t.ndim else safe.reshape(1)
-    mask = keep.astype(input._data.dtype).reshape(index.shape)
-    return apply("torch_nll_loss", {}, (), (input, index, mask), "NllLossBackward0")
+    C = input._data.shape[-1]
+    # one test for both ends: a negative target wraps to a huge unsigned one (torch's
+    # error, where the composition's take_along_axis read -1 as the last class)
+    if (safe.astype(numpy.uint64) >= C).any():
+        bad = (safe < 0) | (safe >= C)
+        raise IndexError(f"Target {int(safe[bad].flat[0])} is out of bounds.")
+    picked = (safe.reshape(t.shape + (1,)) == numpy.arange(C)) & keep.reshape(t.shape + (1,))
+    count = numpy.asarray(numpy.count_nonzero(keep), input._data.dtype)
+    return apply("torch_nll_loss", {}, (), (input, picked, count), "NllLossBackward0")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

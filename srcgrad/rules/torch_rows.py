@@ -225,17 +225,18 @@ defrule("torch_log_softmax", "x, axis",
         doc="the eager log_softmax along one axis, one node (torch's LogSoftmaxBackward0)")
 
 # torch's nll_loss, reduction='mean', no class weights (NllLossBackward0): -mean of the
-# picked log-probabilities over the targets kept. `indices` are the targets along the
-# last axis with ignored ones replaced by class 0, `keep` their 1/0 mask (x's dtype, same
-# shape); srcgrad.nn.functional.nll_loss makes both. With no target kept the value is
-# 0/0 = nan and the gradient 0, as torch's (the divisor of the backward is at least 1).
-# cross_entropy is this after torch_log_softmax: two nodes a call, as torch records.
-_PICKED = "xp.take_along_axis(x, indices, axis=-1)"
-defrule("torch_nll_loss", "x, indices, keep",
-        f"-(xp.sum({_PICKED} * keep) / xp.sum(keep))",  # "-(": the docs read "-x" as an operator
-        vjp={"x": "take_along_bar(-g * keep / xp.maximum(xp.sum(keep), 1), xp.shape(x), "
-                  "indices, -1)"},
-        jvp={"x": "-xp.sum(xp.take_along_axis(x_t, indices, axis=-1) * keep) / xp.sum(keep)"},
+# picked log-probabilities over the targets kept. `picked` is True at (n, target[n]) for
+# each kept target (srcgrad.nn.functional.nll_loss makes it), `count` how many (x's
+# dtype). A `where`, not a product with a one-hot: a -inf log-probability off the
+# target (a masked logit) must not make 0 * -inf = nan; and not take_along_axis, whose
+# backward is a scatter (add.at): 2-3x the time of the whole row at small batches.
+# With no target kept the value is 0/0 = nan and the gradient 0, as torch's (the
+# backward divides by at least 1). cross_entropy is this after torch_log_softmax: two
+# nodes a call, as torch records.
+defrule("torch_nll_loss", "x, picked, count",
+        "-(xp.sum(xp.where(picked, x, 0)) / count)",  # "-(": the docs read "-x" as an operator
+        vjp={"x": "xp.where(picked, -g / xp.maximum(count, 1), 0)"},
+        jvp={"x": "-(xp.sum(xp.where(picked, x_t, 0)) / count)"},
         doc="the eager nll_loss's common case (mean, no weight), one node (torch's "
             "NllLossBackward0)")
 

@@ -130,3 +130,15 @@ def test_other_cases_keep_their_composition():
     assert F.cross_entropy(x, t, reduction="sum").grad_fn.name() != "NllLossBackward0"
     w = sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64)
     assert F.cross_entropy(x, t, weight=w).grad_fn.name() != "NllLossBackward0"
+
+
+def test_a_masked_logit_off_the_target_is_no_nan():
+    # a -inf logit gives a -inf log-probability; the row must not multiply it by 0
+    inf = float("inf")
+    x = sg.tensor([[0.5, -inf, 1.0], [0.2, 0.1, -inf]], dtype=sg.float64, requires_grad=True)
+    loss = F.cross_entropy(x, sg.tensor([0, 1]))
+    assert loss.item() == pytest.approx(0.8592368221268387, rel=1e-14)  # observed in torch 2.14
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [  # observed in torch 2.14
+        [-0.3112296656009273, 0.0, 0.3112296656009273],
+        [0.26248959373947, -0.26248959373947, 0.0]], rtol=1e-12, atol=0)
