@@ -17,6 +17,7 @@ import numpy
 
 from srcgrad.autograd import torch_methods
 from srcgrad.autograd.function import Function
+from srcgrad.autograd.ops import apply
 from srcgrad.autograd.tensor import _RNG, Tensor
 
 __all__ = ["relu", "relu_", "leaky_relu", "gelu", "silu", "elu", "softplus", "sigmoid", "tanh",
@@ -162,6 +163,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "mean" and weight is None and input._data.ndim in (1, 2):
+        t = numpy.asarray(target._data if isinstance(target, Tensor) else target)
+        if t.shape == input.shape[:input._data.ndim - 1]:
+            return _nll_mean(input, t, ignore_index)
     if input._data.ndim == 1:  # (C,) with a 0-d target
         return nll_loss(input.unsqueeze(0), _t(target).reshape(1), weight, None, ignore_index,
                         None, reduction).squeeze(0) if reduction == "none" else \
@@ -177,6 +182,24 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if reduction == "mean":
         return loss.sum() / w.sum()
     return _reduce(loss, reduction)
+
+
+def _nll_mean(input, t, ignore_index):
+    """The common case, (N, C) or (C,) input, one node: torch_nll_loss (torch's
+    NllLossBackward0) over the kept targets (row's comment, rules/torch_rows.py)."""
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {_torch_name(t.dtype)}")
+    keep = t != ignore_index
+    safe = numpy.where(keep, t, 0)
+    C = input._data.shape[-1]
+    # one test for both ends: a negative target wraps to a huge unsigned one (torch's
+    # error, where the composition's take_along_axis read -1 as the last class)
+    if (safe.astype(numpy.uint64) >= C).any():
+        bad = (safe < 0) | (safe >= C)
+        raise IndexError(f"Target {int(safe[bad].flat[0])} is out of bounds.")
+    picked = (safe.reshape(t.shape + (1,)) == numpy.arange(C)) & keep.reshape(t.shape + (1,))
+    count = numpy.asarray(numpy.count_nonzero(keep), input._data.dtype)
+    return apply("torch_nll_loss", {}, (), (input, picked, count), "NllLossBackward0")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -224,6 +224,22 @@ defrule("torch_log_softmax", "x, axis",
         jvp={"x": "x_t - xp.sum(xp.exp(ans) * x_t, axis=axis, keepdims=True)"},
         doc="the eager log_softmax along one axis, one node (torch's LogSoftmaxBackward0)")
 
+# torch's nll_loss, reduction='mean', no class weights (NllLossBackward0): -mean of the
+# picked log-probabilities over the targets kept. `picked` is True at (n, target[n]) for
+# each kept target (srcgrad.nn.functional.nll_loss makes it), `count` how many (x's
+# dtype). A `where`, not a product with a one-hot: a -inf log-probability off the
+# target (a masked logit) must not make 0 * -inf = nan; and not take_along_axis, whose
+# backward is a scatter (add.at): 2-3x the time of the whole row at small batches.
+# With no target kept the value is 0/0 = nan and the gradient 0, as torch's (the
+# backward divides by at least 1). cross_entropy is this after torch_log_softmax: two
+# nodes a call, as torch records.
+defrule("torch_nll_loss", "x, picked, count",
+        "-(xp.sum(xp.where(picked, x, 0)) / count)",  # "-(": the docs read "-x" as an operator
+        vjp={"x": "xp.where(picked, -g / xp.maximum(count, 1), 0)"},
+        jvp={"x": "-(xp.sum(xp.where(picked, x_t, 0)) / count)"},
+        doc="the eager nll_loss's common case (mean, no weight), one node (torch's "
+            "NllLossBackward0)")
+
 # torch's prod_backward and cumprod_backward (ProdBackward0/1, CumprodBackward0): no zero
 # in x, the gradient divides the result by x (nan at an inf entry: inf / inf); with a zero,
 # products of the others; one element passes the cotangent with no graph. Which formula

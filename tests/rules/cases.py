@@ -343,6 +343,12 @@ case("torch_norm_small_p", ("ord0.5", {"x": NZ(5), "ord": 0.5}),
 for _name in ("torch_softmax", "torch_log_softmax"):
     case(_name, ("rows", {"x": N(3, 4), "axis": -1}), ("columns", {"x": N(3, 4), "axis": 0}),
          ("vector", {"x": N(5), "axis": 0}), ("3-d", {"x": N(2, 3, 2), "axis": 1}))
+_NLL_P = Spec(lambda rng: np.array([[0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1]], bool),
+              "picked[[2],[-],[3]]")
+case("torch_nll_loss", ("rows", {"x": N(3, 4), "picked": _NLL_P,
+                                 "count": Spec(lambda rng: np.array(2.0), "count2")}),
+     ("vector", {"x": N(4), "picked": Spec(lambda rng: np.array([0, 1, 0, 0], bool), "picked[1]"),
+                 "count": Spec(lambda rng: np.array(1.0), "count1")}))
 
 # ---------------------------------------------------------------- not differentiable
 for _name in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
