@@ -61,7 +61,7 @@ def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list
     # Temporaries were renumbered after tracing (names.tidy_temporaries) without the
     # namer seeing their new names: a fresh `_packed_reshape` could be a Function's
     # pack already (fuzz seed 7223: the second pack overwrote the first).
-    namer.taken.update(_defined_names(forward + backward))
+    namer.taken.update(defined_names(forward + backward))
     hooked = {o for op in forward if op.prim == "saved_pack" for o in op.outs}
     unpacks, out = [], []
     for v in saved:
@@ -76,7 +76,7 @@ def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list
     return out
 
 
-def _defined_names(ops) -> set:
+def defined_names(ops) -> set:
     """Names of every value `ops` (and their nested blocks) define or read."""
     out: set = set()
     for op in ops:
@@ -84,5 +84,5 @@ def _defined_names(ops) -> set:
         out.update(v.name for v in op.operand_vars())
         for block in op.blocks:
             out.update(v.name for v in block.params)
-            out |= _defined_names(block.ops)
+            out |= defined_names(block.ops)
     return out

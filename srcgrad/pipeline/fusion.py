@@ -27,6 +27,7 @@ import numpy
 
 from srcgrad.ir.core import Block, Const, Op, Var
 from srcgrad.ir.expand import Namer
+from srcgrad.passes.hooks import defined_names
 
 _FUSING = contextvars.ContextVar("srcgrad_fusing", default=None)
 
@@ -65,7 +66,7 @@ def fuse(ops: list, results: list, found, taken=()) -> list:
     chains = _chains(ops, found, _forward_first(ops))
     if not chains:
         return ops
-    namer = Namer(set(taken) | _names(ops))
+    namer = Namer(set(taken) | defined_names(ops))
     read_after = _reads_outside(ops, chains, results)
     placed = {chain[-1]: chain for chain in chains}
     members = {i for chain in chains for i in chain}
@@ -188,13 +189,3 @@ def _fused_op(chain: list, read_after: set, found, namer) -> Op:
     return Op("fused", tuple(arrays), tuple(outs), None, attrs,
               (Block(body, written, [index, *loads.values()]),))
 
-
-def _names(ops) -> set:
-    names = set()
-    for op in ops:
-        names.update(o.name for o in op.outs)
-        names.update(v.name for v in op.operand_vars())
-        for block in op.blocks:
-            names.update(p.name for p in block.params)
-            names |= _names(block.ops)
-    return names
