@@ -188,4 +188,3 @@ def _fused_op(chain: list, read_after: set, found, namer) -> Op:
              "backward": any(op.attrs.get("backward") for op in chain)}
     return Op("fused", tuple(arrays), tuple(outs), None, attrs,
               (Block(body, written, [index, *loads.values()]),))
-
