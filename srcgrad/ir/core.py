@@ -319,3 +319,15 @@ def uses(ops: list) -> dict:
         for v in op.operand_vars():
             count[v] = count.get(v, 0) + 1
     return count
+
+
+def defined_names(ops) -> set:
+    """Names of every value `ops` (and their nested blocks) define or read."""
+    out: set = set()
+    for op in ops:
+        out.update(v.name for v in op.outs)
+        out.update(v.name for v in op.operand_vars())
+        for block in op.blocks:
+            out.update(v.name for v in block.params)
+            out |= defined_names(block.ops)
+    return out

@@ -55,7 +55,7 @@ def place_packs(ops: list) -> tuple:
 def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list:
     """Pack each saved array at the end of `forward` and unpack it at the start of
     `backward` (both lists are extended in place); returns the new saved list."""
-    from srcgrad.ir.core import Op, Var
+    from srcgrad.ir.core import Op, Var, defined_names
 
     pack_fn, unpack_fn = hooks
     # Temporaries were renumbered after tracing (names.tidy_temporaries) without the
@@ -73,16 +73,4 @@ def hook_saved(forward: list, backward: list, saved: list, hooks, namer) -> list
         unpacks.append(Op("saved_unpack", (unpack_fn, packed), (v,), None, {}))
         out.append(packed)
     backward[:0] = unpacks
-    return out
-
-
-def defined_names(ops) -> set:
-    """Names of every value `ops` (and their nested blocks) define or read."""
-    out: set = set()
-    for op in ops:
-        out.update(v.name for v in op.outs)
-        out.update(v.name for v in op.operand_vars())
-        for block in op.blocks:
-            out.update(v.name for v in block.params)
-            out |= defined_names(block.ops)
     return out

@@ -25,9 +25,9 @@ import contextvars
 
 import numpy
 
-from srcgrad.ir.core import Block, Const, Op, Var
+from srcgrad.ir.core import Block, Const, Op, Var, defined_names
 from srcgrad.ir.expand import Namer
-from srcgrad.passes.hooks import defined_names
+
 
 _FUSING = contextvars.ContextVar("srcgrad_fusing", default=None)
 
