@@ -28,7 +28,6 @@ import numpy
 from srcgrad.ir.core import Block, Const, Op, Var, defined_names
 from srcgrad.ir.expand import Namer
 
-
 _FUSING = contextvars.ContextVar("srcgrad_fusing", default=None)
 
 # rows whose render numba takes on float64 numbers exactly as NumPy computes it on arrays
