@@ -41,7 +41,7 @@ __all__ = [
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
-    "kron_bar", "svd_reduced", "assert_true", "frexp_exponent",
+    "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
 ]
 
@@ -1025,6 +1025,16 @@ def svd_reduced(x, full_matrices):
                          "needs full_matrices=False (the extra columns of U or Vh are not "
                          "unique)")
     return x
+
+
+def singular_ties(s, sign):
+    """1.0 where s_j + sign * s_i is 0 to rounding for two of the singular values `s`
+    (..., k) (so the diagonal, for sign -1), else 0.0, as an array (..., k, k) of s's
+    dtype: the poles the SVD's derivative drops (srcgrad/rules/table_sweep.py)."""
+    xp = _namespace(s)
+    d = xp.expand_dims(s, -2) + sign * xp.expand_dims(s, -1)
+    scale = xp.sqrt(xp.expand_dims(xp.sum(s ** 2, axis=-1, keepdims=True), -1))
+    return xp.astype(xp.abs(d) <= 1000 * xp.finfo(s.dtype).eps * scale, s.dtype)
 
 
 def assert_true(test, message):

@@ -580,9 +580,9 @@ defrule("norm", "x, ord=None, axis=None, keepdims=False",
         vjp={"x": f"{_G} * ({_NORM_D})"},
         jvp={"x": _reduce_jvp(f"({_NORM_D})")},
         doc="vector norms of any ord (None, 2, 1, inf, -inf, 0, p) and the Frobenius norm "
-            "(ord None/'fro' over all axes or an axis pair); other matrix norms (2, 1, inf, "
-            "'nuc' of matrices) raise NotImplementedError when differentiated. At x == 0 the "
-            "gradient is 0; inf-norm ties split evenly")
+            "(ord None/'fro' over all axes or an axis pair); the other matrix norms (2, -2, "
+            "'nuc', 1, -1, inf, -inf) are the composition norm_of_matrices (singular values, "
+            "sums of absolute values). At x == 0 the gradient is 0; inf-norm ties split evenly")
 
 # ---------------------------------------------------------------- linear algebra
 defrule("matmul", "x, y", "x @ y", targets=("numpy.matmul", "numpy.linalg.matmul"),

@@ -184,12 +184,30 @@ _U, _S, _VH = "ans[0]", "ans[1]", "ans[2]"
 _V = _t(_VH)
 _EYE_K = "xp.eye(xp.shape(ans[1])[-1], dtype=xp.result_type(ans[1]))"  # (float32 stays)
 _SROW, _SCOL = f"xp.expand_dims({_S}, -2)", f"xp.expand_dims({_S}, -1)"
-_FSVD = f"(1 / ({_SROW} ** 2 - {_SCOL} ** 2 + {_EYE_K}))"  # diagonal 1, met by zeros
+# The coupling of singular values i and j, K_ij s_j + s_i L_ij over s_j^2 - s_i^2, is
+# written as its two poles: (K + L)_ij / 2 over s_j - s_i and (K - L)_ij / 2 over
+# s_j + s_i. A pair tied to rounding (two equal singular values; the two zeros of a
+# rank-deficient matrix, fuzz seed 2640084) was rounding over rounding: nan, or O(1)
+# wrong. Now a pole whose denominator is 0 to rounding gets 0, as eigh's repeated pair
+# does: the limit for the nuclear norm and along a path that keeps the tie; a function
+# that needs the tied pole (the sum of squared singular values) loses that pair's
+# coupling (docs/conventions.md). The other pole stays exact.
+defrule("singular_ties", "s, sign", "singular_ties(s, sign)",
+        targets=("srcgrad.rules.helpers.singular_ties",), nondiff=True,
+        doc="0/1 pairs of singular values: no derivative")
+
+
+def _pole(sign):  # 1 / (s_j + sign * s_i), 0 where that is 0 to rounding (the diagonal too)
+    op, tie = ("+" if sign > 0 else "-"), f"singular_ties(ans[1], {sign})"
+    return f"((1 - {tie}) / ({_SROW} {op} {_SCOL} + {tie}))"
+
+
+_FMINUS, _FPLUS = _pole(-1), _pole(1)
 _UTGU = f"({_t(_U)} @ g[0])"
 _VTGV = f"({_VH} @ {_t('g[2]')})"
-_CORE = (f"({_U} @ (({_FSVD} * ({_UTGU} - {_t(_UTGU)})) * {_SROW}"
-         f" + {_EYE_K} * xp.expand_dims(g[1], -1)"
-         f" + {_SCOL} * ({_FSVD} * ({_VTGV} - {_t(_VTGV)}))) @ {_VH})")
+_K, _L = f"({_UTGU} - {_t(_UTGU)})", f"({_VTGV} - {_t(_VTGV)})"
+_CORE = (f"({_U} @ (0.5 * ({_K} + {_L}) * {_FMINUS} + 0.5 * ({_K} - {_L}) * {_FPLUS}"
+         f" + {_EYE_K} * xp.expand_dims(g[1], -1)) @ {_VH})")
 _GUT = _t("g[0]")
 _EYE_M = "xp.eye(xp.shape(ans[0])[-2], dtype=xp.result_type(ans[1]))"
 _EYE_N = "xp.eye(xp.shape(ans[2])[-1], dtype=xp.result_type(ans[1]))"
@@ -204,20 +222,22 @@ _WIDE_V = f"(1 - xp.shape({_VH})[-2] // xp.shape({_VH})[-1])"
 _S_TALL, _S_WIDE = f"({_SROW} + (1 - {_TALL_U}))", f"({_SROW} + (1 - {_WIDE_V}))"
 _TALL = _t(f"{_TALL_U} * ({_V} / {_S_TALL}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
 _WIDE = f"({_WIDE_V} * ({_U} / {_S_WIDE}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
-# JVP: dS = U^T dA V; F with a zero diagonal
+# JVP: dS = U^T dA V; its symmetric part over the s_j - s_i pole, its antisymmetric part over s_j + s_i
 _DA = "svd_reduced(a_t, full_matrices)"
 _DS = f"({_t(_U)} @ {_DA} @ {_V})"
-_F0 = f"({_FSVD} - {_EYE_K})"
-_DU = (f"({_U} @ ({_F0} * ({_SROW} * {_DS} + {_t(f'({_SROW} * {_DS})')}))"
+_SYM, _ANTI = f"({_DS} + {_t(_DS)})", f"({_DS} - {_t(_DS)})"
+_DU = (f"({_U} @ (0.5 * {_SYM} * {_FMINUS} + 0.5 * {_ANTI} * {_FPLUS})"
        f" + {_TALL_U} * ({_DA} @ {_V} - {_U} @ {_DS}) / {_S_TALL})")
-_DV = (f"({_V} @ ({_F0} * ({_SCOL} * {_DS} + {_t(f'({_SCOL} * {_DS})')}))"
+_DV = (f"({_V} @ (0.5 * {_SYM} * {_FMINUS} - 0.5 * {_ANTI} * {_FPLUS})"
        f" + {_WIDE_V} * ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_S_WIDE})")
 defrule("svd", "a, full_matrices=True", "xp.linalg.svd(a, full_matrices=full_matrices)",
         targets=("numpy.linalg.svd",), nout=3,
         # (the check first: a wide full Vh would fail to broadcast before it)
         vjp={"a": f"xp.zeros_like(svd_reduced(a, full_matrices)) + {_CORE} + {_TALL} + {_WIDE}"},
         jvp={"a": f"({_DU}, xp.diagonal({_DS}, axis1=-2, axis2=-1), {_t(_DV)})"},
-        doc="distinct, nonzero singular values; U and V as LAPACK gives them (signs "
+        doc="distinct, nonzero singular values (a pair equal to rounding: U's and V's "
+            "coupling pole over s_j - s_i, or s_j + s_i at two zeros, is dropped; S's stays "
+            "exact); U and V as LAPACK gives them (signs "
             "included); full_matrices=True only for square matrices (else it raises); "
             "compute_uv=False is np.linalg.svdvals; hermitian= is not supported")
 

@@ -712,6 +712,8 @@ case("svd", ("square", {"a": N(3, 3)}), ("tall", {"a": N(4, 2), "full_matrices":
      ("wide", {"a": N(2, 3), "full_matrices": False}),
      ("batch", {"a": N(2, 3, 2), "full_matrices": False}))
 case("svdvals", ("tall", {"x": N(4, 3)}), ("batch-wide", {"x": N(2, 2, 3)}))
+case("singular_ties", ("tied", {"s": Fixed([2.0, 2.0, 1.0, 0.0, 1e-300]), "sign": -1}),
+     ("zeros", {"s": Fixed([2.0, 2.0, 1.0, 0.0, 1e-300]), "sign": 1}))
 case("svd_reduced", ("square", {"x": N(3, 3), "full_matrices": True}),
      ("tall", {"x": N(3, 2), "full_matrices": False}))
 case("searchsorted", ("left", {"a": Fixed([0.1, 0.5, 0.9]), "v": N(2, 3)}),
