@@ -369,12 +369,13 @@ _NUMPY_MATH = {name: name for name in ("sqrt", "exp", "log", "log1p", "expm1", "
 _NUMPY_MATH.update(atan="arctan", asin="arcsin", acos="arccos", atan2="arctan2", pow="power")
 
 
-_PERIODIC = ("sin", "cos", "tan")
+_PERIODIC = {"sin": 1.0, "cos": 1.0, "tan": 1.0, "sinc": np.pi}  # radians per unit argument
 
 
 def _periodic_step(phi, module, leaves, u, lspecs, spec) -> float:
-    """How far the smallest step along u moves the arguments of sin, cos and tan (NumPy's
-    and math's, called from phi's module): the largest change, 0.0 where none ran or the
+    """How far the smallest step along u moves the arguments of sin, cos and tan, and
+    sinc's sine (NumPy's and math's, called from phi's module; seed 2640639: np.sinc of
+    ~1e12): the largest change, 0.0 where none ran or the
     two runs called them differently. Seed 1601287: `np.sin(x1)` with x1 ~ 1e21, damped by
     a division by ~1e14 on its way to the output, so the output moved by 1e-13 while the
     sine's argument moved by ~1e15 radians: both steps agreed on ~0, the derivative
@@ -402,9 +403,9 @@ def _recording_periodic(module):
     seen: list = []
     saved = {name: module[name] for name in ("np", "math") if name in module}
 
-    def recorder(real):
+    def recorder(real, radians):
         def call(x, *a, **k):
-            seen.append(np.array(x, dtype=float, copy=True))
+            seen.append(radians * np.array(x, dtype=float, copy=True))
             return real(x, *a, **k)
         return call
 
@@ -414,7 +415,7 @@ def _recording_periodic(module):
 
         def __getattr__(self, name):
             value = getattr(self._real, name)
-            return recorder(value) if name in _PERIODIC else value
+            return recorder(value, _PERIODIC[name]) if name in _PERIODIC else value
 
     for name, real in saved.items():
         module[name] = Namespace(real)

@@ -279,12 +279,14 @@ def test_references_discard_a_periodic_function_of_huge_values():
                           np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("periodic", ["np.sin", "math.cos"])
+@pytest.mark.parametrize("periodic", ["np.sin", "math.cos", "np.sinc"])
 def test_references_discard_a_damped_periodic_function_of_huge_values(periodic):
     """Seed 1601287: a sine of values ~1e21, divided by ~1e14 on its way to the output:
     the output moves by ~1e-14 within a step, so both steps agree on the derivative of
     the rest (1.0 here), where it is ~1e7 cos(s) (the sine's argument moved by 1e15
-    radians). The check above sees only a step that moves the output by more than 1."""
+    radians). The check above sees only a step that moves the output by more than 1.
+    Seed 2640639: np.sinc of ~9e11, whose sine the step moved by ~1e4 radians (srcgrad's
+    gradient was the chain rule's; the differences averaged the sine away)."""
     source = f"import math\nimport numpy as np\n\n\ndef f(x0):\n    s = np.sum(x0) * 1e21\n" \
              f"    return {periodic}(float(s)) / 1e14 + np.sum(x0)\n"
     namespace: dict = {}
