@@ -517,3 +517,16 @@ def while_bound_is_a_view_written(x):
 def test_a_write_into_an_array_sharing_memory_with_a_loop_bound():
     check(write_into_loop_bound, X)
     check(while_bound_is_a_view_written, np.array([0.5, 0.3, 1.0]))
+
+
+@pytest.mark.parametrize("constant", ["(3.0).__neg__()", "np.negative(3.0).__neg__()",
+                                      "np.float64(2.0).__mul__(1.5)", "(3).__add__(0)"])
+def test_a_dunder_method_of_a_constant_number_is_folded(tmp_path, constant):
+    """Fuzz seed 2640188: `np.negative(3.0).__neg__()` is a method-wrapper of a NumPy
+    number, which was refused as a call with no derivative rule."""
+    path = tmp_path / "dunder_constant.py"
+    path.write_text(f"import numpy as np\n\n\ndef f(x):\n    return np.sum(x * {constant})\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    c = float(eval(constant, {"np": np}))
+    assert_close(sg.grad(namespace["f"])(np.ones(3)), np.full(3, c))

@@ -318,7 +318,10 @@ def call_other(tracer, callee, args, kwargs, node):
         from srcgrad.frontend.parse import parse_function
 
         return tracer.inline(parse_function(callee.__func__), [Const(owner), *args], kwargs, node)
-    if isinstance(callee, types.BuiltinMethodType) and isinstance(owner, _PURE_CONSTANTS) \
+    # (`np.negative(3.0).__neg__()`, fuzz seed 2640188: a number's dunder method is a
+    # method-wrapper; with an array argument it would give NotImplemented, so static only)
+    if isinstance(callee, (types.BuiltinMethodType, types.MethodWrapperType)) \
+            and isinstance(owner, _PURE_CONSTANTS + (complex, numpy.generic)) \
             and all(isinstance(a, Const) for a in (*args, *kwargs.values())):
         return Const(callee(*(a.value for a in args), **{k: v.value for k, v in kwargs.items()}))
     if isinstance(callee, type) and callee.__module__ not in ("builtins", "numpy") \
