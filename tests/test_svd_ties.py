@@ -49,3 +49,23 @@ def test_distinct_singular_values_keep_the_exact_coupling():
     a = np.random.default_rng(4).normal(size=(4, 3))
     f = lambda a: np.sum(np.linalg.svd(a, full_matrices=False)[0][:, 0] ** 3)  # noqa: E731
     assert_close(sg.hessian(f)(a), numeric_hessian_of_grad(f, a), atol=1e-4)
+
+
+def test_a_tall_matrix_with_a_zero_singular_value_along_a_rank_keeping_path():
+    # fuzz seed 2643467: the tall term's 1 / s at s == 0 made 0 * inf = nan in the Hessian
+    # even where no gradient reached the norm; here it does: sqrt(8) |tanh(x)|
+    def g(x):
+        return np.linalg.norm(np.tanh(x) * np.ones((4, 2)), "nuc")
+
+    x, t = 0.7, np.tanh(0.7)
+    assert_close(sg.hessian(g)(x), np.sqrt(8) * -2 * t * (1 - t * t))
+
+
+def test_an_unused_rank_deficient_norm_leaves_the_hessian_finite():
+    def f(x):
+        m = np.tile(x[:1], (4, 1))  # every row x[0]: rank 1, a zero singular value
+        return np.stack([np.sum(x ** 2), np.linalg.norm(m, "nuc")])[0]
+
+    x = np.random.default_rng(5).normal(size=(3, 2))
+    assert_close(sg.hessian(f)(x), numeric_hessian_of_grad(f, x), atol=1e-4)
+    assert_close(sg.jacobian(sg.jacobian(f))(x), numeric_hessian_of_grad(f, x), atol=1e-4)

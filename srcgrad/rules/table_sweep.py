@@ -214,22 +214,25 @@ _EYE_N = "xp.eye(xp.shape(ans[2])[-1], dtype=xp.result_type(ans[1]))"
 # Each rectangular term is exactly 0 where its factor is square, but computed it is
 # rounding (1e-16) over the singular values: at a square matrix with a zero singular value
 # (distinct, so U and V are unique up to sign) that was O(1) wrong (fuzz seed 2624501). So
-# it is weighted by 1 for a tall U (a wide V), 0 for a square one, and divided by s + 1
-# where it is 0 (no division by 0 either). U is m x k with k <= m: k // m is 1 exactly
-# where U is square (a Python int from the shapes; a bool would not mix on the Array API).
+# it is weighted by 1 for a tall U (a wide V), 0 for a square one. U is m x k with k <= m:
+# k // m is 1 exactly where U is square (a Python int from the shapes; a bool would not
+# mix on the Array API). Its 1 / s is a pole at a zero singular value of a tall or wide
+# matrix (U's extra column is not unique there), dropped as the tied poles above are: it
+# was 0 * inf = nan even where no gradient reached U (fuzz seed 2643467).
 _TALL_U = f"(1 - xp.shape({_U})[-1] // xp.shape({_U})[-2])"
 _WIDE_V = f"(1 - xp.shape({_VH})[-2] // xp.shape({_VH})[-1])"
-_S_TALL, _S_WIDE = f"({_SROW} + (1 - {_TALL_U}))", f"({_SROW} + (1 - {_WIDE_V}))"
-_TALL = _t(f"{_TALL_U} * ({_V} / {_S_TALL}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
-_WIDE = f"({_WIDE_V} * ({_U} / {_S_WIDE}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
+_ZERO_S = "xp.expand_dims(xp.diagonal(singular_ties(ans[1], 1), axis1=-2, axis2=-1), -2)"
+_INV_S = f"((1 - {_ZERO_S}) / ({_SROW} + {_ZERO_S}))"  # 1 / s, 0 where s is 0 to rounding
+_TALL = _t(f"{_TALL_U} * ({_V} * {_INV_S}) @ {_GUT} @ ({_EYE_M} - {_U} @ {_t(_U)})")
+_WIDE = f"({_WIDE_V} * ({_U} * {_INV_S}) @ g[2] @ ({_EYE_N} - {_V} @ {_VH}))"
 # JVP: dS = U^T dA V; its symmetric part over the s_j - s_i pole, its antisymmetric part over s_j + s_i
 _DA = "svd_reduced(a_t, full_matrices)"
 _DS = f"({_t(_U)} @ {_DA} @ {_V})"
 _SYM, _ANTI = f"({_DS} + {_t(_DS)})", f"({_DS} - {_t(_DS)})"
 _DU = (f"({_U} @ (0.5 * {_SYM} * {_FMINUS} + 0.5 * {_ANTI} * {_FPLUS})"
-       f" + {_TALL_U} * ({_DA} @ {_V} - {_U} @ {_DS}) / {_S_TALL})")
+       f" + {_TALL_U} * ({_DA} @ {_V} - {_U} @ {_DS}) * {_INV_S})")
 _DV = (f"({_V} @ (0.5 * {_SYM} * {_FMINUS} - 0.5 * {_ANTI} * {_FPLUS})"
-       f" + {_WIDE_V} * ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) / {_S_WIDE})")
+       f" + {_WIDE_V} * ({_t(_DA)} @ {_U} - {_V} @ {_t(_DS)}) * {_INV_S})")
 defrule("svd", "a, full_matrices=True", "xp.linalg.svd(a, full_matrices=full_matrices)",
         targets=("numpy.linalg.svd",), nout=3,
         # (the check first: a wide full Vh would fail to broadcast before it)
