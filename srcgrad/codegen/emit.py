@@ -162,7 +162,11 @@ class _Substitute(ast.NodeTransformer):
             items = [self._as_array(i) for i in operand.items]
             return (ast.Tuple if operand.style == "tuple" else ast.List)(items, ast.Load())
         node = operand_ast(operand, self.pool)
-        if _may_be_number(operand, self.known) or isinstance(operand, Const) and type(operand.value) is float:
+        if _may_be_number(operand, self.known) or isinstance(operand, Const) and (
+                type(operand.value) is float
+                or type(operand.value) is bool and self.rule.name == "where"):
+            # (where's condition folded to a Python bool, `np.maximum(0.5, 0.0)`'s
+            # derivative: the Array API takes only an array there; fuzz seed 2643979)
             return _xp_asarray(node)
         return node
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
+from tests.conftest import numeric_grad
 
 xs = pytest.importorskip("array_api_strict")
 
@@ -165,3 +166,31 @@ def test_tie_counts_of_a_python_number_on_the_array_api():
     assert np.asarray(g0).tolist() == [[0.0, 0.0, 0.0]] and float(g1) == 0.0
     g0, g1 = sg.grad(max_of_a_number, wrt=(0, 1))(x0, -0.5)
     assert np.asarray(g0).tolist() == [[-0.5, -0.5, -0.5]] and float(g1) == 6.0
+
+
+def _relu_in_a_loop(a0, a1, scale=0.5):
+    a1 = np.maximum(a0, 0.0)
+    while True:
+        break
+    return np.reshape(a1 * np.ones((1, 1)), ())
+
+
+def _stops_on_a_folded_derivative(x0, x1):
+    for _r4, r5 in zip(x0, np.tile(x1.ravel(), 2).reshape((1, 4, 2))):
+        if sg.grad(_relu_in_a_loop)(0.5, r5, scale=2) < 0.41:  # maximum's mask: a bool
+            break
+        x0 = np.vstack([np.reshape(x0.ravel()[:24], (3, 4, 2)), r5.reshape((1, 4, 2))])
+    return np.sum(x0) + np.sum(x1 * x1)
+
+
+def test_a_where_whose_condition_folded_to_a_python_bool_on_the_array_api():
+    """Seed 2643979: `sg.grad(helper)(0.5, ...)` inside f folded maximum's mask to
+    `xp.where(False, ...)`, and array_api_strict's where takes only an array there."""
+    rng = np.random.default_rng(0)
+    x0, x1 = rng.normal(size=(4, 4, 2)), rng.normal(size=(2, 2))
+    g0, g1 = sg.grad(_stops_on_a_folded_derivative, wrt=(0, 1))(xs.asarray(x0), xs.asarray(x1))
+    e0, e1 = sg.grad(_stops_on_a_folded_derivative, wrt=(0, 1))(x0, x1)
+    np.testing.assert_allclose(np.asarray(g0), e0)
+    np.testing.assert_allclose(np.asarray(g1), e1)
+    np.testing.assert_allclose(e0, numeric_grad(_stops_on_a_folded_derivative, (x0, x1), 0), atol=1e-6)
+    np.testing.assert_allclose(e1, numeric_grad(_stops_on_a_folded_derivative, (x0, x1), 1), atol=1e-6)
