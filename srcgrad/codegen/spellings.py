@@ -183,7 +183,9 @@ ARRAY_API: dict = {
     "isin": Refused("the Array API's isin takes integer arrays only"),
     "allclose": f"bool(xp.all({_ISCLOSE}))",
     # issue 29's second sweep (srcgrad/rules/table_sweep2.py)
-    "modf": "(x - xp.trunc(x), xp.trunc(x))",
+    # (a tuple, not a call: emit makes no operand an array, and x may be a Python float,
+    # fuzz seed 2647261)
+    "modf": "(xp.asarray(x) - xp.trunc(xp.asarray(x)), xp.trunc(xp.asarray(x)))",
     "pinv": "xp.linalg.pinv(a) if rcond is None else xp.linalg.pinv(a, rtol=rcond)",
     "nanmean": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims) / "
                "xp.sum(xp.astype(xp.logical_not(xp.isnan(x)), x.dtype), axis=axis, keepdims=keepdims)",

@@ -194,3 +194,15 @@ def test_a_where_whose_condition_folded_to_a_python_bool_on_the_array_api():
     np.testing.assert_allclose(np.asarray(g1), e1)
     np.testing.assert_allclose(e0, numeric_grad(_stops_on_a_folded_derivative, (x0, x1), 0), atol=1e-6)
     np.testing.assert_allclose(e1, numeric_grad(_stops_on_a_folded_derivative, (x0, x1), 1), atol=1e-6)
+
+
+def _modf_parts(x0, x1):
+    fractional, integral = np.modf(x0)
+    return fractional * 3.0 + integral + np.sum(x1 * 0.0)
+
+
+def test_modf_of_a_python_float_beside_an_array_on_the_array_api():
+    """Seed 2647261: modf's Array API spelling is a tuple, so x stayed a Python float and
+    array_api_strict's trunc refused it."""
+    g0, g1 = sg.grad(_modf_parts, wrt=(0, 1))(2.72655, xs.asarray(np.array([0.5, -1.0])))
+    assert float(g0) == 3.0 and np.asarray(g1).tolist() == [0.0, 0.0]
