@@ -34,8 +34,10 @@ class Refused(FrozenFields):
 
 
 _REVERSED = "tuple(range(x.ndim - 1, -1, -1))"
-_SWAPPED = ("tuple(axis2 % x.ndim if i == axis1 % x.ndim else axis1 % x.ndim if i == axis2 % x.ndim "
-            "else i for i in range(x.ndim))")
+# (the loop variable is `_d_`, a name no operand has: an operand named `i` or `j`, rot90's
+# own axes, was captured by it, fuzz seed 2648651)
+_SWAPPED = ("tuple(axis2 % x.ndim if _d_ == axis1 % x.ndim else axis1 % x.ndim if _d_ == axis2 % x.ndim "
+            "else _d_ for _d_ in range(x.ndim))")
 
 # NumPy's isclose: |a - b| <= atol + rtol |b|, equal infinities close, nan only with equal_nan
 _CLOSE = ("((a == b) | (xp.abs(xp.asarray(a - b)) <= (1e-08 if atol is None else atol)"

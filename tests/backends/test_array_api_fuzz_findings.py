@@ -206,3 +206,15 @@ def test_modf_of_a_python_float_beside_an_array_on_the_array_api():
     array_api_strict's trunc refused it."""
     g0, g1 = sg.grad(_modf_parts, wrt=(0, 1))(2.72655, xs.asarray(np.array([0.5, -1.0])))
     assert float(g0) == 3.0 and np.asarray(g1).tolist() == [0.0, 0.0]
+
+
+def _rot90_of_one_element(x1):
+    return np.rot90(x1[1].reshape((1, 1))).reshape(())
+
+
+def test_swapaxes_spelling_does_not_capture_operands_named_i_and_j():
+    """Seed 2648651: rot90's composition swaps axes `i` and `j`, and the Array API
+    spelling's comprehension variable was `i` too: 'repeated axis in transpose'."""
+    x = np.array([[0.3], [0.7], [-0.2]])
+    got = sg.grad(_rot90_of_one_element)(xs.asarray(x))
+    assert np.asarray(got).tolist() == [[0.0], [1.0], [0.0]]
