@@ -61,6 +61,8 @@ def array_function(self, func, types, args, kwargs):
         if len(operands) > 2:
             return einsum_many(args[0], *operands, **kwargs)
         args = (args[0],) + operands
+    if func in _LIKE:  # torch's zeros_like & co.: a new Tensor, never in the graph
+        return Tensor._make(func(*strip(args), **{k: strip(v) for k, v in kwargs.items()}))
     rule = rules.lookup_callable(func)
     if rule is not None and rule.static_out:  # shapes, dtypes: facts, never differentiated
         return func(*strip(args), **{k: strip(v) for k, v in kwargs.items()})
@@ -70,6 +72,12 @@ def array_function(self, func, types, args, kwargs):
             return override(*args, **kwargs)
         return _fallback(func, args, kwargs)
     return call_rule(rule, args, kwargs)
+
+
+# `torch.zeros_like(x)` of an x that requires grad does not (observed in torch 2.14.1; a
+# create_graph backward of `x ** 0` is such a zeros_like): no node, no tangent.
+_LIKE = frozenset({numpy.zeros_like, numpy.ones_like, numpy.empty_like})  # full_like: its
+# fill_value row is differentiable (a Tensor fill)
 
 
 def _fallback(func, args, kwargs):

@@ -40,6 +40,7 @@ from srcgrad.autograd.node import (
     GradientEdge,
     Node,
     ready_order,
+    saves_an_operand,
     task_stack,
     torch_size,
 )
@@ -362,6 +363,9 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                         if type(v) is _ndarray:
                             node._saved = node._operands = None
                             break
+                    else:
+                        if saves_an_operand(node._kernel):  # a saved number operand
+                            node._saved = node._operands = None
             else:
                 out = node_backward(node, buf, create_graph)
                 if not retain_graph:

@@ -15,6 +15,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.autograd.ops import apply, call_rule, node_name, static_key
+from srcgrad.autograd.saved import keep_numbers
 from srcgrad.autograd.tensor import Tensor
 
 _E = {}  # no static arguments
@@ -25,15 +26,22 @@ return_types_sort = collections.namedtuple("sort", ["values", "indices"])
 
 def _binary(rule):
     name = node_name(rule)
+    keep = rule in ("multiply", "divide")  # torch's MulBackward0/DivBackward0 `_saved_self`
 
     def op(self, other):
-        if other.__class__ is not Tensor and isinstance(other, _SEQUENCES):
-            other = numpy.asarray(other)
+        if other.__class__ is not Tensor:
+            if isinstance(other, _SEQUENCES):
+                other = numpy.asarray(other)
+            elif keep:
+                return _kept(apply(rule, _E, (), (self, other), name))
         return apply(rule, _E, (), (self, other), name)
 
     def rop(self, other):
-        if other.__class__ is not Tensor and isinstance(other, _SEQUENCES):
-            other = numpy.asarray(other)
+        if other.__class__ is not Tensor:
+            if isinstance(other, _SEQUENCES):
+                other = numpy.asarray(other)
+            elif keep:
+                return _kept(apply(rule, _E, (), (other, self), name))
         return apply(rule, _E, (), (other, self), name)
 
     op.__name__, rop.__name__ = rule, "r" + rule
@@ -53,7 +61,14 @@ def _rtruediv(self, other):
     if not numpy.issubdtype(numpy.asarray(self._data).dtype, numpy.inexact):
         return _rdivide(self, other)
     r = apply("reciprocal", _E, (), (self,), _RECIPROCAL)
-    return apply("multiply", _E, (), (r, _operand(other)), _MULTIPLY)
+    return _kept(apply("multiply", _E, (), (r, _operand(other)), _MULTIPLY))
+
+
+def _kept(out):
+    """`out` with its node's number operands kept past a backward (saved.keep_numbers)."""
+    if isinstance(out, Tensor):
+        keep_numbers(out)
+    return out
 
 
 def _operand(x):
@@ -288,15 +303,17 @@ def pow_(self, exponent):
     # (pow(Tensor, Tensor)), PowBackward2 for a number base (__rpow__: pow(Scalar, Tensor))
     if exponent.__class__ is not Tensor and isinstance(exponent, _SEQUENCES):
         exponent = numpy.asarray(exponent)
-    name = "PowBackward1" if isinstance(exponent, (Tensor, numpy.ndarray)) else "PowBackward0"
-    return apply("power", _E, (), (self, _operand(exponent)), name)
+    if isinstance(exponent, (Tensor, numpy.ndarray)):
+        return apply("power", _E, (), (self, exponent), "PowBackward1")
+    return _kept(apply("power", _E, (), (self, _operand(exponent)), "PowBackward0"))
 
 
 def _rpow(self, base):
     if base.__class__ is not Tensor and isinstance(base, _SEQUENCES):
         base = numpy.asarray(base)
-    name = "PowBackward1" if isinstance(base, numpy.ndarray) else "PowBackward2"
-    return apply("power", _E, (), (base, self), name)
+    if isinstance(base, numpy.ndarray):
+        return apply("power", _E, (), (base, self), "PowBackward1")
+    return _kept(apply("power", _E, (), (base, self), "PowBackward2"))
 
 
 def relu(self):
@@ -309,8 +326,8 @@ def sigmoid(self):
 
 
 def clamp(self, min=None, max=None):
-    return apply("clip", {}, (), (self, _operand(min), _operand(max)), "ClampBackward1") \
-        if min is not None and max is not None else _clamp1(self, min, max)
+    return _kept(apply("clip", {}, (), (self, _operand(min), _operand(max)), "ClampBackward1")
+                 if min is not None and max is not None else _clamp1(self, min, max))
 
 
 def _clamp1(self, lo, hi):

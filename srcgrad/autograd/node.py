@@ -179,6 +179,19 @@ class GradientEdge(tuple):
 _RAW = object()  # a saved entry that was not packed (a shape, a Python number)
 
 
+_SAVES_OPERAND: dict = {}  # id(kernel) -> bool; kernels live forever
+
+
+def saves_an_operand(kernel) -> bool:
+    """Whether the kernel saves an operand: torch saves a number operand as a wrapped 0-d
+    tensor (`x * 2.0`'s MulBackward0 `_saved_other`), which a backward frees too, so such a
+    node cannot run twice (observed in torch 2.14.1); numbers it computes stay (MeanBackward0)."""
+    known = _SAVES_OPERAND.get(id(kernel))
+    if known is None:
+        known = _SAVES_OPERAND[id(kernel)] = any(k == "input" for k, _ in kernel.saved_from)
+    return known
+
+
 class OpNode(Node):
     """The node of one op: backward is the row's generated kernel (Note [One node per op])."""
 
@@ -217,7 +230,7 @@ class OpNode(Node):
         numbers are not tensors in torch and stay: such a node can run again."""
         saved = self._saved
         if saved is not None and (self._packed is not None or any(
-                type(s) is numpy.ndarray for s in saved)):
+                type(s) is numpy.ndarray for s in saved) or saves_an_operand(self._kernel)):
             self._saved = None
             self._operands = None
             self._packed = None

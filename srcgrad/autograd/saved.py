@@ -252,13 +252,24 @@ def _dims(axis):
     return tuple(_torch_dim(int(a)) for a in (axis if isinstance(axis, tuple) else (axis,)))
 
 
+def keep_numbers(out) -> None:
+    """Keep the node's number operands past its release: torch's Scalar arguments are no
+    saved tensors, so `(x ** 2).grad_fn._saved_exponent` is 2 after a backward too, as are
+    clamp's `_saved_min`/`_saved_max` and PowBackward2's `_saved_self` (observed in torch
+    2.14.1). Called by the methods of those nodes only: the per-op path keeps nothing."""
+    node = out._grad_fn
+    if node is not None and node._operands is not None:
+        node._numbers = {i: v for i, v in enumerate(node._operands)
+                         if isinstance(v, (int, float, bool, complex))}
+
+
 def _operand(node, i):
-    """Operand i of the node (a number or Tensor), or the saved copy of it once the node
-    keeps no operands (`_GENERIC`: the node's own saved value, where there is one)."""
+    """Operand i of the node (a number or Tensor), or, once the node keeps no operands, a
+    number operand it kept (`keep_numbers`) or `_GENERIC` (the node's own saved value)."""
     ops = node._operands
     if ops is not None and i < len(ops):
         return ops[i]
-    return _GENERIC
+    return node.__dict__.get("_numbers", {}).get(i, _GENERIC)
 
 
 def _number_operand(node, i, wrapped: bool):
@@ -281,13 +292,16 @@ def _binary_saved(which):
 
     def get(node, static):
         ops = node._operands
-        if ops is None:  # released (or nothing kept): the saved names' own answer
-            return _GENERIC
-        numbers = [i for i in (0, 1) if not isinstance(ops[i], (Tensor, numpy.ndarray))]
-        if numbers:
-            return None if which == "self" else _number_operand(node, numbers[0], wrapped=True)
+        if ops is None:  # released, or nothing kept: a number operand was kept_numbers'd
+            if node.__dict__.get("_numbers"):
+                return None if which == "self" else _GENERIC  # a freed wrapped number
+        else:
+            numbers = [i for i in (0, 1) if not isinstance(ops[i], (Tensor, numpy.ndarray))]
+            if numbers:
+                return None if which == "self" else \
+                    _number_operand(node, numbers[0], wrapped=True)
         if ("input", index) not in node._kernel.saved_from:
-            return None
+            return None  # not saved: torch's None, before a backward and after
         return _GENERIC
     return get
 
@@ -367,7 +381,8 @@ _TORCH_ATTRS = {
     "MinBackward0": _MAX_MIN,
     "PowBackward0": {"exponent": _exponent},
     "PowBackward1": {"exponent": _exponent},
-    "PowBackward2": {"exponent": _exponent},
+    "PowBackward2": {"exponent": _exponent,
+                     "self": lambda node, s: _number_operand(node, 0, wrapped=False)},
     "SumBackward1": _REDUCED,
     "MeanBackward0": {"self_sym_numel": _numel},
     "MeanBackward1": {**_REDUCED, "self_sym_numel": _numel},

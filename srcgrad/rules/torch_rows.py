@@ -40,8 +40,9 @@ defrule("torch_power", "x, y", "x ** y", elementwise=True,
 
 # torch's pow_backward for a number exponent 0: zeros_like(self), no graph (the row above
 # would connect it to x with a zero derivative); ops._eager_row picks it for `x ** 0`.
+# zeros_like(x), not of g: torch's node saves self (`_saved_self is x`, freed by a backward).
 defrule("torch_power_zero", "x, y", "x ** y", elementwise=True,
-        vjp={"x": "xp.zeros_like(g)"}, jvp={"x": "xp.zeros_like(x_t)"},
+        vjp={"x": "xp.zeros_like(x)"}, jvp={"x": "xp.zeros_like(x_t)"},
         doc="the eager `x ** 0` for a number 0 (torch's): gradient 0 with no graph")
 
 # A number exponent (torch's pow(Tensor, Scalar), PowBackward0): no `where`, so the

@@ -157,3 +157,79 @@ def test_max_by_dim_saves_torchs_indices():
     saved = out.values.grad_fn._saved_indices
     assert isinstance(saved, sg.Tensor) and saved.tolist() == [1, 1] == out.indices.tolist()
     assert saved.numpy().dtype == np.int64
+
+
+# After a backward (observed in torch 2.14.1): a Scalar argument stays, a saved tensor is
+# freed (SECOND_TIME), and an operand torch does not save stays None.
+AFTER_BACKWARD = [
+    ("x ** 2", "exponent", 2),
+    ("x ** 2.5", "exponent", 2.5),
+    ("x ** 0", "exponent", 0),
+    ("x ** 0.0", "exponent", 0.0),
+    ("2.0 ** x", "self", 2.0),
+    ("x.clamp(min=0.5)", "min", 0.5),
+    ("x.clamp(min=0.5)", "max", None),
+    ("x.clamp(0.5, 3.0)", "max", 3.0),
+    ("x * 2.0", "self", None),
+    ("2.0 * x", "self", None),
+    ("x / 2.0", "self", None),
+]
+
+
+@pytest.mark.parametrize("expr, attr, value", AFTER_BACKWARD,
+                         ids=[f"{e}.{a}" for e, a, _ in AFTER_BACKWARD])
+def test_number_arguments_outlive_the_backward(expr, attr, value):
+    """Before: every `_saved_<name>` of a released node raised torch's "backward through the
+    graph a second time" error, the exponent of `x ** 2` included."""
+    x = _x()
+    out = eval(expr, {"sg": sg, "x": x})
+    fn = out.grad_fn
+    out.sum().backward()
+    got = getattr(fn, "_saved_" + attr)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("expr, attr", [("x ** 2", "self"), ("x ** 0", "self"),
+                                        ("2.0 ** x", "result"), ("x * 2.0", "other"),
+                                        ("x.clamp(min=0.5)", "self")])
+def test_saved_tensors_are_freed_by_the_backward(expr, attr):
+    x = _x()
+    out = eval(expr, {"sg": sg, "x": x})
+    fn = out.grad_fn
+    out.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        getattr(fn, "_saved_" + attr)
+
+
+def test_x_to_the_zero_saves_self():
+    """torch 2.14.1: `(x ** 0).grad_fn` is PowBackward0 with `_saved_self is x` and
+    `_saved_exponent == 0`; srcgrad's node saved nothing (no such attributes)."""
+    x = _x()
+    fn = (x ** 0).grad_fn
+    assert type(fn).__name__ == "PowBackward0" and fn._saved_self is x
+    assert fn._saved_exponent == 0 and type(fn._saved_exponent) is int
+    g, = sg.autograd.grad((x ** 0).sum(), x, create_graph=True)
+    assert g.tolist() == [[0.0, 0.0], [0.0, 0.0]] and not g.requires_grad  # torch: no graph
+
+
+def test_a_saved_number_operand_is_freed_too():
+    """torch saves the number of `x * 2.0` as a wrapped tensor, which the backward frees:
+    a second backward through the node raises (srcgrad ran it again); `x + 1` saves
+    nothing and runs again (observed in torch 2.14.1)."""
+    x = _x()
+    y = x * 2.0
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.sum().backward()
+    y = x + 1
+    y.sum().backward()
+    y.sum().backward()
+    assert x.grad.tolist() == [[4.0, 4.0], [4.0, 4.0]]
+
+
+@pytest.mark.parametrize("func", ["zeros_like", "ones_like", "empty_like"])
+def test_like_constructors_are_not_in_the_graph(func):
+    """torch 2.14.1: `torch.zeros_like(x)` of an x that requires grad does not require grad;
+    srcgrad's np.zeros_like(t) recorded a ZerosLikeBackward0 node."""
+    out = getattr(np, func)(_x())
+    assert isinstance(out, sg.Tensor) and not out.requires_grad and out.grad_fn is None
