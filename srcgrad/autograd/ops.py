@@ -290,6 +290,10 @@ def _plain(ans, operands, e):
         t._inference = True
     if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
         share_storage(t, operands[0])
+        if operands[0]._rg and ans.dtype.kind in "fc":
+            # torch: a view made under no_grad or inference mode of a Tensor that requires
+            # grad requires grad too, as a leaf (grad_fn None; observed in torch 2.14.1)
+            t._rg = True
     return t
 
 

@@ -339,8 +339,10 @@ def share_storage(view, source, multi=None) -> None:
     output of an op returning several views (split, chunk, unbind)."""
     import weakref
 
-    view._vc = source._vc
     view._inference = source._inference  # torch: a view is an inference tensor iff its base is
+    if source._inference:  # and inference tensors track no views: `_is_view()` is False
+        return
+    view._vc = source._vc
     base = source._base if source._base is not None else source
     view._base = base
     views = base._views

@@ -165,3 +165,35 @@ def test_allow_mutation_on_saved_tensors_double_backward():
     np.testing.assert_array_equal(g.detach().numpy(), [2.0, 4.0])
     assert g.grad_fn is not None
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+def test_views_of_inference_tensors_are_no_views():
+    """torch 2.14.1: inference tensors track no views, so `a[:2]` of one (made inside the
+    mode or out of it) is an inference tensor with `_is_view()` False and `_base` None;
+    srcgrad made it a view of `a`. An in-place write through it still reaches `a`."""
+    with sg.inference_mode():
+        a = sg.ones(3)
+        v = a[:2]
+        v.add_(1)
+    assert v.is_inference() and not v._is_view() and v._base is None
+    assert a[:1].is_inference() and not a[:1]._is_view()
+    assert a.tolist() == [2.0, 2.0, 1.0]
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside "
+                                           "InferenceMode is not allowed"):
+        v.add_(1)
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+@pytest.mark.parametrize("view", ["c[:2]", "c.view(3)", "c.reshape(3)", "c.unsqueeze(0)"])
+def test_a_view_made_without_grad_of_a_tensor_that_requires_grad_requires_grad(mode, view):
+    """torch 2.14.1: under no_grad or inference mode, a view of a leaf that requires grad
+    requires grad itself, as a leaf (grad_fn None, not an inference tensor); a backward
+    from it fills its own .grad, not the base's. srcgrad's view did not require grad."""
+    c = sg.ones(3, requires_grad=True)
+    with getattr(sg, mode)():
+        d = eval(view)
+        e = c * 2
+    assert (d.requires_grad, d.grad_fn, d.is_leaf, d.is_inference()) == (True, None, True, False)
+    assert d._is_view() and d._base is c and not e.requires_grad
+    d.sum().backward()
+    assert c.grad is None and (d * 2).requires_grad
