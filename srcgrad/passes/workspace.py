@@ -13,6 +13,16 @@ A buffer is never what the function returns, never an operand a view may be take
 (every reader of it must make a new array, as in srcgrad.passes.inplace), and never an
 operand of the op that writes it. The caller passes the same buffers on every call (one
 set per thread) and copies what it keeps before the next call.
+
+Note [A view keeps its array alive]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A value written into a dead operand (`xp.add(a, b, out=b)`, srcgrad.passes.inplace) takes
+over that operand's buffer, and views may be taken of it (`_add.reshape(...)`, a slice):
+they read the buffer for as long as they live. So a value's lifetime here ends at the last
+use of any view of it, transitively, and a view the function returns keeps it to the end;
+a buffer whose value ended at its own last use was handed to the next ufunc while a view of
+it was still read (a forward Jacobian of a gradient through `np.subtract.at` and a product
+of two reshapes was wrong: fuzz seed 2651683).
 """
 
 from __future__ import annotations
@@ -31,6 +41,13 @@ def assign_workspace(ops: list, results: list, probe, namer) -> list:
         for v in op.operand_vars():
             last_use[v] = i
     pinned = {v for r in results for v in operand_vars(r)}
+    for v in pinned:
+        last_use[v] = len(ops)
+    for op in reversed(ops):  # Note [A view keeps its array alive]
+        if not allocates(op):
+            end = max((last_use.get(o, -1) for o in op.outs), default=-1)
+            for v in op.operand_vars():
+                last_use[v] = max(last_use.get(v, -1), end)
     for op in ops:  # a value a view may be taken of is never a buffer
         if not allocates(op):
             pinned.update(op.operand_vars())
