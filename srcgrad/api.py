@@ -367,6 +367,8 @@ def explain(g) -> str:
     compiled = getattr(g, "__srcgrad__", None)
     if compiled is None:
         raise TypeError(f"sg.explain: {g!r} was not returned by a srcgrad transform")
+    if hasattr(compiled, "explain"):  # a jacobian, hessian or vmap: its plans say
+        return compiled.explain()
     miss = getattr(g, "__globals__", {}).get("_miss")
     variants = getattr(getattr(miss, "__self__", None), "variants", {})
     fn = compiled.fn

@@ -445,6 +445,18 @@ class JacobianSource:
             self.module_source = "\n".join(parts)
         return self.module_source
 
+    def explain(self) -> str:
+        """sg.explain's text: the plans compiled, and why a plan runs one pass per seed."""
+        jac = self.jac
+        kind = "jacobian" if jac.of is None else "hessian"
+        batched = sum(p is not None for p in jac._plans.values())  # noqa: SLF001
+        lines = [f"{kind} of {_name(jac)} (mode {jac.mode}), backend: "
+                 + (jac.backend or "the arguments' array namespace (NumPy for NumPy arrays)"),
+                 f"plans compiled: {len(jac._plans)} (one per argument shapes and mode), "  # noqa: SLF001
+                 f"{batched} batched (all seeds in one program)"]
+        lines += [f"  one pass per seed: {why}" for why in jac._reasons.values() if why]  # noqa: SLF001
+        return "\n".join(lines)
+
     def refusal(self) -> str:
         kind = "jacobian" if self.jac.of is None else "hessian"
         return (f"sg.{kind} of `{_name(self.jac)}` cannot be differentiated by sg.grad, "

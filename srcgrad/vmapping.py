@@ -329,6 +329,12 @@ class _VmapSource:
     def module_source(self):
         return self.vm._vm_module_source
 
+    def explain(self) -> str:
+        """sg.explain's text for a vmap."""
+        compiled = self.vm._vm_module_source is not None
+        return (f"vmap of {getattr(self.vm._vm_f, '__name__', 'f')}: one batched program for the "
+                "arguments' shapes and axes" + ("" if compiled else " (not called yet)"))
+
     def load(self):
         if self.vm._vm_module_source is None:
             raise ValueError("sg.source of a vmap: call it once first (its batched program "

@@ -195,3 +195,28 @@ def test_jacobian_when_the_derivative_is_a_view_of_the_seed(mode):
     x = np.arange(3.0)
     assert_close(sg.jacobian(_total, mode=mode)(x), np.ones(3))
     assert_close(sg.jacobian(_same, mode=mode)(x), np.eye(3))
+
+
+def _sin_squares(x):
+    return np.sum(np.sin(x) ** 2)
+
+
+def _sin(x):
+    return np.sin(x)
+
+
+def test_explain_reads_jacobians_hessians_and_vmaps():
+    """sg.explain of a jacobian (of a gradient too), a hessian or a vmap raised
+    AttributeError ('JacobianSource' object has no attribute 'fn'); API.md promises a text."""
+    jac = sg.jacobian(sg.grad(_sin_squares), mode="forward")
+    jac(np.ones(3))
+    text = sg.explain(jac)
+    assert text.startswith("jacobian of _sin_squares (mode forward)") and "1 batched" in text
+    hess = sg.hessian(_sin_squares)
+    assert "plans compiled: 0" in sg.explain(hess)
+    hess(np.ones(3))
+    assert sg.explain(hess).startswith("hessian of _sin_squares") and "1 batched" in sg.explain(hess)
+    vm = sg.vmap(_sin)
+    assert sg.explain(vm).endswith("(not called yet)")
+    vm(np.ones((2, 3)))
+    assert sg.explain(vm).startswith("vmap of _sin: one batched program")
