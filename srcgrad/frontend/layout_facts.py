@@ -21,7 +21,8 @@ NumPy guarantees it, and are checked against NumPy itself (tests/test_layout_fac
   every operand is 0-d (`np.where` a 0-d array);
 * a reduction over every axis is a NumPy scalar; over some axes (of a known rank) a
   fresh array, C-contiguous for a C-contiguous operand, or a scalar when no axis is
-  left; `matmul`/`dot` of vectors a scalar, of matrices a fresh C-contiguous array;
+  left; `matmul`/`dot` of vectors a scalar, of matrices a fresh C-contiguous array
+  (whatever the operands' layouts; a batched matmul only of C-contiguous operands);
 * `np.zeros`/`ones`/`full`/`eye`/`arange`, stacking and concatenating C-contiguous
   arrays, `np.tile`, `np.repeat`/`cumsum` with no axis, `ravel`'s copy and `flatten`
   are fresh C-contiguous arrays; a copy, `astype`, `zeros_like` and `repeat`/`cumsum`
@@ -224,7 +225,10 @@ def _product(name, x, y) -> Fact | None:
     if ndim == 0:
         return SCALAR
     shape = _product_shape(name, x.layout[0], y.layout[0]) if x.layout and y.layout else None
-    c = x.c and y.c  # a fresh C-ordered array (claimed where both operands are C-contiguous)
+    # a fresh C-ordered array: np.dot's always, and matmul's where no operand has batch
+    # axes (its core axes are allocated C-ordered; batch axes follow the operands' order 'K':
+    # two Fortran-ordered (2, 5, 3, 4) operands give a product that is not C-contiguous)
+    c = name == "dot" or (a <= 2 and b <= 2) or (x.c and y.c)
     return Fact(True, ndim, c, c_layout(shape) if c and shape is not None else None)
 
 
