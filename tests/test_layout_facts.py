@@ -96,7 +96,8 @@ def test_ufuncs_of_numbers_and_0d_arrays_are_scalars():
     _check(_predicted("math_sin", x=1.5), 0.99)
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "max", "prod", "var", "std", "norm"])
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "prod", "var", "std", "norm", "nansum",
+                                  "nanmean"])
 def test_reductions(name):
     fn = np.linalg.norm if name == "norm" else getattr(np, name)
     for shape in SHAPES:
@@ -341,7 +342,15 @@ def reshape_of_a_product_of_strided_matrices(x):
     return np.sum(w * x[0, 0])
 
 
+def aliased_nansum_written_in_place(x):
+    v = np.nansum(x * 1.0, axis=1)  # an array: `v *=` writes into it, so into w too
+    w = v
+    v *= x[:, 0]
+    return np.sum(w * x[:, 1]) + np.nanmean(x, axis=0)[0]
+
+
 PROGRAMS = [
+    (aliased_nansum_written_in_place, [_c((2, 3)) / 7.0]),
     (reshape_of_a_product_of_strided_matrices, [_c((3, 3)) / 7.0]),
     (reshape_of_computed, [_c((2, 3)) / 7.0]),
     (ravel_of_computed_augmented, [_c((2, 2)) / 5.0]),

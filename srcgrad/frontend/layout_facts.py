@@ -67,7 +67,8 @@ UFUNCS = frozenset({
     "clip"})
 # Python's math module and int helpers: Python numbers
 PYTHON_NUMBERS_PREFIXES = ("math_", "pymath_", "py_")
-REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "var", "std", "norm"})
+REDUCTIONS = frozenset({"sum", "mean", "prod", "max", "min", "var", "std", "norm", "nansum",
+                        "nanmean"})
 CREATIONS = frozenset({"zeros", "ones", "full", "empty"})
 SAME_LAYOUT = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 TRANSPOSES = frozenset({"T", "transpose", "swapaxes", "moveaxis", "matrix_transpose"})
