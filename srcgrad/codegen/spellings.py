@@ -57,14 +57,29 @@ _AT3 = ("xp.reshape(xp.asarray({0}), (1, 1, 1) if xp.asarray({0}).ndim == 0 else
         "+ xp.asarray({0}).shape + (1,) if xp.asarray({0}).ndim == 1 else xp.asarray({0}).shape "
         "+ (1,) * max(0, 3 - xp.asarray({0}).ndim))")
 
+_REM = "xp.remainder(xp.asarray(x), y)"
+# nanmax/nanmin: the max/min of the values with nan read as -inf/+inf, nan where every
+# value of the slice is nan (NumPy's value, with its RuntimeWarning not raised)
+_NANEXT = ("xp.where(xp.all(xp.isnan(x), axis=axis, keepdims=keepdims), xp.nan, "
+           "xp.{0}(xp.where(xp.isnan(x), {1}xp.inf, x), axis=axis, keepdims=keepdims))")
+_EQUAL = "(xp.asarray(a1) == xp.asarray(a2))"
+_BOTH_NAN = "(xp.isnan(xp.asarray(a1)) & xp.isnan(xp.asarray(a2)))"
+
 ARRAY_API: dict = {
+    "nanmax": _NANEXT.format("max", "-"),
+    "nanmin": _NANEXT.format("min", ""),
+    # (NumPy raises for an all-nan slice; here its index is 0)
+    "nanargmax": "xp.argmax(xp.where(xp.isnan(a), -xp.inf, a), axis=axis, keepdims=keepdims)",
+    "nanargmin": "xp.argmin(xp.where(xp.isnan(a), xp.inf, a), axis=axis, keepdims=keepdims)",
+    "array_equal": f"(xp.asarray(a1).shape == xp.asarray(a2).shape and bool(xp.all({_EQUAL} "
+                   f"if not equal_nan else {_EQUAL} | {_BOTH_NAN})))",
     # x may be a Python number (emit writes `x.shape` for a known array: Note [Python
     # numbers in other namespaces])
     "shape": "xp.asarray(x).shape",
     "ndim": "xp.asarray(x).ndim",
     "size": "math.prod(xp.asarray(x).shape)",
     "exp2": "2.0 ** x",
-    "cbrt": Refused("the Array API has no cube root"),
+    "cbrt": "xp.sign(x) * xp.abs(x) ** (1.0 / 3.0)",  # (to rounding: 27 -> 3 + 4e-16)
     "arcsin": "xp.asin(x)",
     "arccos": "xp.acos(x)",
     "arctan": "xp.atan(x)",
@@ -161,7 +176,9 @@ ARRAY_API: dict = {
     # issue 29's sweep rows (srcgrad/rules/table_sweep.py)
     "sinc": "xp.where(x == 0, 1.0, xp.sin(math.pi * x) / (math.pi * xp.where(x == 0, 1.0, x)))",
     "heaviside": "xp.where(x < 0, 0.0, xp.where(x > 0, 1.0, y))",
-    "fmod": Refused("the Array API has no fmod (its remainder rounds toward -inf)"),
+    # C's fmod from the Array API's remainder (floored): where the two differ (a nonzero
+    # remainder of the other sign than x), fmod is the remainder less y
+    "fmod": f"xp.where(({_REM} != 0) & (({_REM} < 0) != (xp.asarray(x) < 0)), {_REM} - y, {_REM})",
     "nan_to_num": "xp.where(x == -xp.inf, (-xp.finfo(x.dtype).max if neginf is None else neginf), "
                   "xp.where(x == xp.inf, (xp.finfo(x.dtype).max if posinf is None else posinf), "
                   "xp.where(xp.isnan(x), nan, x)))",
