@@ -108,3 +108,44 @@ def test_vmap_of_a_hessian_or_jacobian_of_a_function_that_writes(make):
     A = RNG.normal(size=(4, 3))
     want = error_of(lambda: [t(a, a) for a in A])
     assert want is not None and error_of(lambda: sg.vmap(t)(A, A)) == want
+
+
+def _sum_of_a_vmap_that_writes(x, y):
+    return np.sum(sg.vmap(writes)(x * 1.0, y))
+
+
+def test_the_check_in_code_another_transform_traces_is_each_examples():
+    """sg.grad of a function calling sg.vmap(writes): the check runs in the traced code as
+    `no_alias_batched`, example by example (it was refused: `no_alias` has no batched
+    form). Interleaved rows that share no example's memory pass, where a check of the
+    whole arrays would raise; the gradient is the loop's."""
+    A = RNG.normal(size=(4, 6))
+    x, y = A[:, :3], A[:, 3:]
+    got = sg.grad(_sum_of_a_vmap_that_writes, wrt=1)(x, y)
+    want = sg.grad(lambda_free_loss, wrt=1)(x.copy(), y.copy())
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
+
+
+def lambda_free_loss(x, y):
+    total = 0.0
+    for i in range(4):
+        xi = x[i] * 1.0
+        xi[0] = 2.0 * y[i, 1]
+        xi += y[i]
+        total = total + np.sum(xi * xi)
+    return total
+
+
+def test_each_examples_check_raises_the_loops_error():
+    from srcgrad.rules.helpers import no_alias, no_alias_batched
+
+    A = RNG.normal(size=(4, 6))
+    x, y = A[:, :3], A[:, 3:]  # the whole arrays' bounds overlap, no example's do
+    assert no_alias_batched(x, x, (True, True), y) is x
+    with pytest.raises(ValueError, match="shares memory") as whole:
+        no_alias(x, x, y)
+    z = A[:, 1:4]  # each example's row overlaps x's row
+    with pytest.raises(ValueError, match="shares memory") as each:
+        no_alias_batched(x, x, (True, True), z)
+    assert str(each.value) == str(whole.value)
+    assert no_alias_batched(x, x, (True, False), A[0, 3:]) is x  # an unmapped other

@@ -96,6 +96,7 @@ NO_DERIVATIVE_NEEDED = frozenset({
     ("take_along_bar", "indices"), ("scatter_index", "index"), ("where", "condition"),
     ("full_like", "x"), ("concat_bar", "arrays"), ("stack_bar", "arrays"),
     ("stacked_bar", "arrays"), ("no_alias", "base"), ("no_alias", "others"),
+    ("no_alias_batched", "base"), ("no_alias_batched", "others"),
     ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
     ("split", "indices_or_sections"), ("heaviside", "x"), ("copysign", "y"),
     ("ldexp", "x2"),  # an integer exponent: discrete, as an index

@@ -490,6 +490,13 @@ def _stack_bar(b, op, c, arrays, axis):
         b.keep(Op("getitem", (), (out,), op.loc), c, Const((slice(None),) * (a + 1) + (i,)))
 
 
+def _no_alias(b, op, x, base, *others):
+    """The write check of an argument, example by example (`no_alias_batched`): a check of
+    the whole batched arrays would raise for interleaved examples that share no memory."""
+    mapped = Const(tuple(b.is_b(v) for v in (base, *others)))
+    b.keep(Op("no_alias_batched", (), op.outs, op.loc), b.full(x), base, mapped, *others)
+
+
 # ---------------------------------------------------------------------- scans, folds, transposes
 def _axis_param(b, op, x, axis, *rest):
     """A helper row with one int `axis` after x (shift, excumprod, diff_bar)."""
@@ -532,7 +539,9 @@ _HANDLERS = {
     "empty_like": _same_shape, "copy": _same_shape, "astype": _same_shape,
     "as_columns": _same_shape, "from_columns": _same_shape,  # a trailing unit axis
     "sum": _reduction, "mean": _reduction, "prod": _reduction, "max": _reduction,
-    "min": _reduction, "var": _reduction, "std": _reduction,
+    "min": _reduction, "var": _reduction, "std": _reduction, "nansum": _reduction,
+    "nanmean": _reduction, "nanmax": _reduction, "nanmin": _reduction, "all": _reduction,
+    "any": _reduction, "count_nonzero": _reduction, "no_alias": _no_alias,
     "cumsum": _scan, "cumprod": _scan, "norm": _norm,
     "reshape": _reshape, "ravel": _ravel, "flatten": _ravel,
     "transpose": _transpose, "T": _T, "matrix_transpose": _matrix_transpose,

@@ -270,9 +270,10 @@ def _block_lines(ops, pool, marked: set) -> list:
 # error at the first example whose check fails. The checks go first in the batched
 # function (the op itself is the identity on `new`); a per-example argument of shape ()
 # is a NumPy scalar, which no_alias passes, so it has none. Only a check outside loops
-# and branches is lifted (it runs once on every call); another is refused as before, and
-# so is every check in code another transform traces (entry_at), which the frontend could
-# not read back.
+# and branches is lifted (it runs once on every call). Another check, and every check in
+# code another transform traces (entry_at), which the frontend reads back, is batched as
+# the row `no_alias_batched` (srcgrad.passes.batch): the same whole-array test first, then
+# example by example, in the batched code itself.
 def _lift_no_alias(ops, inputs) -> tuple:
     """(ops without the liftable no_alias ops, each one's result -> its operand, the
     checks: (index of the written argument, indices of the others))."""

@@ -40,7 +40,7 @@ __all__ = [
     "ensure_scalar", "as_columns", "from_columns", "broadcast_solve",
     "check_grad", "check_tangent", "zero_tangent", "differentiable_once", "storage_written",
     "check_saved",
-    "setitem", "setitem_bar", "no_alias", "numpy_number", "stacked_bar", "diag_bar",
+    "setitem", "setitem_bar", "no_alias", "no_alias_batched", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
 ]
@@ -838,6 +838,21 @@ def no_alias(x, base, *others):
                 raise ValueError("compiled code writes into an argument that shares memory "
                                  f"with another argument (the {i + 1}th other array argument); "
                                  "pass a copy (`x.copy()`) so each argument is its own array")
+    return x
+
+
+def no_alias_batched(x, base, mapped, *others):
+    """`no_alias` of each example of a batch (axis 0 of the operands `mapped` flags, base
+    first): where the whole arrays pass, every example does (a slice's memory lies within
+    its array's); else each example is checked, raising the loop's error at the first
+    that fails (Note [Writes into mapped arguments] in srcgrad.pipeline.vmap)."""
+    try:
+        return no_alias(x, base, *others)
+    except ValueError:
+        pass
+    n = base.shape[0] if mapped[0] else next(o.shape[0] for o, m in zip(others, mapped[1:]) if m)
+    for i in range(n):
+        no_alias(None, *(v[i] if m else v for v, m in zip((base, *others), mapped)))
     return x
 
 

@@ -936,6 +936,13 @@ defrule("no_alias", "x, base, *others", "no_alias(x, base, *others)",
         targets=("srcgrad.rules.helpers.no_alias",),
         vjp={"x": "g"}, jvp={"x": "x_t"},
         doc="identity; raises where a written argument shares memory with another")
+# no_alias under sg.vmap inside code another transform traces (srcgrad.passes.batch): each
+# example's check, `mapped[k]` saying which of base and others carry the batch axis 0
+# (Note [Writes into mapped arguments] in srcgrad.pipeline.vmap).
+defrule("no_alias_batched", "x, base, mapped, *others", "no_alias_batched(x, base, mapped, *others)",
+        targets=("srcgrad.rules.helpers.no_alias_batched",),
+        vjp={"x": "g"}, jvp={"x": "x_t"},
+        doc="identity; raises where an example's written argument shares memory with another's")
 
 # A Python number as a NumPy value, so that an operator on it follows NumPy's rules
 # (inf or nan at a singular point, not ZeroDivisionError): Note [Scalar code].

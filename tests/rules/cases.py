@@ -529,6 +529,8 @@ case("setitem_bar",
      ("slice", {"c": N(5, 3), "index": slice(1, 4)}),
      ("repeated", {"c": N(5), "index": I(1, 3, 1)}))
 case("no_alias", ("distinct", {"x": N(3), "base": N(3), "others": (N(3), N(2))}))
+case("no_alias_batched", ("distinct", {"x": N(2, 3), "base": N(2, 3), "mapped": (True, True, False),
+                                       "others": (N(2, 3), N(3))}))
 for _name, _dom in [("exp", N), ("expm1", N), ("log", P), ("log2", P), ("log10", P),
                     ("log1p", P), ("sqrt", P), ("sin", N), ("cos", N), ("tan", lambda: U(-1, 1)),
                     ("sinh", N), ("cosh", N), ("tanh", N), ("asin", lambda: U(-0.9, 0.9)),
