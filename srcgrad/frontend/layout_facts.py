@@ -498,7 +498,8 @@ class LayoutTracker:
         args = {p: self._operand(o, memo, track, depth) for p, o in zip(params, operands)}
         if name == "getitem":
             args["index"] = self._index(operands[1])
-        if name in ("setitem", "no_alias", "no_alias_batched", "identity"):  # the array itself (written, checked)
+        # the array itself (written, checked)
+        if name in ("setitem", "no_alias", "no_alias_batched", "identity"):
             return args.get("x")
         return infer(name, args)
 
