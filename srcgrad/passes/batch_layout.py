@@ -31,6 +31,21 @@ def _tile(b, op, x, reps):
     b.keep(op, x, Const((1,) * (b.rank(x) + 1 - len(value)) + value))
 
 
+def _tile_bar(b, op, c, shape, reps):
+    """The tiles summed back, each example's: x's shape with leading unit axes up to the
+    tiled rank (NumPy's tile pads the shorter of the two), then x's own shape."""
+    target = tuple(_static(shape, op.prim))
+    value = _static(reps, op.prim)
+    value = (value,) if isinstance(value, int) else tuple(value)
+    d = max(len(value), len(target))
+    full, r = (1,) * (d - len(target)) + target, (1,) * (d - len(value)) + value
+    c = b.full(c)
+    if full == target:
+        return b.keep(op, c, Const((b.size,) + target), Const((1,) + r))
+    summed = b.call("tile_bar", c, (b.size,) + full, (1,) + r, shape=full)
+    b.keep(Op("reshape", (), op.outs, op.loc), summed, Const((b.size,) + target))
+
+
 def _repeat(b, op, x, repeats, axis):
     value = _static(axis, op.prim)
     if value is None:  # the flattened array
@@ -63,6 +78,6 @@ def _pad_bar(b, op, c, shape, pad_width, mode):
 
 HANDLERS = {
     "fliplr": _fliplr, "flipud": _flipud, "atleast_1d": _atleast, "atleast_2d": _atleast,
-    "atleast_3d": _atleast, "tile": _tile, "repeat": _repeat, "split": _split, "pad": _pad,
+    "atleast_3d": _atleast, "tile": _tile, "tile_bar": _tile_bar, "repeat": _repeat, "split": _split, "pad": _pad,
     "pad_bar": _pad_bar,
 }
