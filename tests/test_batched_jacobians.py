@@ -42,7 +42,6 @@ REFUSED = {
     ("pad_bar", "reflect", "forward"): "copies elements into the border",
     ("pad_bar", "wrap", "forward"): "copies elements into the border",
     ("repeat", "int", "reverse"): "`repeat_bar` has no batched form",
-    ("tile", "2d", "reverse"): "`tile_bar` has no batched form",
     ("solve", "batch-vector", "forward"): "a stack of matrices with one vector",
 }
 def _module(tmp_path, rule, args):

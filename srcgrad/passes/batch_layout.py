@@ -78,6 +78,7 @@ def _pad_bar(b, op, c, shape, pad_width, mode):
 
 HANDLERS = {
     "fliplr": _fliplr, "flipud": _flipud, "atleast_1d": _atleast, "atleast_2d": _atleast,
-    "atleast_3d": _atleast, "tile": _tile, "tile_bar": _tile_bar, "repeat": _repeat, "split": _split, "pad": _pad,
+    "atleast_3d": _atleast, "tile": _tile, "tile_bar": _tile_bar,
+    "repeat": _repeat, "split": _split, "pad": _pad,
     "pad_bar": _pad_bar,
 }
