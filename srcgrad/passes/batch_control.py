@@ -321,10 +321,14 @@ def _same_shape(b, x, y):
 
 
 def _select(b, op, pred, then, other):
-    """Both branches, then `where(pred, then, else)` per example."""
+    """Both branches, then `where(pred, then, else)` per example. A branch may hold
+    `if`s of its own (each batched as this one, or kept where its test is not mapped):
+    pure too; loops, effects and I/O are refused (they would run for every example)."""
     for block in (then, other):
         for inner in _all_ops(block.ops):
             rule = rules.RULES[inner.prim]
+            if inner.prim == "cond":
+                continue
             if inner.blocks or rule.control or rule.effect or rule.io:
                 raise Unbatchable(f"an `if` on a mapped test whose branch holds `{inner.prim}` "
                                   "(both branches run, then one value is chosen per example)")
