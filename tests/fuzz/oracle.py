@@ -481,7 +481,11 @@ def _second_difference(phi, leaves, lspecs, spec, directions, scale) -> float | 
         estimates.append((at(e, e) - at(e, -e) - at(-e, e) + at(-e, -e)) / (4 * e * e))
     if not all(np.isfinite(estimates)) or not _close(estimates[0], estimates[1], scale * 10):
         return None
-    return estimates[0]
+    # Richardson's extrapolation: each estimate's error is c e**2 (+ rounding / e**2), so
+    # this combination cancels c; the larger step's own estimate was off by 1.4e-4 of a
+    # smooth rational function's exact v . H u (fuzz seed 2657286, an oracle false wrong)
+    (e1, e2), (h1, h2) = HESSIAN_EPS, estimates
+    return (e1 * e1 * h2 - e2 * e2 * h1) / (e1 * e1 - e2 * e2)
 
 
 def _check_autograd(afn, spec, output, args, cotangent, directions, derivs, scale):

@@ -505,3 +505,27 @@ def test_oracle_counts_srcgrads_run_time_refusal_on_array_api_as_refused(program
     result = oracle.check(generate(1800055), program_dir, transforms=["array_api"])
     assert result.outcome == "refused", _explain(1800055, result)
     assert result.failures[0].detail.startswith("srcgrad: whether an in-place write reaches")
+
+
+def test_second_differences_are_extrapolated():
+    """Fuzz seed 2657286 (an oracle false wrong): the reference v . H u of
+    sum(x) / (T**2 + 1) was the larger step's estimate, off by 1.4e-4 relative from the
+    exact value, beyond the Hessian check's tolerance; Richardson's extrapolation of the two
+    steps is exact to 1e-7 relative here."""
+    x = np.array([[0.810099, 0.747059, -0.753689], [-0.484387, 0.883993, 0.864828]])
+    w = np.ones(6)
+    w[:2] = 2.0  # T = sum(tile(x.ravel(), 2)[:8]) = w . x
+
+    def phi(a):
+        return np.sum(a) / (np.dot(w, a.ravel()) ** 2 + 1.0)
+
+    S, T = x.sum(), w @ x.ravel()
+    D, one = T * T + 1, np.ones(6)
+    H = (-np.outer(one, 2 * T * w) - np.outer(2 * T * w, one)) / D ** 2 \
+        - 2 * S * np.outer(w, w) / D ** 2 + 8 * S * T * T * np.outer(w, w) / D ** 3
+    rng = np.random.default_rng(2657286)
+    u, v = rng.standard_normal((2, 2, 3))
+    spec = [("array", (2, 3))]
+    got = oracle._second_difference(phi, [x], oracle.leaf_specs(spec), spec, [[u], [v]], 1.0)
+    exact = v.ravel() @ H @ u.ravel()
+    assert abs(got - exact) <= 1e-6 * abs(exact), (got, exact)  # (the larger step's: 4.5e-6)
