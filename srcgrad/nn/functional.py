@@ -176,6 +176,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if t.shape != input.shape[:1] + input.shape[2:]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
                          f"batch_size ({t.shape[0] if t.ndim else 0}).")
+    if input._data.ndim == 2:
+        return _nll_weighted(input, t, weight, ignore_index, reduction)
     w, safe, _ = _class_weights(target, weight, ignore_index, input._data.dtype)
     picked = numpy.take_along_axis(input, numpy.expand_dims(safe, 1), axis=1).squeeze(1)
     loss = picked * w * -1.0
@@ -200,6 +202,26 @@ def _nll_mean(input, t, ignore_index):
     picked = (safe.reshape(t.shape + (1,)) == numpy.arange(C)) & keep.reshape(t.shape + (1,))
     count = numpy.asarray(numpy.count_nonzero(keep), input._data.dtype)
     return apply("torch_nll_loss", {}, (), (input, picked, count), "NllLossBackward0")
+
+
+def _nll_weighted(input, t, weight, ignore_index, reduction):
+    """(N, C) input with class weights or reduction 'sum'/'none': one node, torch_nll_weighted
+    (torch's NllLossBackward0; the composition was seven nodes)."""
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {_torch_name(t.dtype)}")
+    keep = t != ignore_index
+    safe = numpy.where(keep, t, 0)
+    C, dtype = input._data.shape[-1], input._data.dtype
+    if (safe.astype(numpy.uint64) >= C).any():
+        bad = (safe < 0) | (safe >= C)
+        raise IndexError(f"Target {int(safe[bad].flat[0])} is out of bounds.")
+    picked = (safe[:, None] == numpy.arange(C)) & keep[:, None]
+    w = numpy.ones(C, dtype) if weight is None else numpy.asarray(
+        weight._data if isinstance(weight, Tensor) else weight, dtype)
+    wpicked = numpy.where(picked, w, 0).astype(dtype)
+    denom = numpy.asarray(wpicked.sum(), dtype)
+    return apply("torch_nll_weighted", {"reduction": reduction}, reduction,
+                 (input, picked, wpicked, denom), "NllLossBackward0")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -241,6 +241,22 @@ defrule("torch_nll_loss", "x, picked, count",
         doc="the eager nll_loss's common case (mean, no weight), one node (torch's "
             "NllLossBackward0)")
 
+# torch's nll_loss of (N, C) input with class weights or reduction 'sum'/'none', one node
+# as torch's (NllLossBackward0): `wpicked` is weight[target[n]] at (n, target[n]) (0 where
+# ignored), `denom` the sum of those weights ('mean'). As torch, the weight is a constant.
+_NLL_TERMS = "xp.where(picked, x * wpicked, 0)"
+_NLL_G = ("(g / denom if reduction == 'mean' else xp.expand_dims(g, -1) if reduction == 'none' "
+          "else g)")
+defrule("torch_nll_weighted", "x, picked, wpicked, denom, reduction",
+        f"-(xp.sum({_NLL_TERMS}) / denom) if reduction == 'mean' else "
+        f"-xp.sum({_NLL_TERMS}, axis=-1) if reduction == 'none' else -xp.sum({_NLL_TERMS})",
+        vjp={"x": f"xp.where(picked, -{_NLL_G} * wpicked, 0)"},
+        jvp={"x": "-(xp.sum(xp.where(picked, x_t * wpicked, 0)) / denom) if reduction == 'mean' "
+                  "else -xp.sum(xp.where(picked, x_t * wpicked, 0), axis=-1) if reduction == 'none' "
+                  "else -xp.sum(xp.where(picked, x_t * wpicked, 0))"},
+        doc="the eager nll_loss of (N, C) input with class weights or reduction 'sum'/'none', "
+            "one node (torch's NllLossBackward0)")
+
 # torch's prod_backward and cumprod_backward (ProdBackward0/1, CumprodBackward0): no zero
 # in x, the gradient divides the result by x (nan at an inf entry: inf / inf); with a zero,
 # products of the others; one element passes the cotangent with no graph. Which formula

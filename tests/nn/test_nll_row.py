@@ -124,14 +124,6 @@ def test_a_target_out_of_range_is_torchs_index_error(bad):
         F.cross_entropy(x, sg.tensor([0, bad]))
 
 
-def test_other_cases_keep_their_composition():
-    x = sg.tensor(_X, dtype=sg.float64, requires_grad=True)
-    t = sg.tensor([2, 1, 0])
-    assert F.cross_entropy(x, t, reduction="sum").grad_fn.name() != "NllLossBackward0"
-    w = sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64)
-    assert F.cross_entropy(x, t, weight=w).grad_fn.name() != "NllLossBackward0"
-
-
 def test_a_masked_logit_off_the_target_is_no_nan():
     # a -inf logit gives a -inf log-probability; the row must not multiply it by 0
     inf = float("inf")
@@ -142,3 +134,55 @@ def test_a_masked_logit_off_the_target_is_no_nan():
     np.testing.assert_allclose(x.grad.numpy(), [  # observed in torch 2.14
         [-0.3112296656009273, 0.0, 0.3112296656009273],
         [0.26248959373947, -0.26248959373947, 0.0]], rtol=1e-12, atol=0)
+
+
+W = sg.tensor([1.0, 2.0, 0.5], dtype=sg.float64)
+# (keywords, torch's loss, torch's x.grad of sum(loss * [1, 2, 3])), observed in torch 2.14.1
+WEIGHTED = [
+    (dict(reduction="sum"),
+     1.294149817569127,
+     [[0.219636482905808, 0.120539057529474, -0.340175540435282],
+      [0.342318853650335, -0.435611624625008, 0.093292770974674],
+      [-0.263875275687406, 0.099623648062318, 0.164251627625088]]),
+    (dict(weight=W),
+     0.473791928104942,
+     [[0.031376640415115, 0.017219865361353, -0.048596505776469],
+      [0.195610773514477, -0.248920928357148, 0.053310154842671],
+      [-0.075392935910687, 0.028463899446377, 0.046929036464311]]),
+    (dict(weight=W, reduction="sum"),
+     1.658271748367296,
+     [[0.109818241452904, 0.060269528764737, -0.170087770217641],
+      [0.68463770730067, -0.871223249250017, 0.186585541949347],
+      [-0.263875275687406, 0.099623648062318, 0.164251627625088]]),
+    (dict(weight=W, reduction="none"),
+     [0.207890724847271, 1.144025311290879, 0.306355712229147],
+     [[0.109818241452904, 0.060269528764737, -0.170087770217641],
+      [1.36927541460134, -1.742446498500034, 0.373171083898694],
+      [-0.791625827062219, 0.298870944186955, 0.492754882875263]]),
+    (dict(reduction="none", ignore_index=1),
+     [0.415781449694541, 0.0, 0.306355712229147],
+     [[0.219636482905808, 0.120539057529474, -0.340175540435282],
+      [0.0, 0.0, 0.0],
+      [-0.791625827062219, 0.298870944186955, 0.492754882875263]]),
+    (dict(weight=W, ignore_index=2),
+     0.483460341173342,
+     [[0.0, 0.0, 0.0],
+      [0.228212569100223, -0.290407749750006, 0.062195180649782],
+      [-0.087958425229135, 0.033207882687439, 0.054750542541696]]),
+]
+
+
+@pytest.mark.parametrize("kw, loss, grad", WEIGHTED, ids=[str(i) for i in range(len(WEIGHTED))])
+def test_weights_and_reductions_are_one_node_with_torchs_values(kw, loss, grad):
+    """torch 2.14.1 records one NllLossBackward0 (after LogSoftmaxBackward0) for class
+    weights and reduction 'sum'/'none' too; srcgrad's composition was seven nodes
+    (DivBackward0, SumBackward0, MulBackward0 x2, SqueezeBackward0, GatherBackward0)."""
+    x = sg.tensor(_X, dtype=sg.float64, requires_grad=True)
+    out = F.cross_entropy(x, sg.tensor([2, 1, 0]), **kw)
+    fn = out.grad_fn
+    assert fn.name() == "NllLossBackward0"
+    assert fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
+    np.testing.assert_allclose(out.detach().numpy(), loss, rtol=1e-12, atol=1e-15)
+    scale = sg.arange(1, out.numel() + 1, dtype=sg.float64).reshape(out.shape)
+    (out * scale).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12, atol=1e-15)

@@ -345,6 +345,11 @@ for _name in ("torch_softmax", "torch_log_softmax"):
          ("vector", {"x": N(5), "axis": 0}), ("3-d", {"x": N(2, 3, 2), "axis": 1}))
 _NLL_P = Spec(lambda rng: np.array([[0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1]], bool),
               "picked[[2],[-],[3]]")
+_NLL_W = Spec(lambda rng: np.where(_NLL_P.make(rng), np.array([0.5, 1.0, 2.0, 1.5]), 0.0),
+              "wpicked")
+case("torch_nll_weighted", *[(r, {"x": N(3, 4), "picked": _NLL_P, "wpicked": _NLL_W,
+                                  "denom": Spec(lambda rng: np.array(3.5), "denom3.5"),
+                                  "reduction": r}) for r in ("mean", "sum", "none")])
 case("torch_nll_loss", ("rows", {"x": N(3, 4), "picked": _NLL_P,
                                  "count": Spec(lambda rng: np.array(2.0), "count2")}),
      ("vector", {"x": N(4), "picked": Spec(lambda rng: np.array([0, 1, 0, 0], bool), "picked[1]"),
