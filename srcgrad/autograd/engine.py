@@ -363,8 +363,8 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                         if type(v) is _ndarray:
                             node._saved = node._operands = None
                             break
-                    else:
-                        if saves_an_operand(node._kernel):  # a saved number operand
+                    else:  # a saved number operand (a node keeping no operands has none)
+                        if node._operands is not None and saves_an_operand(node._kernel):
                             node._saved = node._operands = None
             else:
                 out = node_backward(node, buf, create_graph)

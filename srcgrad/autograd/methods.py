@@ -305,7 +305,10 @@ def pow_(self, exponent):
         exponent = numpy.asarray(exponent)
     if isinstance(exponent, (Tensor, numpy.ndarray)):
         return apply("power", _E, (), (self, exponent), "PowBackward1")
-    return _kept(apply("power", _E, (), (self, _operand(exponent)), "PowBackward0"))
+    # ops._eager_row's choice for a Tensor to a number power, made here (once per `x ** c`
+    # of every step: the choice cost a microsecond)
+    rule = "torch_power_zero" if exponent == 0 else "torch_power_scalar"
+    return _kept(apply(rule, _E, (), (self, exponent), "PowBackward0"))
 
 
 def _rpow(self, base):
