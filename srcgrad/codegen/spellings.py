@@ -68,9 +68,6 @@ _BOTH_NAN = "(xp.isnan(xp.asarray(a1)) & xp.isnan(xp.asarray(a2)))"
 ARRAY_API: dict = {
     "nanmax": _NANEXT.format("max", "-"),
     "nanmin": _NANEXT.format("min", ""),
-    # (NumPy raises for an all-nan slice; here its index is 0)
-    "nanargmax": "xp.argmax(xp.where(xp.isnan(a), -xp.inf, a), axis=axis, keepdims=keepdims)",
-    "nanargmin": "xp.argmin(xp.where(xp.isnan(a), xp.inf, a), axis=axis, keepdims=keepdims)",
     "array_equal": f"(xp.asarray(a1).shape == xp.asarray(a2).shape and bool(xp.all({_EQUAL} "
                    f"if not equal_nan else {_EQUAL} | {_BOTH_NAN})))",
     # x may be a Python number (emit writes `x.shape` for a known array: Note [Python
