@@ -183,3 +183,23 @@ def test_a_function_failing_on_container_arguments_raises_its_own_error():
     m = np.array([[2.0, 0.5], [0.1, 1.0]])  # elsewhere the same transform is exact
     grads = sg.grad(inverts, wrt=(0, 1))(m, (np.ones((2, 2)),))
     assert_close(grads[0], numeric_grad(lambda a: inverts(a, (np.ones((2, 2)),)), [m], 0))
+
+
+def written_by_an_integral_part(x0, x1):
+    # modf's integral part has derivative 0: the cotangent of the 0-d reshape is the Python
+    # number 0.0 (hoisting.zeros_of_numbers), whose `.reshape((1,))` the probe had chosen
+    x1[3] *= np.modf(np.reshape(x1[:1], ()))[1]
+    y2 = np.tile(x0, 32).reshape((4, 4, 4))
+    y2[0] = x1.reshape((4, 1))
+    return np.sum(y2)
+
+
+def test_a_zero_cotangent_that_is_a_number_gets_no_method_call():
+    """Fuzz seed 2662863: "'float' object has no attribute 'reshape'" in the generated
+    gradient, sg.grad and sg.value_and_grad alike."""
+    x0, x1 = np.array([0.026139, 1.071559]), np.array([-0.538206, -0.440085, 0.170349, -1.802107])
+    for _ in range(2):  # (the variant is reused)
+        value, (g0, g1) = sg.value_and_grad(written_by_an_integral_part, wrt=(0, 1))(x0.copy(), x1.copy())
+        assert value == pytest.approx(written_by_an_integral_part(x0.copy(), x1.copy()), rel=1e-12)
+        assert_close(g0, numeric_grad(written_by_an_integral_part, [x0, x1], 0), rtol=1e-6)
+        assert_close(g1, numeric_grad(written_by_an_integral_part, [x0, x1], 1), rtol=1e-6)

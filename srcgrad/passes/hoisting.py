@@ -84,15 +84,30 @@ def _hoistable(op) -> bool:
     return any(isinstance(v, Var) for v in op.operand_vars())  # (constants were folded)
 
 
-def zeros_of_numbers(ops: list, probe) -> None:
+def zeros_of_numbers(ops: list, probe, made=None) -> None:
     """A backward `zeros_like(c)` of a number `c` (a hoisted `p[0]`: its cotangent sum's
     start) is `0.0`: NumPy's 0-d zeros plus a number is that number's type, and numba
-    cannot carry a sum that starts a 0-d array and continues a float."""
+    cannot carry a sum that starts a 0-d array and continues a float. A method call the
+    probe chose on that value (its 0-d array: `g.reshape((1,))`) is the namespace's
+    function again: 'float' object has no attribute 'reshape' (fuzz seed 2662863)."""
+    top = made is None
+    made = set() if top else made
     for op in ops:
         for block in op.blocks:
-            zeros_of_numbers(block.ops, probe)
+            zeros_of_numbers(block.ops, probe, made)
         if op.prim == "zeros_like" and op.attrs.get("backward") and set(op.attrs) == {"backward"} \
                 and isinstance(op.args[0], Var) and all(isinstance(a, Const) and a.value is None
                                                         for a in op.args[1:]) \
                 and probe.shapes.get(op.args[0]) == () and probe.kinds.get(op.args[0]) == _NOT_AN_ARRAY:
             op.attrs["python_value"] = Const(0.0)
+            made.add(op.outs[0])
+    if top and made:
+        _no_methods_on(ops, made)
+
+
+def _no_methods_on(ops, numbers) -> None:
+    for op in ops:
+        if "as_method" in op.attrs and op.args and isinstance(op.args[0], Var) and op.args[0] in numbers:
+            del op.attrs["as_method"]
+        for block in op.blocks:
+            _no_methods_on(block.ops, numbers)
