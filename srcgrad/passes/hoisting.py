@@ -26,6 +26,7 @@ from __future__ import annotations
 from srcgrad import rules
 from srcgrad.ir.core import Const, Var, substitute
 from srcgrad.passes.cse import cse
+from srcgrad.passes.scalars import no_methods_on_numbers
 from srcgrad.passes.shapes import _NOT_AN_ARRAY
 
 # Rows that make fresh storage of their own (no array operand they compute from): one per
@@ -102,12 +103,4 @@ def zeros_of_numbers(ops: list, probe, made=None) -> None:
             op.attrs["python_value"] = Const(0.0)
             made.add(op.outs[0])
     if top and made:
-        _no_methods_on(ops, made)
-
-
-def _no_methods_on(ops, numbers) -> None:
-    for op in ops:
-        if "as_method" in op.attrs and op.args and isinstance(op.args[0], Var) and op.args[0] in numbers:
-            del op.attrs["as_method"]
-        for block in op.blocks:
-            _no_methods_on(block.ops, numbers)
+        no_methods_on_numbers(ops, made)

@@ -55,11 +55,11 @@ def python_scalars(ops: list, inputs: list, args: tuple) -> set:
     known = {v for v, a in zip(inputs, args) if isinstance(a, (float, int)) and not isinstance(a, bool)}
     known.update(floats.values())
     _block(ops, known, {_NUMPY: set(floats.values())})
-    _no_methods_on_numbers(ops, known)
+    no_methods_on_numbers(ops, known)
     return known
 
 
-def _no_methods_on_numbers(ops, known) -> None:
+def no_methods_on_numbers(ops, known) -> None:
     """`x.clip(a, b)` was chosen where the probe saw an ndarray; where x is now a Python
     number (`zeros_like` of an np.float64 argument is `0.0`) the call is `xp.clip(x, a, b)`
     (fuzz seed 81498: 'float' object has no attribute 'clip')."""
@@ -67,7 +67,7 @@ def _no_methods_on_numbers(ops, known) -> None:
         if "as_method" in op.attrs and op.args and isinstance(op.args[0], Var) and op.args[0] in known:
             del op.attrs["as_method"]
         for block in op.blocks:
-            _no_methods_on_numbers(block.ops, known)
+            no_methods_on_numbers(block.ops, known)
 
 
 def _is_scalar(a, known) -> bool:
