@@ -14,7 +14,7 @@ import collections
 import numpy
 
 from srcgrad import rules
-from srcgrad.autograd.ops import apply, call_rule, node_name, static_key
+from srcgrad.autograd.ops import apply, call_rule, node_name, number_power_row, static_key
 from srcgrad.autograd.saved import keep_numbers
 from srcgrad.autograd.tensor import Tensor
 
@@ -305,10 +305,8 @@ def pow_(self, exponent):
         exponent = numpy.asarray(exponent)
     if isinstance(exponent, (Tensor, numpy.ndarray)):
         return apply("power", _E, (), (self, exponent), "PowBackward1")
-    # ops._eager_row's choice for a Tensor to a number power, made here (once per `x ** c`
-    # of every step: the choice cost a microsecond)
-    rule = "torch_power_zero" if exponent == 0 else "torch_power_scalar"
-    return _kept(apply(rule, _E, (), (self, exponent), "PowBackward0"))
+    # (the row asked for directly: ops._eager_row's tests cost a microsecond a call)
+    return _kept(apply(number_power_row(exponent), _E, (), (self, exponent), "PowBackward0"))
 
 
 def _rpow(self, base):

@@ -139,10 +139,16 @@ def _eager_row(rule: str, static: dict, operands: tuple) -> str:
         return "torch_clamp_scalar"  # torch's clamp(Scalar min, Scalar max)
     if rule == "torch_power" and isinstance(operands[0], _TENSORISH) and (
             len(operands) == 1 or not isinstance(operands[1], _TENSORISH)):
-        if len(operands) > 1 and operands[1] == 0:
-            return "torch_power_zero"  # torch's pow_backward: zeros_like(self), no graph
-        return "torch_power_scalar"  # torch's pow(Tensor, Scalar) (a static y: one operand)
+        return number_power_row(operands[1] if len(operands) > 1 else None)
     return rule
+
+
+def number_power_row(exponent) -> str:
+    """The row of a Tensor to a number power (methods.pow_ asks directly: `x ** c` is on
+    every training step's path)."""
+    if exponent is not None and exponent == 0:
+        return "torch_power_zero"  # torch's pow_backward: zeros_like(self), no graph
+    return "torch_power_scalar"  # torch's pow(Tensor, Scalar) (a static y: one operand)
 
 
 def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: bool = False):
