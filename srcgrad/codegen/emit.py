@@ -491,23 +491,25 @@ def op_statement(op, pool: ConstPool) -> str:
 
 def control_lines(op, pool: ConstPool, backward: bool) -> list:
     """`if`/`for`/`while` statements for a control-flow op (Note [Regions])."""
-    def body(block, extra=()):
-        lines = block_lines(block.ops, pool, backward=backward) + list(extra)
+    def body(block, extra=lambda: ()):
+        lines = block_lines(block.ops, pool, backward=backward)
+        lines += list(extra())  # (after the block: what its ops made is known by then)
         return ["    " + line if line else "" for line in (lines or ["pass"])]
 
     def assign(targets, values):
         pairs = [(t, v) for t, v in zip(targets, values) if t != v]
         if not pairs:
             return []
+        _note_copies(pairs)
         return [f"{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}"]
 
     names = [o.name for o in op.outs]
     if op.prim == "cond":
         then, other = op.blocks
         return ([f"if {operand_source(op.args[0], pool)}:"]
-                + body(then, assign(names, [operand_source(r, pool) for r in then.results]))
+                + body(then, lambda: assign(names, [operand_source(r, pool) for r in then.results]))
                 + ["else:"]
-                + body(other, assign(names, [operand_source(r, pool) for r in other.results])))
+                + body(other, lambda: assign(names, [operand_source(r, pool) for r in other.results])))
     block = op.blocks[0]
     carried = [p.name for p in block.params[1:]]
     inits = [operand_source(a, pool) for a in op.args[-1].items]
@@ -516,7 +518,7 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
         flag = block.params[0].name
         return (assign([flag] + carried, [operand_source(op.args[0], pool)] + inits)
                 + [f"while {flag}:"]
-                + body(block, assign([flag] + carried, results))
+                + body(block, lambda: assign([flag] + carried, results))
                 + assign(names, carried))
     start, stop, step = (operand_source(a, pool) for a in op.args[:3])
     bounds = stop if start == "0" and step == "1" else (
@@ -528,8 +530,19 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
         _NAMESPACE.get()[3].ints.add(block.params[0].name)
     return (assign(carried, inits)
             + [f"for {block.params[0].name} in {iterable}:"]
-            + body(block, assign(carried, results) + leave)
+            + body(block, lambda: assign(carried, results) + leave)
             + assign(names, carried))
+
+
+def _note_copies(pairs) -> None:
+    """A name bound to another's value (a branch's or a loop's result, a tape's unpacked
+    entry) is a boolean mask where that value is one: its arithmetic casts it for the
+    Array API as the original's does (fuzz seed 2665382: a tie mask saved across a
+    branch of a nested gradient)."""
+    if _NAMESPACE.get()[2] == "numpy":
+        return
+    bools = _NAMESPACE.get()[3].bools
+    bools.update(t for t, v in pairs if v in bools)
 
 
 def operand_source(operand, pool: ConstPool) -> str:

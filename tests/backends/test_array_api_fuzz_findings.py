@@ -218,3 +218,24 @@ def test_swapaxes_spelling_does_not_capture_operands_named_i_and_j():
     x = np.array([[0.3], [0.7], [-0.2]])
     got = sg.grad(_rot90_of_one_element)(xs.asarray(x))
     assert np.asarray(got).tolist() == [[0.0], [1.0], [0.0]]
+
+
+def _tanh_of_max_on_a_branch(a):
+    if np.sum(a) > 0.0:
+        return np.tanh(np.max(a * a))
+    return np.sum(a)
+
+
+def _through_a_nested_gradient(x):
+    return np.sum(sg.grad(_tanh_of_max_on_a_branch)(x) * x)
+
+
+def test_a_tie_mask_saved_across_a_branch_of_a_nested_gradient_on_the_array_api():
+    """Seed 2665382: max's tie mask (`a == max`, boolean) of the inner gradient is saved
+    across the `if` for the outer backward; the name the branch binds it to was not
+    known to hold a mask, so `g * mask` reached array_api_strict uncast."""
+    x = np.array([0.3, -0.2, 0.5])
+    g = sg.grad(_through_a_nested_gradient)
+    expected = numeric_grad(_through_a_nested_gradient, (x,), 0)
+    np.testing.assert_allclose(g(x), expected, atol=1e-6)  # (NumPy's first, as the fuzzer ran)
+    np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
