@@ -149,3 +149,24 @@ def test_each_examples_check_raises_the_loops_error():
         no_alias_batched(x, x, (True, True), z)
     assert str(each.value) == str(whole.value)
     assert no_alias_batched(x, x, (True, False), A[0, 3:]) is x  # an unmapped other
+
+
+def writes_a_view_read_in_a_branch(x, y):
+    w = y.reshape(-1)
+    w[1:2] = 0.5
+    if np.sum(y) < 0:  # (no mapped value reaches the branch: it is not batched)
+        s = np.sum(w)
+    else:
+        s = np.sum(y)
+    return s * x[0]
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_written_view_read_in_a_branch_no_mapped_value_reaches(sign):
+    """Seed 2663984: the written view's name after the write (a lifted no_alias's result)
+    was renamed in the program but not inside the untouched branch, which then read an
+    undefined name (NameError on the first call taking it, KeyError in the probe)."""
+    x, y = X, sign * np.abs(Y[0])
+    got = sg.vmap(writes_a_view_read_in_a_branch, in_axes=(0, None))(x, y)
+    np.testing.assert_allclose(got, loop(writes_a_view_read_in_a_branch, (x, y), (0, None)),
+                               rtol=TOL, atol=TOL)

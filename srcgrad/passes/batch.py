@@ -173,7 +173,9 @@ class _Batcher:
 
     # ------------------------------------------------------------------ emitting
     def op(self, op):
-        op.args = tuple(self._map(a) for a in op.args)
+        # (its blocks too: an unbatched branch may read a renamed value, a lifted
+        # no_alias's result: fuzz seed 2663984)
+        substitute([op], self.rename)
         rule = rules.RULES[op.prim]
         if not any(self.is_b(a) for a in op.args) and not any(
                 v in self.batched for blk in op.blocks for v in blk.free_vars()):
