@@ -370,43 +370,77 @@ _NUMPY_MATH.update(atan="arctan", asin="arcsin", acos="arccos", atan2="arctan2",
 
 
 _PERIODIC = {"sin": 1.0, "cos": 1.0, "tan": 1.0, "sinc": np.pi}  # radians per unit argument
+# Piecewise-constant functions: their derivative is 0 between jumps, which differences see
+# only where no step crosses one (Note [Steps across jumps]).
+_STEPS = frozenset({"fix", "floor", "ceil", "trunc", "rint", "round", "around"})
 
 
-def _periodic_step(phi, module, leaves, u, lspecs, spec) -> float:
-    """How far the smallest step along u moves the arguments of sin, cos and tan, and
-    sinc's sine (NumPy's and math's, called from phi's module; seed 2640639: np.sinc of
-    ~1e12): the largest change, 0.0 where none ran or the
-    two runs called them differently. Seed 1601287: `np.sin(x1)` with x1 ~ 1e21, damped by
-    a division by ~1e14 on its way to the output, so the output moved by 1e-13 while the
-    sine's argument moved by ~1e15 radians: both steps agreed on ~0, the derivative
-    (cos x1) dx1 / 1e14 is ~-3e6 (the damped case of the check above). `module`: the
-    globals of phi's function, whose `np` and `math` are watched. Not where the program
-    calls a transform itself (`sg.grad(helper)` inside f): srcgrad would compile the
-    helper against the watching wrappers (seed 1600356: a CompileError in the reference)."""
+def _unresolvable(phi, module, leaves, u, lspecs, spec) -> str | None:
+    """Why finite differences along u cannot judge a derivative (None where they can):
+    the smallest step moves the argument of sin, cos, tan or sinc's sine by more than 0.1
+    radians, or changes the value of a piecewise-constant function (Note [Steps across
+    jumps]). Seen in the calls of NumPy's and math's functions from phi's module
+    (`module`: its globals, whose `np` and `math` are watched); not judged where the two
+    runs called them differently.
+    Seed 1601287: `np.sin(x1)` with x1 ~ 1e21, damped by a division by ~1e14 on its way to
+    the output, so the output moved by 1e-13 while the sine's argument moved by ~1e15
+    radians: both steps agreed on ~0, the derivative (cos x1) dx1 / 1e14 is ~-3e6; seed
+    2640639: np.sinc of ~1e12. Not where the program calls a transform itself
+    (`sg.grad(helper)` inside f): srcgrad would compile the helper against the watching
+    wrappers (seed 1600356: a CompileError in the reference)."""
     if "sg" in module:
-        return 0.0
+        return None
     runs = []
     for e in (0.0, EPS[0]):
-        with _recording_periodic(module) as seen:
+        with _recording_calls(module) as seen:
             phi(*unflatten(axpy(leaves, u, e, lspecs), spec))
         runs.append(seen)
-    if len(runs[0]) != len(runs[1]):
-        return 0.0
-    moved = [np.max(np.abs(np.subtract(b, a)), initial=0.0) for a, b in zip(*runs)
-             if np.shape(a) == np.shape(b)]
-    return float(max(moved, default=0.0))
+    if len(runs[0]) != len(runs[1]) or any(a[0] != b[0] for a, b in zip(*runs)):
+        return None
+    moved = {"angle": 0.0, "step": 0.0}
+    for (kind, a), (_, b) in zip(*runs):
+        if np.shape(a) == np.shape(b):
+            moved[kind] = max(moved[kind], float(np.max(np.abs(np.subtract(b, a)), initial=0.0)))
+    if moved["angle"] > 0.1:
+        return ("the smallest step moves a sine's or cosine's argument by more than 0.1: finite "
+                "differences cannot resolve a periodic function of such values")
+    if moved["step"] > 0.0:
+        return ("the smallest step changes the value of floor, fix, round or the like: finite "
+                "differences see its jumps, not its derivative 0")
+    return None
+
+
+# Note [Steps across jumps]
+# floor, fix, round and the like have derivative 0 between their jumps, which is what
+# srcgrad (and torch, JAX, autograd) differentiate. Central differences judge that only
+# where no step crosses a jump; a crossing near the point usually shows as two step sizes
+# that disagree, but not for an argument beyond 2**52, where every float is an integer:
+# there `fix(a)` is `a` for every step (both step sizes see slope 1, where the derivative
+# is 0). Seed 2659225: `a1 * np.fix(a1) - x.x` with a1 ~ 8e45, the two terms equal in
+# float64 but not in exact arithmetic (fractions.Fraction: srcgrad's derivative is the
+# exact one). So the oracle watches those calls as it watches sines (_unresolvable): where
+# the smallest step changes any of their values, the program is discarded.
 
 
 @contextlib.contextmanager
-def _recording_periodic(module):
-    """The arguments of every sin, cos and tan that code of `module` calls meanwhile."""
+def _recording_calls(module):
+    """What every sin, cos and tan (its argument, in radians) and every piecewise-constant
+    function (its value) that code of `module` calls meanwhile sees: ("angle" | "step",
+    array) pairs, in call order."""
     seen: list = []
     saved = {name: module[name] for name in ("np", "math") if name in module}
 
-    def recorder(real, radians):
+    def angle(real, radians):
         def call(x, *a, **k):
-            seen.append(radians * np.array(x, dtype=float, copy=True))
+            seen.append(("angle", radians * np.array(x, dtype=float, copy=True)))
             return real(x, *a, **k)
+        return call
+
+    def step(real):
+        def call(*a, **k):
+            value = real(*a, **k)
+            seen.append(("step", np.array(value, dtype=float, copy=True)))
+            return value
         return call
 
     class Namespace:
@@ -415,7 +449,9 @@ def _recording_periodic(module):
 
         def __getattr__(self, name):
             value = getattr(self._real, name)
-            return recorder(value, _PERIODIC[name]) if name in _PERIODIC else value
+            if name in _PERIODIC:
+                return angle(value, _PERIODIC[name])
+            return step(value) if name in _STEPS else value
 
     for name, real in saved.items():
         module[name] = Namespace(real)
@@ -445,9 +481,9 @@ def _differences(run, phi, leaves, lspecs, spec, value, cotangent, directions, a
             # cosine turns 3e8 times within the smallest step: both steps average it away)
             raise Discard("the smallest step moves the output by more than 1: finite "
                           "differences cannot resolve a periodic function of such values")
-        if module is not None and _periodic_step(phi, module, leaves, u, lspecs, spec) > 0.1:
-            raise Discard("the smallest step moves a sine's or cosine's argument by more than "
-                          "0.1: finite differences cannot resolve a periodic function of such values")
+        why = _unresolvable(phi, module, leaves, u, lspecs, spec) if module is not None else None
+        if why:
+            raise Discard(why)
         derivs.append(d[0])
     u = directions[0]
     jvps = []

@@ -296,6 +296,31 @@ def test_references_discard_a_damped_periodic_function_of_huge_values(periodic):
                           np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("step", ["np.fix", "np.floor", "math.floor", "np.round"])
+def test_references_discard_a_step_function_of_values_beyond_its_jumps(step):
+    """Seed 2659225 (Note [Steps across jumps]): a1 * fix(a1) - a1 * a1 with a1 ~ 1e20,
+    where every float is an integer: fix is a1 at every step, so both steps agree on the
+    derivative of 0 (the float64 terms are equal) where it is -a1 (fix' = 0: srcgrad's,
+    and the exact arithmetic's). The step moves fix's value by ~1e5: discarded."""
+    source = f"import math\nimport numpy as np\n\n\ndef f(x0):\n    a = np.sum(x0) * 1e20\n" \
+             f"    return (a * {step}(float(a)) - a * a) / 1e20 + np.sum(x0)\n"
+    namespace: dict = {}
+    exec(compile(source, "<steps>", "exec"), namespace)
+    with pytest.raises(oracle.Discard, match="floor, fix, round"):
+        oracle.references(namespace["f"], [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
+                          np.random.default_rng(0))
+
+
+def test_references_judge_a_step_function_no_step_crosses():
+    """The same watch where no step crosses a jump: judged, derivative 0 for the floor."""
+    def f(x0):
+        return np.sum(x0 * np.floor(x0 + 10.5))
+
+    ref = oracle.references(f, [("array", (2,))], "scalar", [np.array([0.3, 0.1])],
+                            np.random.default_rng(0))
+    assert np.allclose(ref.derivs[0], np.sum(np.floor(np.array([0.3, 0.1]) + 10.5) * ref.directions[0][0]))
+
+
 def test_references_of_a_program_calling_a_transform_of_a_periodic_helper():
     """Seed 1600356: `sg.grad(helper)` inside f, helper calling np.sin: the step check's
     watching wrappers must not be what srcgrad compiles the helper against (it raised a
