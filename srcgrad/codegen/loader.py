@@ -22,6 +22,18 @@ def pseudo_filename(key: str) -> str:
     return f"<srcgrad:{key[:12]}>"
 
 
+def uncached_filename(name: str, source: str) -> str:
+    """The code filename of a module that has no cache key: named by its text, since
+    linecache holds one text per filename and the tracer reads a generated function's
+    source back from there (grad(grad(f)), vmap(grad(f))). Named by the function
+    (`f-<id>`), a gradient's shape-specialised variant overwrote its generic entry's
+    text, and a vmap of the gradient then traced the wrong function's lines: a constant
+    None for every example (fuzz seed 2670430)."""
+    from hashlib import sha256  # (on an uncacheable compile only)
+
+    return f"<srcgrad:{name}-{sha256(source.encode()).hexdigest()[:12]}>"
+
+
 def compile_module(source: str, filename: str):
     """The code object of a generated module's text."""
     return compile(source, filename, "exec", dont_inherit=True)

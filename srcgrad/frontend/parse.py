@@ -129,6 +129,12 @@ def parse_function(fn) -> FunctionSource:
         raise CompileError(f"cannot compile {fn.__qualname__}: only functions defined with "
                            "`def` are supported here", filename=code.co_filename,
                            lineno=first, hint="write it as a `def`")
+    if not _defines(node, code):  # (fuzz seed 2670430: a generated module's lines replaced)
+        raise CompileError(f"cannot compile {fn.__qualname__}: the source at "
+                           f"{code.co_filename}:{first} is not the definition it was compiled "
+                           "from (the file changed since it was loaded?)",
+                           filename=code.co_filename, lineno=first,
+                           hint="reload the module (or restart) so the code and its file agree")
     closure = {}
     if fn.__closure__:
         for name, cell in zip(code.co_freevars, fn.__closure__):
@@ -139,6 +145,17 @@ def parse_function(fn) -> FunctionSource:
     return FunctionSource(fn=fn, node=node, source=source, filename=code.co_filename,
                           line_offset=max(first, 1) - 1, col_offset=col_offset,
                           globals=fn.__globals__, closure=closure)
+
+
+def _defines(node, code) -> bool:
+    """Whether the `def` read is the one `code` was compiled from: its name and its
+    parameters' names. The tracer differentiates the text, the caller runs the code, so
+    a text that is not the code's (a file edited after its import, a linecache entry
+    another module's text replaced) would be a right-looking wrong answer."""
+    a = node.args
+    params = [p.id for p in a.posonlyargs + a.args + a.kwonlyargs]
+    return node.name == code.co_name and params == list(
+        code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
 def _parse_lambda(fn, code) -> FunctionSource:

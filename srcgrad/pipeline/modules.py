@@ -280,7 +280,8 @@ class Compiled:
             # text that does not compile leaves no cache entry), then stored with its code
             stored = bool(key) and not constants and cache.usable
             path = cache.file_for(key) if stored else ""
-            filename = path or pseudo_filename(key or f"{self.fn_name}-{id(self.fn):x}")
+            filename = path or (pseudo_filename(key) if key
+                                else loader.uncached_filename(self.fn_name, source))
             code = loader.compile_module(source, filename)
             if stored and cache.put(key, source):
                 cache.put_code(key, source, path, code)  # (Note [Cache file format])
