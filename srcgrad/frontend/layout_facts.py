@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import numpy
 
+from srcgrad import rules
 from srcgrad.errors import CompileError
 from srcgrad.frontend.layout_models import SCALAR, Fact, Static, array_fact, c_layout, exact, is_view
 from srcgrad.ir.core import Const, Pack, Var
@@ -499,7 +500,7 @@ class LayoutTracker:
         if name == "getitem":
             args["index"] = self._index(operands[1])
         # the array itself (written, checked)
-        if name in ("setitem", "no_alias", "no_alias_batched", "identity"):
+        if name in ("setitem", "identity") or rules.RULES[name].alias_check:
             return args.get("x")
         return infer(name, args)
 

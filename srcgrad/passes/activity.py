@@ -95,9 +95,7 @@ NO_DERIVATIVE_NEEDED = frozenset({
     ("take", "indices"), ("take_bar", "indices"), ("take_along_axis", "indices"),
     ("take_along_bar", "indices"), ("scatter_index", "index"), ("where", "condition"),
     ("full_like", "x"), ("concat_bar", "arrays"), ("stack_bar", "arrays"),
-    ("stacked_bar", "arrays"), ("no_alias", "base"), ("no_alias", "others"),
-    ("no_alias_batched", "base"), ("no_alias_batched", "others"),
-    ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
+    ("stacked_bar", "arrays"), ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
     ("split", "indices_or_sections"), ("heaviside", "x"), ("copysign", "y"),
     ("ldexp", "x2"),  # an integer exponent: discrete, as an index
 })
@@ -119,8 +117,8 @@ def refuse_silent_constants(ops: list, varied) -> None:
                 if rule.nondiff or rule.static_out:
                     if op.prim not in _MOVING_NONDIFF:
                         break
-                elif p in rule.vjp or (op.prim, p) in NO_DERIVATIVE_NEEDED:
-                    continue
+                elif p in rule.vjp or (op.prim, p) in NO_DERIVATIVE_NEEDED or rule.alias_check:
+                    continue  # (an alias check's other operands are only checked)
                 if any(v in varied for v in operand_vars(a)):
                     raise CompileError.at(
                         op.loc, f"`{op.prim}` of a differentiated value in its `{p}` argument "

@@ -34,9 +34,9 @@ def _key(operand):
 
 
 def _checked_operands(ops: list, into: set) -> set:
-    """ids of the Vars any `no_alias` in `ops` (or their blocks) reads."""
+    """ids of the Vars any alias check (`no_alias`) in `ops` (or their blocks) reads."""
     for op in ops:
-        if op.prim in ("no_alias", "no_alias_batched"):
+        if rules.RULES[op.prim].alias_check:
             into.update(id(v) for v in op.operand_vars())
         for block in op.blocks:
             _checked_operands(block.ops, into)

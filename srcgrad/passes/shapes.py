@@ -357,7 +357,7 @@ def _stable(op, rule, env, shapes, derived) -> bool:
     if op.prim in _FULL_REDUCTIONS and _reduces_all(op, rule):  # `np.sum(x[x > 0])`: a
         return True  # scalar, whatever the operand's shape (I7: vjp variants of such outputs)
     # the identity on its first operand (the others are only checked)
-    if op.prim in ("no_alias", "no_alias_batched"):
+    if rule.alias_check:
         return _operand_stable(op.args[0], env, shapes, derived)
     if op.prim in _SHAPE_READS:  # operands read for their shapes, and ones the shape ignores
         by_shape, ignored = _SHAPE_READS[op.prim]

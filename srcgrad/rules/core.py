@@ -38,7 +38,7 @@ RULES: dict = {}  # rule name -> Rule
 
 _FIELDS = ("name", "signature", "render", "vjp", "jvp", "targets", "method", "method_varargs",
            "attribute", "elementwise", "nondiff", "static_out", "nout", "control", "effect",
-           "io", "doc")
+           "io", "alias_check", "doc")
 class Rule(FrozenFields):
     """One row of the table (Note [The derivative table]), immutable.
 
@@ -54,7 +54,7 @@ class Rule(FrozenFields):
                  method_varargs: bool = False, attribute: str | None = None,
                  elementwise: bool = False, nondiff: bool = False, static_out: bool = False,
                  nout: int | Callable = 1, control: bool = False, effect: bool = False,
-                 io: bool = False, doc: str = ""):
+                 io: bool = False, alias_check: bool = False, doc: str = ""):
         # The fields, as the frozen dataclass's __init__ sets them, in one update of the
         # instance dict (a setattr each cost the table's ~230 rows 0.3 ms: issue 15).
         vars(self).update(
@@ -84,6 +84,11 @@ class Rule(FrozenFields):
             # Talks to the outside world (`print`): runs where the user's code runs it and never
             # at compile time (not folded on static arguments, not run by the shape probe).
             io=io,
+            # The identity on its first operand, raising at run time where the arrays its
+            # other operands hold share memory (`no_alias`: Note [Mutation at trace time]).
+            # Passes read it so: the value is the first operand's (shapes, layout), the
+            # others get no derivative, and they are never merged with equal values (cse).
+            alias_check=alias_check,
             doc=doc,  # a line for the conventions table (kinks, ties, zeros)
         )
 

@@ -940,14 +940,14 @@ defrule("setitem_bar", "c, index", "setitem_bar(c, index)",
 # The identity on x, checking that argument `base` (written in place) shares no memory
 # with the other arguments (Note [Mutation at trace time]).
 defrule("no_alias", "x, base, *others", "no_alias(x, base, *others)",
-        targets=("srcgrad.rules.helpers.no_alias",),
+        targets=("srcgrad.rules.helpers.no_alias",), alias_check=True,
         vjp={"x": "g"}, jvp={"x": "x_t"},
         doc="identity; raises where a written argument shares memory with another")
 # no_alias under sg.vmap inside code another transform traces (srcgrad.passes.batch): each
 # example's check, `mapped[k]` saying which of base and others carry the batch axis 0
 # (Note [Writes into mapped arguments] in srcgrad.pipeline.vmap).
 defrule("no_alias_batched", "x, base, mapped, *others", "no_alias_batched(x, base, mapped, *others)",
-        targets=("srcgrad.rules.helpers.no_alias_batched",),
+        targets=("srcgrad.rules.helpers.no_alias_batched",), alias_check=True,
         vjp={"x": "g"}, jvp={"x": "x_t"},
         doc="identity; raises where an example's written argument shares memory with another's")
 
