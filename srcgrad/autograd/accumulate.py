@@ -124,6 +124,15 @@ def accumulate(var, g, create_graph):
                 raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
+def stealable(param, g) -> bool:
+    """Whether `g` (held by nothing else: Note [Stealing a gradient] in
+    srcgrad.autograd.engine) can be the parameter's `.grad` as it is: an ndarray owning its
+    memory, writeable, laid out as layout_copy would lay out the copy."""
+    return g.__class__ is numpy.ndarray and g.base is None and g.dtype == param.dtype and \
+        g.shape == param.shape and param.flags.c_contiguous and g.flags.c_contiguous and \
+        g.flags.writeable
+
+
 def layout_copy(param, g):
     """A new gradient array laid out like the parameter (torch's layout contract)."""
     if g.__class__ is numpy.ndarray and g.dtype == param.dtype and g.shape == param.shape \

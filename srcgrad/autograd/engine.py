@@ -25,6 +25,7 @@ recorded, so the result can be differentiated again (Note [One node per op]).
 from __future__ import annotations
 
 import operator
+import sys
 import warnings
 
 import numpy
@@ -52,6 +53,18 @@ __all__ = ["backward", "grad"]
 
 _STATE = grad_mode.STATE
 _ndarray = numpy.ndarray
+
+# Note [Stealing a gradient]
+# torch's AccumulateGrad makes a leaf's first `.grad` the incoming gradient itself, not a
+# copy, where nothing else holds it (its use count) and its layout is the parameter's.
+# _run_plain does the same: a gradient array the backward kernel made is held by the loop's
+# local `g` and by the kernel's output tuple (or the sum's buffer) only, so CPython counts
+# 3 references with getrefcount's own argument; any other holder (a retained `.grad`, the
+# cotangent the caller passed, a second slot of the same tuple, a saved value) counts more,
+# and the gradient is copied as before. Only on the CPython versions whose counts are known
+# (3.14 may borrow a stack reference); accumulate.stealable checks the layout.
+_STEALS = (3, 11) <= sys.version_info[:2] <= (3, 13) and hasattr(sys, "getrefcount")
+_refcount = getattr(sys, "getrefcount", None)
 INSTRUMENT = None  # srcgrad.autograd.instrument while profiling/anomaly mode (Note [Instrumentation])
 
 CREATE_GRAPH_WARNING = (
@@ -403,7 +416,9 @@ def _run_plain(order, buffers, deps, create_graph, accumulate, retain_graph):
                 if not create_graph and var._grad is None and var._hooks is None \
                         and var._post_hooks is None and child._pre is None and child._post is None:
                     if accumulate and g is not None:  # accumulate()'s first .grad
-                        var._grad = Tensor._make(_acc.layout_copy(var._data, g))
+                        # (held by `g` and by `out` or `cbuf` alone: Note [Stealing a gradient])
+                        var._grad = Tensor._make(g if _STEALS and _refcount(g) == 3 and _acc.stealable(
+                            var._data, g) else _acc.layout_copy(var._data, g))
                 else:
                     _run_accumulate(child, [g], True, None, (), create_graph, accumulate, {}, None)
             elif g is not None:
