@@ -1671,6 +1671,10 @@ EXEMPT = {
     ("frontend/inplace.py", "`out=` must be an array"): WRONG,
     ("frontend/inplace.py", "cannot evaluate this item"): WRONG,
     ("frontend/parse.py", "cannot parse the file of"): WRONG,
+    ("frontend/parse.py", "is not the definition it was compiled"): (
+        "the code and its file disagree (a module edited after it was loaded): its rewrite is a "
+        "reload, which no row's trigger expresses; tests/test_generated_source_identity.py "
+        "reaches it"),
     ("frontend/records.py", "as a value (call the method instead)"): WRONG,
     ("frontend/inlining.py", "bad call to `{}`: {}"): WRONG,
     ("frontend/trace.py", "referenced before assignment"): WRONG,

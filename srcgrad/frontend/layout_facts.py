@@ -499,8 +499,10 @@ class LayoutTracker:
         args = {p: self._operand(o, memo, track, depth) for p, o in zip(params, operands)}
         if name == "getitem":
             args["index"] = self._index(operands[1])
-        # the array itself (written, checked)
-        if name in ("setitem", "identity") or rules.RULES[name].alias_check:
+        # the array itself (written, checked); `made` also records names no row has
+        # (shape_item, the tracer's own stand-ins)
+        rule = rules.RULES.get(name)
+        if name in ("setitem", "identity") or (rule is not None and rule.alias_check):
             return args.get("x")
         return infer(name, args)
 
