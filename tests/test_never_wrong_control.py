@@ -221,3 +221,41 @@ def test_taped_shape_not_read_outside_the_loop(x):
     _, vjp_fn = sg.vjp(shape_read_in_while, x)
     assert_close(vjp_fn(1.0)[0], expected, rtol=1e-5, atol=1e-7)
     assert_close(sg.grad(shape_read_in_while)(x), expected, rtol=1e-5, atol=1e-7)
+
+
+# A loop's break flag is a name of the traced code: a program (or srcgrad's own generated
+# code, traced again by an outer transform) that binds `_break1` itself must not share
+# it with the flag (fuzz seed 2684023: vmap's mask `_break1` and the gradient's flag were
+# one variable; the loop below left after one iteration, a gradient of x**2 for x**5).
+def binds_the_flags_name(x):
+    _break_ = 0.0  # a name the depth count sees: the loop's flag would be `_break1`
+    y = x
+    for i in range(4):
+        _break1 = True  # the user's own variable
+        y = y * x
+        if i == 5:
+            break
+    return np.sum(y) + _break_
+
+
+def binds_the_flags_name_in_nested_loops(x):
+    _break = x[0]
+    y = x
+    for i in range(3):
+        for j in range(2):
+            _break2 = y[0] > 100.0
+            y = y * x
+            if _break2:
+                break
+        _break1 = np.sum(y) > 100.0
+        if _break1:
+            break
+    return np.sum(y) * _break
+
+
+@pytest.mark.parametrize("fn", [binds_the_flags_name, binds_the_flags_name_in_nested_loops])
+def test_a_name_the_program_binds_is_never_a_loops_break_flag(fn):
+    x = np.array([1.1, 0.9])
+    assert_close(sg.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6, atol=1e-8)
+    _, tangent = sg.jvp(fn, (x,), (np.ones(2),))
+    assert_close(tangent, np.sum(numeric_grad(fn, (x,), 0)), rtol=1e-6, atol=1e-8)
