@@ -241,8 +241,8 @@ def binds_the_flags_name(x):
 def binds_the_flags_name_in_nested_loops(x):
     _break = x[0]
     y = x
-    for i in range(3):
-        for j in range(2):
+    for _i in range(3):
+        for _j in range(2):
             _break2 = y[0] > 100.0
             y = y * x
             if _break2:
@@ -259,3 +259,17 @@ def test_a_name_the_program_binds_is_never_a_loops_break_flag(fn):
     assert_close(sg.grad(fn)(x), numeric_grad(fn, (x,), 0), rtol=1e-6, atol=1e-8)
     _, tangent = sg.jvp(fn, (x,), (np.ones(2),))
     assert_close(tangent, np.sum(numeric_grad(fn, (x,), 0)), rtol=1e-6, atol=1e-8)
+
+
+def binds_the_items_name(x):
+    y = x
+    for w in (1.0, 2.0, 3.0):  # unrolled: each element is bound through a hidden name
+        y = y * w * x
+        _item0 = 7.0  # the user's own variable, of the hidden name's spelling
+    return np.sum(y) + _item0
+
+
+def test_a_name_the_program_binds_is_never_an_unrolled_loops_element():
+    x = np.array([1.1, 0.9])
+    assert_close(sg.grad(binds_the_items_name)(x), numeric_grad(binds_the_items_name, (x,), 0),
+                 rtol=1e-6, atol=1e-8)

@@ -14,6 +14,24 @@ from srcgrad.ir.core import Const, Var
 SEQUENCE = "_sequence"  # hidden names of the arrays `for row in x` iterates over
 
 
+def fresh_name(prefix: str, loop, scope, bare_first: bool = False) -> str:
+    """A hidden name of `loop` (its break flag, its unrolled element): `prefix` and the
+    count of scope names with that prefix (0: `prefix` alone where `bare_first`), or the
+    next free number where the scope or the loop's own code already has the name (code
+    srcgrad generated, traced again, binds `_break1` itself: fuzz seed 2684023, where
+    vmap's mask and the gradient's break flag were one variable and a 4-step loop stopped
+    after one step)."""
+    taken = set(scope.env) | {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)}
+    k = sum(1 for n in scope.env if n.startswith(prefix))
+    while _numbered(prefix, k, bare_first) in taken:
+        k += 1
+    return _numbered(prefix, k, bare_first)
+
+
+def _numbered(prefix, k, bare_first):
+    return prefix if bare_first and k == 0 else f"{prefix}{k}"
+
+
 class Iteration:
     """Mixed into Loops (srcgrad.frontend.loops): `expr`, `apply`, `fail` are the Tracer's."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gast
 
 from srcgrad.frontend import containers
-from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names
+from srcgrad.frontend.iteration import SEQUENCE, Iteration, _target_names, fresh_name
 from srcgrad.frontend.results import Unset, shaped_like
 from srcgrad.frontend.scope import Undecided
 from srcgrad.frontend.unrolling import ITEM, REST_OF, Unrolling, _name, _not_flag
@@ -75,18 +75,6 @@ def lower_jumps(stmts, flag="_break"):
 
 
 BREAK_FLAG = "_break"  # a loop's flag: this name, then its depth among loops with one
-
-
-def fresh_flag(loop, scope) -> str:
-    """The break flag of `loop`: `_break`, then its depth among loops with one, or the
-    next free number where the scope or the loop's own code already has that name (code
-    srcgrad generated and traces again binds `_break1`: fuzz seed 2684023, where the
-    flag and vmap's mask of that name were one variable)."""
-    taken = set(scope.env) | {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)}
-    k = sum(1 for n in scope.env if n.startswith(BREAK_FLAG))
-    while (f"{BREAK_FLAG}{k}" if k else BREAK_FLAG) in taken:
-        k += 1
-    return f"{BREAK_FLAG}{k}" if k else BREAK_FLAG
 
 
 def _assign_flag(node, flag):
@@ -291,7 +279,7 @@ class Loops(Unrolling, Iteration):
         """(the loop's body with break/continue lowered, its break flag's name); a
         `break` adds the flag, one per loop, so nested loops never share one. The
         loop leaves as soon as the flag is set (Note [Tracing control flow])."""
-        flag = fresh_flag(node, scope)
+        flag = fresh_name(BREAK_FLAG, node, scope, bare_first=True)
         body, breaks = lower_jumps(node.body, flag)
         if breaks:
             scope.env[flag] = Const(False)
@@ -405,8 +393,8 @@ class Loops(Unrolling, Iteration):
         `if not _break`, and the loop variable is bound inside that guard, so after the
         loop it holds the element that broke, as in Python."""
         items = self.static_items(node, scope)
-        flag = fresh_flag(node, scope)
-        item = f"{ITEM}{sum(1 for n in scope.env if n.startswith(ITEM))}"
+        flag = fresh_name(BREAK_FLAG, node, scope, bare_first=True)
+        item = fresh_name(ITEM, node, scope)
         lowered, breaks = lower_jumps(node.body, flag)
         bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
                                               type_comment=None), node.target)

@@ -66,6 +66,7 @@ from __future__ import annotations
 import gast
 
 from srcgrad.errors import CompileError
+from srcgrad.frontend.iteration import fresh_name
 from srcgrad.frontend.scope import Undecided
 from srcgrad.ir.core import Const
 
@@ -220,7 +221,7 @@ class Unrolling:
         """The lowered body once per element of `values` (thunks: each is read as its
         iteration starts), the loop variable bound to it; after a `break` on data each
         later iteration runs under `if not <flag>` (as Loops.trace_unrolled_for)."""
-        item = f"{ITEM}{sum(1 for n in scope.env if n.startswith(ITEM))}"
+        item = fresh_name(ITEM, node, scope)
         bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
                                               type_comment=None), node.target)
         for value_at in values:
