@@ -273,3 +273,16 @@ def test_a_name_the_program_binds_is_never_an_unrolled_loops_element():
     x = np.array([1.1, 0.9])
     assert_close(sg.grad(binds_the_items_name)(x), numeric_grad(binds_the_items_name, (x,), 0),
                  rtol=1e-6, atol=1e-8)
+
+
+def binds_the_sequences_name(x):
+    _sequence1 = x[0] * 0.0  # the user's own variable, of the hidden names' spelling
+    for row in x:  # the rows are read through a hidden name of the iterated array
+        _sequence1 = _sequence1 + np.sum(row * row)
+    return np.sum(_sequence1)
+
+
+def test_a_name_the_program_binds_is_never_the_hidden_name_of_iterated_rows():
+    x = np.array([[1.1, 0.9], [0.3, 0.2]])
+    assert_close(sg.grad(binds_the_sequences_name)(x),
+                 numeric_grad(binds_the_sequences_name, (x,), 0), rtol=1e-6, atol=1e-8)

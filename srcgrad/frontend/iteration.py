@@ -53,7 +53,7 @@ class Iteration:
         if _is_builtin_call(it, ("enumerate",)) and len(it.args) == 1 and not it.keywords:
             seq = self.expr(it.args[0], scope)
             if isinstance(seq, Var):
-                (name,) = self._sequences(scope, [seq])
+                (name,) = self._sequences(node, scope, [seq])
                 return (Const(0), self._length(seq), Const(1),
                         lambda i, inner: (i, self._row(inner.env[name], i)))
             return self._static(node, self.builtin(enumerate, [seq], {}, it))
@@ -61,13 +61,13 @@ class Iteration:
             seqs = self.elements(it.args, scope)  # in order: a later one may write (Note
             # [Operands evaluated in order] in srcgrad.ir.expand)
             if all(isinstance(s, Var) for s in seqs) and seqs:
-                names = self._sequences(scope, seqs)
+                names = self._sequences(node, scope, seqs)
                 return (Const(0), self._shortest(seqs), Const(1),
                         lambda i, inner: tuple(self._row(inner.env[n], i) for n in names))
             return self._static(node, self.builtin(zip, seqs, {}, it))
         value = self.expr(it, scope)
         if isinstance(value, Var):  # rows of an array
-            (name,) = self._sequences(scope, [value])
+            (name,) = self._sequences(node, scope, [value])
             return (Const(0), self._length(value), Const(1),
                     lambda i, inner: self._row(inner.env[name], i))
         return self._static(node, value)
@@ -105,15 +105,18 @@ class Iteration:
         before = self.apply(rules.RULES["subtract"], [start, Const(1)], {})
         return last, before, Const(-1), lambda i, inner: i
 
-    @staticmethod
-    def _sequences(scope, values) -> list:
+    def _sequences(self, node, scope, values) -> list:
         """Bind the arrays a loop iterates over to hidden names: a row is a view of the
         array *as the body sees it*, so a write through a row reaches it (Note [Aliases
-        across blocks]); Python evaluates the iterable once, so it is not re-read."""
+        across blocks]); Python evaluates the iterable once, so it is not re-read. The
+        names are fresh of the program's and recorded (`hidden_sequences`), so leaving the
+        loop drops these only, never a variable of the user's spelled `_sequence0`."""
         names = []
+        hidden = self.__dict__.setdefault("hidden_sequences", set())
         for value in values:
-            name = f"{SEQUENCE}{sum(1 for n in scope.env if n.startswith(SEQUENCE))}"
+            name = fresh_name(SEQUENCE, node, scope)
             scope.env[name] = value
+            hidden.add(name)
             names.append(name)
         return names
 

@@ -111,7 +111,8 @@ class Loops(Unrolling, Iteration):
 
     def _leave_for(self, scope, flag, outer_sequences):
         scope.env.pop(flag, None)
-        for name in [n for n in scope.env if n.startswith(SEQUENCE) and n not in outer_sequences]:
+        hidden = self.__dict__.get("hidden_sequences", ())
+        for name in [n for n in scope.env if n in hidden and n not in outer_sequences]:
             scope.env.pop(name)  # its own only: an enclosing loop's rows still write through its own
 
     def _lower_for(self, node, scope):
