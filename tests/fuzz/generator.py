@@ -195,6 +195,10 @@ class Generator:
         self.transforms_inside = random.Random(seed ^ 0x7E57ED)
         # issue 29's sweep rows in place of a unary (sweep_unary): a sixth stream
         self.sweep = random.Random(seed ^ 0x5EE29)
+        # srcgrad's hidden names (a loop's break flag, an unrolled element, the iterated
+        # rows) are spellings a program may use too (fuzz seed 2684023): an eighth stream
+        # spells a few variables so
+        self.hidden = random.Random(seed ^ 0x41DDE4)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -212,6 +216,8 @@ class Generator:
     # ------------------------------------------------------------------ small utilities
     def fresh(self, prefix: str) -> str:
         self.names += 1
+        if prefix in ("v", "y", "w") and self.hidden.random() < 0.05:
+            return f"{self.hidden.choice(('_break', '_break_', '_item', '_sequence'))}{self.names}"
         return f"{prefix}{self.names}"
 
     def chance(self, p: float) -> bool:
