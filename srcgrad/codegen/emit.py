@@ -479,6 +479,7 @@ def op_statement(op, pool: ConstPool) -> str:
     if "entry" in op.attrs:  # one tape per saved quantity (Note [One tape per saved quantity])
         from srcgrad.codegen.tape_lines import tape_statement
 
+        _note_tape_masks(op)
         return tape_statement(op, lambda a: operand_source(a, pool))
     if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])
         return f"{targets}, = {op.args[0].name}.pop()" if op.outs else f"{op.args[0].name}.pop()"
@@ -543,6 +544,18 @@ def _note_copies(pairs) -> None:
         return
     bools = _NAMESPACE.get()[3].bools
     bools.update(t for t, v in pairs if v in bools)
+
+
+def _note_tape_masks(op) -> None:
+    """A tape of one saved quantity that is pushed a boolean mask pops one: its arithmetic
+    casts it for the Array API (fuzz seed 2684438: a tie mask saved in a loop of a nested
+    gradient reached array_api_strict's * uncast)."""
+    if _NAMESPACE.get()[2] == "numpy" or op.prim not in ("tape_push", "tape_pop"):
+        return
+    if op.prim == "tape_push" and isinstance(op.args[1], Var):
+        _note_copies([(op.args[0].name, op.args[1].name)])
+    elif op.prim == "tape_pop":
+        _note_copies([(op.outs[0].name, op.args[0].name)])
 
 
 def operand_source(operand, pool: ConstPool) -> str:

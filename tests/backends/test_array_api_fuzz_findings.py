@@ -239,3 +239,24 @@ def test_a_tie_mask_saved_across_a_branch_of_a_nested_gradient_on_the_array_api(
     expected = numeric_grad(_through_a_nested_gradient, (x,), 0)
     np.testing.assert_allclose(g(x), expected, atol=1e-6)  # (NumPy's first, as the fuzzer ran)
     np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
+
+
+def _scaled_by_its_max_in_a_loop(a):
+    for _ in range(2):
+        a = a * np.max(a)
+    return np.sum(a)
+
+
+def _through_a_nested_gradient_of_a_loop(x):
+    return np.sum(sg.grad(_scaled_by_its_max_in_a_loop)(x * x) * x)
+
+
+def test_a_tie_mask_saved_on_a_loops_tape_of_a_nested_gradient_on_the_array_api():
+    """Seed 2684438: max's tie mask of the inner gradient is pushed on a loop's tape of
+    one saved quantity for the outer backward; the name its pop binds was not known to
+    hold a mask, so `g * mask` reached array_api_strict uncast."""
+    x = np.array([0.3, -0.2, 0.5])
+    g = sg.grad(_through_a_nested_gradient_of_a_loop)
+    expected = numeric_grad(_through_a_nested_gradient_of_a_loop, (x,), 0)
+    np.testing.assert_allclose(g(x), expected, atol=1e-6)  # (NumPy's first, as the fuzzer ran)
+    np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
