@@ -25,7 +25,9 @@ from srcgrad.codegen.namespaces import (  # the namespace a render is for, and w
     _Known,
     _may_be_number,
     _missing_names,
+    _note_copies,
     _note_kinds,
+    _note_tape_masks,
     _operands_made_arrays,
     _refused,
     namespace,  # noqa: F401 - the pipelines' `emit.namespace(...)`
@@ -481,7 +483,9 @@ def op_statement(op, pool: ConstPool) -> str:
 
         _note_tape_masks(op)
         return tape_statement(op, lambda a: operand_source(a, pool))
-    if op.prim == "tape_pop":  # a tuple per iteration (Note [Reverse mode of control flow])
+    if op.prim in ("tape_push", "tape_pop"):  # a tuple per iteration (Note [Reverse mode
+        _note_tape_masks(op)                   # of control flow]): its masks, by position
+    if op.prim == "tape_pop":
         return f"{targets}, = {op.args[0].name}.pop()" if op.outs else f"{op.args[0].name}.pop()"
     if not op.outs:
         return ast.unparse(op_expr(op, pool))
@@ -533,29 +537,6 @@ def control_lines(op, pool: ConstPool, backward: bool) -> list:
             + [f"for {block.params[0].name} in {iterable}:"]
             + body(block, lambda: assign(carried, results) + leave)
             + assign(names, carried))
-
-
-def _note_copies(pairs) -> None:
-    """A name bound to another's value (a branch's or a loop's result, a tape's unpacked
-    entry) is a boolean mask where that value is one: its arithmetic casts it for the
-    Array API as the original's does (fuzz seed 2665382: a tie mask saved across a
-    branch of a nested gradient)."""
-    if _NAMESPACE.get()[2] == "numpy":
-        return
-    bools = _NAMESPACE.get()[3].bools
-    bools.update(t for t, v in pairs if v in bools)
-
-
-def _note_tape_masks(op) -> None:
-    """A tape of one saved quantity that is pushed a boolean mask pops one: its arithmetic
-    casts it for the Array API (fuzz seed 2684438: a tie mask saved in a loop of a nested
-    gradient reached array_api_strict's * uncast)."""
-    if _NAMESPACE.get()[2] == "numpy" or op.prim not in ("tape_push", "tape_pop"):
-        return
-    if op.prim == "tape_push" and isinstance(op.args[1], Var):
-        _note_copies([(op.args[0].name, op.args[1].name)])
-    elif op.prim == "tape_pop":
-        _note_copies([(op.outs[0].name, op.args[0].name)])
 
 
 def operand_source(operand, pool: ConstPool) -> str:

@@ -14,7 +14,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.ir.core import Var
+from srcgrad.ir.core import Pack, Var
 
 # ---------------------------------------------------------------------- namespaces
 # What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
@@ -27,13 +27,40 @@ class _Known:
     name is bound once in a render): boolean arrays, arrays of the namespace, and Python
     values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
 
-    __slots__ = ("bools", "arrays", "static", "ints")
+    __slots__ = ("bools", "arrays", "static", "ints", "tapes")
 
     def __init__(self):
         self.bools: set = set()
         self.arrays: set = set()
         self.static: set = set()
         self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
+        self.tapes: dict = {}  # a tape's name: what its entries hold of masks (`holds`)
+
+    def holds(self, name: str):
+        """What the value `name` holds of boolean masks: True (it is one), ("list", h) (a
+        tape whose entries hold h), ("tuple", (h, ...)) (a tape's entry of several
+        quantities), or None (no mask). A mask saved on a tape, or in a tuple on a tape
+        pushed on an outer loop's tape, pops as a mask (fuzz seed 2684438)."""
+        return True if name in self.bools else self.tapes.get(name)
+
+    def bind(self, name: str, held) -> None:
+        """`name` holds `held` (as `holds` says), with what it was known to hold before."""
+        if held is True:
+            self.bools.add(name)
+        elif held is not None:
+            self.tapes[name] = _either(self.tapes.get(name), held)
+
+
+def _either(a, b):
+    """What a value holds when it holds `a` or `b` (two pushes on one tape): a position is
+    a mask when either push's is (casting a float as a number changes nothing)."""
+    if a is None or a == b:
+        return b
+    if b is None or a is True or b is True or a[0] != b[0]:
+        return a if b is None else True if True in (a, b) else a
+    if a[0] == "list":
+        return ("list", _either(a[1], b[1]))
+    return ("tuple", tuple(_either(x, y) for x, y in zip(a[1], b[1]))) if len(a[1]) == len(b[1]) else a
 
 
 _NAMESPACE = contextvars.ContextVar("srcgrad_namespace", default=("numpy", True, "numpy", _Known(), None))
@@ -191,3 +218,42 @@ def _missing_names(expr, module) -> str | None:
 def _refused(op, label: str, reason: str) -> CompileError:
     return CompileError.at(op.loc, f"`{op.prim}` has no equivalent in {label}: {reason}",
                            hint="compute this with NumPy, or write it with Array-API functions")
+
+
+def _note_copies(pairs) -> None:
+    """A name bound to another's value (a branch's or a loop's result, a tape's unpacked
+    entry) is a boolean mask where that value is one: its arithmetic casts it for the
+    Array API as the original's does (fuzz seed 2665382: a tie mask saved across a
+    branch of a nested gradient)."""
+    if _NAMESPACE.get()[2] == "numpy":
+        return
+    known = _NAMESPACE.get()[3]
+    for target, value in pairs:
+        known.bind(target, known.holds(value))
+
+
+def _note_tape_masks(op) -> None:
+    """A tape pushed a boolean mask pops one, alone or at its position in a tuple, through
+    tapes pushed on outer loops' tapes: its arithmetic casts it for the Array API (fuzz
+    seed 2684438: a tie mask saved in a loop of a nested gradient, its tuple tape saved
+    again by the outer loop, reached array_api_strict's * uncast)."""
+    if _NAMESPACE.get()[2] == "numpy" or op.prim not in ("tape_push", "tape_pop"):
+        return
+    known, tape = _NAMESPACE.get()[3], op.args[0].name
+    if op.prim == "tape_push":
+        value = op.args[1]
+        if isinstance(value, Pack):
+            items = tuple(known.holds(v.name) if isinstance(v, Var) else None for v in value.items)
+            held = ("tuple", items) if any(h is not None for h in items) else None
+        else:
+            held = known.holds(value.name) if isinstance(value, Var) else None
+        known.bind(tape, None if held is None else ("list", held))
+        return
+    held = known.tapes.get(tape)
+    if held is None or held[0] != "list":
+        return
+    if "entry" in op.attrs:
+        known.bind(op.outs[0].name, held[1])
+    elif isinstance(held[1], tuple) and held[1] and held[1][0] == "tuple":
+        for out, item in zip(op.outs, held[1][1]):
+            known.bind(out.name, item)

@@ -260,3 +260,28 @@ def test_a_tie_mask_saved_on_a_loops_tape_of_a_nested_gradient_on_the_array_api(
     expected = numeric_grad(_through_a_nested_gradient_of_a_loop, (x,), 0)
     np.testing.assert_allclose(g(x), expected, atol=1e-6)  # (NumPy's first, as the fuzzer ran)
     np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
+
+
+def _scaled_by_its_mean_and_max(a):
+    for _ in range(1):
+        a = np.abs(np.sum(a)) * np.maximum(a, a)
+        a = a * np.max(np.mean(a) * np.ones((2,)))
+    return np.sum(a)
+
+
+def _nested_gradients_in_a_loop(x):
+    a1 = np.sum(x)
+    for _ in range(2):
+        a1 = -sg.grad(_scaled_by_its_mean_and_max)(a1 * x)
+    return np.sum(np.cos(a1 * 0.25))
+
+
+def test_a_tie_mask_in_a_tuple_tape_saved_again_by_an_outer_loop_on_the_array_api():
+    """Seed 2684438 itself: the tie masks of the inner gradient's loop are saved in a
+    tuple per iteration, and that tape on the outer loop's tape; each position's mask
+    must pop as a mask through both tapes (`g * mask` reached array_api_strict uncast)."""
+    x = np.array([0.3, -0.2, 0.5, 0.4])
+    g = sg.grad(_nested_gradients_in_a_loop)
+    expected = numeric_grad(_nested_gradients_in_a_loop, (x,), 0)
+    np.testing.assert_allclose(g(x), expected, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
