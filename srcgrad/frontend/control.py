@@ -195,7 +195,12 @@ class ControlFlow:
                 from srcgrad.frontend.results import Unset  # (loops only: issue 15)
                 scope.env[RESULT] = Unset()  # Note [Results of returns inside loops]
                 return self.trace_statements(_lower_loop_return(stmt) + list(stmts[i + 1:]), scope)
-            self.stmt(stmt, scope)
+            later = self.__dict__.setdefault("later_statements", [])
+            later.append((stmts, i + 1))  # what may read a loop's names: Note [Names a loop binds]
+            try:
+                self.stmt(stmt, scope)
+            finally:
+                later.pop()
         return None
 
     # ------------------------------------------------------------------ if

@@ -17,6 +17,18 @@ iteration instead). Leafwise carrying gives each iteration fresh params, so what
 one object must stay one: two carried names holding the same list are refused, and
 so is a body that writes into arrays in place while it carries a container whose
 items share memory with other names (the write would not reach them next time).
+
+Note [Names a loop binds]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+After a loop, Python's names hold what the last iteration bound: the body's names and
+the loop's target (`for i in range(n)` leaves `i == n - 1`). A name that code after the
+loop may read (Tracer.later_statements: the rest of each enclosing statement list, and
+enclosing loops, whose next iteration reads it) and that the loop binds is carried by
+it: bound to Unset first where nothing bound it before (Note [Results of returns inside
+loops]: None after a loop that never ran), the target too. Before, a name first bound
+in the body was "not defined" after the loop, and a target bound before it kept its
+old value: a silently wrong gradient. A name no code after the loop reads is not
+carried, so a body's temporaries cost nothing.
 """
 
 from __future__ import annotations
@@ -45,6 +57,40 @@ def assigned_names(stmts) -> list:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                 names.setdefault(n.id, None)
     return list(names)
+
+
+def _names_read(later, loop) -> set:
+    """The names the statements `later` (pairs of a list and where in it they start) may
+    read before binding them, outside the loop statement `loop` (an augmented assignment
+    reads its target). A plain assignment, or a `for` binding its target for its body,
+    hides the name from the statements after it in its list."""
+    read = set()
+    for stmts, start in later:
+        bound = set()
+        for stmt in stmts[start:]:
+            if isinstance(stmt, gast.For):
+                read |= _reads(stmt.iter, loop) - bound
+                read |= _reads(gast.Module(body=stmt.body, type_ignores=[]), loop) - (
+                    bound | set(_target_names(stmt.target)))
+            else:
+                read |= _reads(stmt, loop) - bound
+            if isinstance(stmt, gast.Assign):
+                bound |= {t.id for t in stmt.targets if isinstance(t, gast.Name)}
+    return read
+
+
+def _reads(node, loop) -> set:
+    read, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n is loop:
+            continue
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+            read.add(n.id)
+        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            read.add(n.target.id)
+        todo.extend(gast.iter_child_nodes(n))
+    return read
 
 
 def lower_jumps(stmts, flag="_break"):
@@ -107,7 +153,27 @@ class Loops(Unrolling, Iteration):
             body, flag = self._loop_body(node, scope)
             self.unroll_for(node, scope, err, body, flag, flag in scope.env)
             self._leave_for(scope, flag, outer_sequences)
-        self.lowered_or_unrolled(node, scope, lambda: self._lower_for(node, scope), unroll)
+        self.keeping_body_names(node, scope, lambda: self.lowered_or_unrolled(
+            node, scope, lambda: self._lower_for(node, scope), unroll))
+
+    def keeping_body_names(self, node, scope, trace):
+        """`trace()` the loop `node`, its body's names that code after it reads bound
+        after it as Python binds them (Note [Names a loop binds])."""
+        targets = set(_target_names(node.target)) if isinstance(node, gast.For) else set()
+        later = self.__dict__.setdefault("later_statements", [])
+        read = _names_read(later, node)
+        names = [n for n in assigned_names(node.body) + sorted(targets) if n in read
+                 and n not in scope.env]
+        for name in names:
+            scope.env[name] = Unset()
+        later.append(([node], 0))  # an enclosing loop's next iteration reads them too
+        try:
+            trace()
+        finally:
+            later.pop()
+        for name in names:  # (no path of the body assigned it: as before the loop)
+            if isinstance(scope.env.get(name), Unset):
+                scope.env.pop(name)
 
     def _leave_for(self, scope, flag, outer_sequences):
         scope.env.pop(flag, None)
@@ -129,8 +195,8 @@ class Loops(Unrolling, Iteration):
             if breaks:  # an iteration starts only while the flag is False
                 inner.env[flag] = Const(False)
             self.bind(node.target, per_index(index, inner), inner)
-        carried = [n for n in assigned_names(body) + _target_names(node.target)
-                   if n in scope.env and n not in _target_names(node.target)]
+        carried = [n for n in dict.fromkeys(assigned_names(body) + _target_names(node.target))
+                   if n in scope.env]  # (the target too: it keeps the last element's value)
         index = Var(self.namer.fresh(_index_name(node.target)), "static")
         kinds = [_carry_kind(scope.env[n]) for n in carried]
         while True:  # until the carried names and kinds cover what the body does
@@ -162,7 +228,8 @@ class Loops(Unrolling, Iteration):
             self.unroll_while(node, scope, err, body, self._while_test(node, flag, scope),
                               flag if flag in scope.env else None)
             scope.env.pop(flag, None)
-        self.lowered_or_unrolled(node, scope, lambda: self._lower_while(node, scope), unroll)
+        self.keeping_body_names(node, scope, lambda: self.lowered_or_unrolled(
+            node, scope, lambda: self._lower_while(node, scope), unroll))
 
     @staticmethod
     def _while_test(node, flag, scope):
