@@ -199,6 +199,9 @@ class Generator:
         # rows) are spellings a program may use too (fuzz seed 2684023): an eighth stream
         # spells a few variables so
         self.hidden = random.Random(seed ^ 0x41DDE4)
+        # code after a loop reading the names its body bound and its target, as Python
+        # keeps them (Note [Names a loop binds] in srcgrad.frontend.loops): a ninth stream
+        self.after_loops = random.Random(seed ^ 0xAF7E12)
         self.max_stmts = max_stmts
         self.max_depth = max_depth
         self.scope = Scope()
@@ -848,7 +851,10 @@ class Generator:
             lines += self.nested(indent + 1, self.rng.randint(1, 2))
         return lines
 
-    def loop_body(self, indent, header: list[str], ints: dict, names: dict) -> list[str]:
+    def loop_body(self, indent, header: list[str], ints: dict, names: dict,
+                  runs: bool = True) -> list[str]:
+        """The loop `header` and a body; where the loop surely `runs` its body's first
+        iteration through, its names may be read after it (the ninth stream)."""
         if self.loop_depth >= 2:
             return None
         self.features.add("loop")
@@ -859,7 +865,14 @@ class Generator:
         self.loop_depth += 1
         body = self.block(indent + 1, self.rng.randint(1, 3))
         self.loop_depth -= 1
-        self.scope = saved.copy()
+        inside, self.scope = self.scope, saved.copy()
+        jumps = any(line.strip().startswith(("break", "continue", "if")) and (
+            "break" in line or "continue" in line) for line in body)
+        if self.after_loops.random() < 0.25 and runs and not jumps:  # (else a name may be
+            # unbound after it: NumPy's NameError would discard the program)
+            self.scope.vars.update((n, t) for n, t in inside.vars.items() if n not in saved.vars)
+            self.scope.ints.update((n, b) for n, b in inside.ints.items() if n not in saved.ints)
+            self.features.add("loop_names_after")
         return header + body
 
     def s_for_range(self, indent):
@@ -905,7 +918,8 @@ class Generator:
         if not containers:
             return None
         name, s = self.pick(containers)
-        return self.loop_body(indent, [f"{self.pad(indent)}for {row} in {name}:"], {}, {row: s})
+        return self.loop_body(indent, [f"{self.pad(indent)}for {row} in {name}:"], {}, {row: s},
+                              runs=False)  # (a list may be empty)
 
     def s_while(self, indent):
         if self.loop_depth >= 2:
@@ -915,11 +929,11 @@ class Generator:
         if self.chance(0.5):
             head = [f"{self.pad(indent)}{k} = 0", f"{self.pad(indent)}while {k} < {n} and {self.cond()}:",
                     f"{self.pad(indent + 1)}{k} += 1"]
-            return self.loop_body(indent, head, {}, {})
+            return self.loop_body(indent, head, {}, {}, runs=False)
         head = [f"{self.pad(indent)}{k} = 0", f"{self.pad(indent)}while True:",
                 f"{self.pad(indent + 1)}{k} += 1", f"{self.pad(indent + 1)}if {k} > {n}:",
                 f"{self.pad(indent + 2)}break"]
-        return self.loop_body(indent, head, {}, {})
+        return self.loop_body(indent, head, {}, {}, runs=False)
 
     def s_break_continue(self, indent):
         self.features.add("break")
