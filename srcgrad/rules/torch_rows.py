@@ -78,52 +78,43 @@ defrule("torch_hypot", "x, y", "xp.hypot(x, y)", elementwise=True,
         jvp={"x": "x_t * x / ans", "y": "y_t * y / ans"},
         doc="the eager `hypot` (torch's): nan at the origin")
 
-# torch 2.14's clamp with Tensor bounds (observed over every order of x, min, max):
-# min < max: x gets g inside, g/2 at a bound it ties, the tied bound the other half, a
-# bound passed by x all of it; min == max: x gets g only where it equals both, a bound
-# where x is beyond it; min > max: the result is max, which gets everything. One bound:
-# maximum / minimum (ties split).
-_LT = "(a_min < a_max)"
-_EQ = "(a_min == a_max)"
-_HALF = "xp.where({a} {op} {b}, {t}, xp.where({a} == {b}, 0.5 * {t}, 0))"
-_CLAMP_X = (f"xp.where({_LT}, xp.where((x > a_min) * (x < a_max), {{t}}, "
-            f"xp.where((x == a_min) + (x == a_max), 0.5 * {{t}}, 0)), "
-            f"xp.where({_EQ} * (x == a_min), {{t}}, 0))")
-_CLAMP_MIN = f"xp.where({_LT}, {_HALF}, xp.where({_EQ} * (x < a_min), {{t}}, 0))"
-_CLAMP_MAX = f"xp.where({_LT}, {_HALF}, xp.where({_EQ}, xp.where(x > a_max, {{t}}, 0), {{t}}))"
-
-
-def _clamp(t, part):
-    """The tangent/cotangent `t`'s share for parameter `part` (static None bounds fold)."""
-    one_low = _HALF.format(a="x", b="a_min", op=">", t=t)
-    one_high = _HALF.format(a="x", b="a_max", op="<", t=t)
-    if part == "x":
-        both = _CLAMP_X.format(t=t)
-        return f"(({one_high}) if a_min is None else (({one_low}) if a_max is None else {both}))"
-    if part == "a_min":
-        both = _CLAMP_MIN.format(a="a_min", b="x", op=">", t=t)
-        return f"(({_HALF.format(a='a_min', b='x', op='>', t=t)}) if a_max is None else {both})"
-    both = _CLAMP_MAX.format(a="a_max", b="x", op="<", t=t)
-    return f"(({_HALF.format(a='a_max', b='x', op='<', t=t)}) if a_min is None else {both})"
-
+# torch 2.13's clamp (the reference, ../shared/spec: ClampBackward1 / clamp_backward_min_max,
+# observed over every order of x, min, max): x gets g on the closed interval, min <= x <= max
+# (a tie goes to x, not split); with Tensor bounds, min gets it where x < min < max, and max
+# where x > max or max < min (the result is max). So where x < min == max no one gets it, as
+# in torch. One bound: x where x >= min (x <= max), the bound where x is beyond it. (torch
+# 2.14 passes it strictly inside and splits ties: docs/conventions.md.)
+_CLAMP_X = ("(xp.where(x <= a_max, {t}, 0) if a_min is None else "
+            "(xp.where(x >= a_min, {t}, 0) if a_max is None else "
+            "xp.where(xp.logical_and(x >= a_min, x <= a_max), {t}, 0)))")
+_CLAMP_MIN = ("(xp.where(x < a_min, {t}, 0) if a_max is None else "
+              "xp.where(xp.logical_and(x < a_min, a_min < a_max), {t}, 0))")
+_CLAMP_MAX = ("(xp.where(x > a_max, {t}, 0) if a_min is None else "
+              "xp.where(xp.logical_or(x > a_max, a_max < a_min), {t}, 0))")
+_CLAMP = {"x": _CLAMP_X, "a_min": _CLAMP_MIN, "a_max": _CLAMP_MAX}
+# Its forward mode (clamp_jvp) is not the transpose: where(min > max, max_t, where(x < min,
+# min_t, where(x > max, max_t, x_t))), and with one bound a tie goes to the bound.
+_CLAMP_JVP = {
+    "x": ("(xp.where(x < a_max, {t}, 0) if a_min is None else "
+          "(xp.where(x > a_min, {t}, 0) if a_max is None else "
+          "xp.where(xp.logical_and(a_min <= a_max, xp.logical_and(x >= a_min, x <= a_max)), {t}, 0)))"),
+    "a_min": ("(xp.where(x <= a_min, {t}, 0) if a_max is None else "
+              "xp.where(xp.logical_and(a_min <= a_max, x < a_min), {t}, 0))"),
+    "a_max": ("(xp.where(x >= a_max, {t}, 0) if a_min is None else "
+              "xp.where(xp.logical_or(a_min > a_max, x > a_max), {t}, 0))")}
 
 defrule("torch_clip", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_max)",
         elementwise=True,
-        vjp={p: _ub(_clamp("g", p), p) for p in ("x", "a_min", "a_max")},
-        jvp={"x": _clamp("x_t", "x"), "a_min": _clamp("a_min_t", "a_min"),
-             "a_max": _clamp("a_max_t", "a_max")},
-        doc="the eager `clamp` with Tensor bounds (torch 2.14's): ties split in half; "
-            "min == max: x gets the gradient where it equals both; min > max: max gets it")
+        vjp={p: _ub(_CLAMP[p].format(t="g"), p) for p in ("x", "a_min", "a_max")},
+        jvp={p: _CLAMP_JVP[p].format(t=f"{p}_t") for p in ("x", "a_min", "a_max")},
+        doc="the eager `clamp` with Tensor bounds (torch 2.13's): x gets the gradient on "
+            "min <= x <= max; min where x < min < max; max where x > max or max < min")
 
-# torch 2.14's clamp with number bounds: the gradient passes strictly inside (0 at a bound).
-_CLAMP_SCALAR = ("(xp.where(x < a_max, {t}, 0) if a_min is None else "
-                 "(xp.where(x > a_min, {t}, 0) if a_max is None else "
-                 "xp.where((x > a_min) * (x < a_max), {t}, 0)))")
 defrule("torch_clamp_scalar", "x, a_min=None, a_max=None", "xp.clip(x, a_min, a_max)",
         elementwise=True,
-        vjp={"x": _CLAMP_SCALAR.format(t="g")}, jvp={"x": _CLAMP_SCALAR.format(t="x_t")},
-        doc="the eager `clamp` with number bounds (torch 2.14's): derivative 1 strictly "
-            "inside, 0 at a bound")
+        vjp={"x": _CLAMP_X.format(t="g")}, jvp={"x": _CLAMP_X.format(t="x_t")},
+        doc="the eager `clamp` with number bounds (torch 2.13's): derivative 1 on the closed "
+            "interval min <= x <= max (at a bound too), 0 outside")
 
 # torch's SigmoidBackward0: grad * (1 - result) * result, so 0 at +-inf (the eager
 # runtime's sigmoid used to be exp(-logaddexp(0, -x)), whose derivative is nan at -inf).
