@@ -874,37 +874,37 @@ PROGRAM = textwrap.dedent('''
         return v
 
     def bad_view_or_copy(x):
-        y = x * 2.0  # of a strided x: its layout is not known (of a C-ordered one it is)
-        if np.sum(x) > 0.26:
-            w = y.reshape(3)
+        y = x[:, None] * x  # of a strided x: its layout is not known (of a C-ordered one it
+        if np.sum(x) > 0.26:  # is; a vector's reshape is a view whatever its layout)
+            w = y.reshape(9)
             w[[1]] = 1.0
-        s = y[0] * 0.0  # HERE
+        s = y[0, 0] * 0.0  # HERE
         for i in range(2):
-            s = s + y[i]
+            s = s + y[0, i]
         return s
 
     def good_view_or_copy(x):
-        y = x * 2.0
+        y = x[:, None] * x
         if np.sum(x) > 0.26:
-            w = y.reshape(3).copy()
+            w = y.reshape(9).copy()
             w[[1]] = 1.0
-        s = y[0] * 0.0
+        s = y[0, 0] * 0.0
         for i in range(2):
-            s = s + y[i]
+            s = s + y[0, i]
         return s
 
     def bad_view_after_write(x):
-        y = x * 1.0  # of a strided x: its layout is not known (of a C-ordered one it is)
-        v = y.reshape(3)
+        y = x[:, None] * x  # of a strided x: its layout is not known (as above)
+        v = y.reshape(9)
         w = v[1:]
-        y[0] = 5.0
-        return np.sum(w * x[1:])  # HERE
+        y[0, 0] = 5.0
+        return np.sum(w * x[0])  # HERE
 
     def good_view_after_write(x):
-        y = x * 1.0
-        y[0] = 5.0
-        w = y.reshape(3)[1:]
-        return np.sum(w * x[1:])
+        y = x[:, None] * x
+        y[0, 0] = 5.0
+        w = y.reshape(9)[1:]
+        return np.sum(w * x[0])
 
     def bad_write_into_broadcast_view(x):
         v = np.broadcast_to(x, (2, 3))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srcgrad as sg
-from srcgrad.frontend.layout_facts import Static, infer, of_value
+from srcgrad.frontend.layout_facts import Fact, Static, infer, of_value
 from srcgrad.frontend.layout_models import is_view
 from tests.conftest import assert_close
 
@@ -164,6 +164,26 @@ def test_joined_arrays():
                        np.concatenate((a, b), axis=axis))
             for axis in range(len(shape) + 1):
                 _check(_predicted("stack", arrays=(a, b), axis=Static(axis)), np.stack((a, b), axis=axis))
+            for name in ("hstack", "vstack", "dstack", "column_stack"):  # (each promotes first)
+                if name != "column_stack" or shape[:1] == b.shape[:1]:
+                    _check(_predicted(name, arrays=(a, b)), getattr(np, name)((a, b)))
+
+
+def test_a_reshape_of_a_vector_is_a_view_whatever_its_stride():
+    """One axis of any stride splits into any shape of its size without a copy; ravel
+    copies a strided vector, so only reshape is claimed."""
+    base = np.arange(1.0, 49.0)
+    vectors = [base[::2][:12], base[::-1][:12], base[::3][:12], base.reshape(12, 4)[:, 1],
+               np.broadcast_to(np.array([2.0]), (12,)), base[:12]]
+    for v in vectors:
+        for target in [(-1,), (12,), (3, 4), (2, 2, 3), (1, 12), (12, 1), (4, -1), (2, 3, 1, 2)]:
+            assert is_view("reshape", {"x": of_value(v), "shape": Static(target)})
+            assert np.shares_memory(v.reshape(target), v)
+            assert np.shares_memory(v.reshape(target, order="F"), v)
+    assert not np.shares_memory(base[::2].ravel(), base)
+    unknown = Fact(True, 1, False)  # a vector whose strides the compiler does not know
+    assert is_view("reshape", {"x": unknown, "shape": Static((3, 4))})
+    assert is_view("ravel", {"x": unknown}) is None
 
 
 def test_reshape_ravel_and_transposes():
@@ -342,6 +362,21 @@ def reshape_of_a_product_of_strided_matrices(x):
     return np.sum(w * x[0, 0])
 
 
+def reshape_of_a_strided_vector_written(x):
+    v = x[::2] * 1.0  # an elementwise result of a strided slice: C-contiguous
+    u = x[1::2]  # a strided view of the argument: a vector of unknown layout
+    w = u.reshape((2, 1))  # a view all the same (one axis of any stride)
+    w += v.reshape((2, 1)) ** 2
+    return np.sum(u * x[0]) + np.sum(x * x)
+
+
+def reshape_of_stacked_vectors_written(x):
+    v = np.where(x[:2] > 0.0, x[:2], np.hstack([x[2:3], x[3:4]]))  # hstack: a fresh array
+    w = v.reshape(-1)
+    w += np.max(w[:1], axis=0, keepdims=True)
+    return np.sum(v * x[1:3]) + np.sum(np.vstack([x[:2], x[2:]]).reshape(-1) * x)
+
+
 def aliased_nansum_written_in_place(x):
     v = np.nansum(x * 1.0, axis=1)  # an array: `v *=` writes into it, so into w too
     w = v
@@ -350,6 +385,8 @@ def aliased_nansum_written_in_place(x):
 
 
 PROGRAMS = [
+    (reshape_of_a_strided_vector_written, [_c((4,)) / 5.0 - 0.3]),
+    (reshape_of_stacked_vectors_written, [np.array([0.4, -0.3, 0.8, 0.2])]),
     (aliased_nansum_written_in_place, [_c((2, 3)) / 7.0]),
     (reshape_of_a_product_of_strided_matrices, [_c((3, 3)) / 7.0]),
     (reshape_of_computed, [_c((2, 3)) / 7.0]),
@@ -380,6 +417,17 @@ def test_a_fortran_ordered_argument_keeps_the_refusal(fn):
     with pytest.raises(sg.CompileError, match="memory layout"):
         g(x)
     assert_close(g(np.ascontiguousarray(x)), _numeric(fn, [np.ascontiguousarray(x)], 0), rtol=1e-5)
+
+
+def test_a_write_in_a_branch_through_a_reshape_of_a_strided_vector():
+    from tests.test_never_wrong_mutation import vector_view_in_branch_then_loop as f
+
+    for x in (np.repeat([0.5, 0.3], 2)[::2], np.repeat([0.1, 0.05], 2)[::2]):  # written, or not
+        assert not x.flags.c_contiguous  # (the variant for it knows no C-contiguity)
+        expected = _numeric(f, [x.copy()], 0)
+        assert_close(sg.grad(f)(x), expected, rtol=1e-5, atol=1e-7)
+        _, t = sg.jvp(f, (x,), (np.array([1.0, -0.5]),))
+        assert_close(t, np.sum(expected * [1.0, -0.5]), rtol=1e-5, atol=1e-7)
 
 
 def test_a_write_in_one_branch_through_a_reshape_of_a_computed_value():

@@ -149,7 +149,18 @@ def undecided_write_in_one_branch(x0, x2, c):
 
 
 def undecided_view_in_branch_then_loop(x1):
-    x1 = x1 * 1.0
+    x1 = x1[:, None] * x1  # of a strided x1: a matrix of unknown layout
+    if np.sum(x1) > 0.26:
+        w5 = x1.reshape(4)
+        w5[[1]] = 1.0
+    s = x1[0, 0] * 0.0
+    for i in range(2):
+        s = s + x1[0, i]
+    return s
+
+
+def vector_view_in_branch_then_loop(x1):
+    x1 = x1 * 1.0  # of a strided x1: a vector of unknown layout, whose reshape is a view
     if np.sum(x1) > 0.26:
         w5 = x1.reshape(2)
         w5[[1]] = 1.0
@@ -159,9 +170,10 @@ def undecided_view_in_branch_then_loop(x1):
     return s
 
 
-REFUSED = [  # (undecided_write_in_one_branch is decided: tests/test_layout_facts.py)
+REFUSED = [  # (undecided_write_in_one_branch and vector_view_in_branch_then_loop are decided:
+    # tests/test_layout_facts.py)
     ("undecided-branch-then-loop", undecided_view_in_branch_then_loop,
-     [np.repeat([0.5, 0.5], 2)[::2]], "view or a copy"),  # strided: x1 * 1.0's layout unknown
+     [np.repeat([0.5, 0.5], 2)[::2]], "view or a copy"),  # strided: x1's product's layout unknown
     ("alias-write-in-loop", alias_write_in_loop, [A], "shares memory with `x`"),
     ("view-write-in-loop", view_write_in_loop, [A], "shares memory with `x`"),
     ("view-augmented-in-while", view_augmented_in_while, [A], "shares memory with `x`"),

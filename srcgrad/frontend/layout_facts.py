@@ -51,7 +51,17 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.frontend.layout_models import SCALAR, Fact, Static, array_fact, c_layout, exact, is_view
+from srcgrad.frontend.layout_models import (
+    JOINS,
+    SCALAR,
+    Fact,
+    Static,
+    array_fact,
+    c_layout,
+    exact,
+    is_view,
+    joined,
+)
 from srcgrad.ir.core import Const, Pack, Var
 
 __all__ = ["SCALAR", "Fact", "Static", "infer", "of_value", "meet", "implies", "LayoutTracker"]
@@ -149,8 +159,8 @@ def infer(name: str, args: dict) -> Fact | None:
         return Fact(True, 2, True)
     if name in ("tile", "repeat", "cumsum"):
         return _repeated(name, x, args)
-    if name in ("concatenate", "stack"):
-        return _joined(name, args.get("arrays"), args.get("axis"))
+    if name in JOINS:
+        return joined(name, args.get("arrays"))
     if name == "getitem":
         return index_fact(x, args.get("index"))
     if name in TRANSPOSES:
@@ -265,19 +275,6 @@ def _repeated(name, x, args) -> Fact | None:
     if axis.value is None:
         return Fact(True, 1, True)
     return Fact(True, x.ndim, x.c) if x.array and x.ndim else None  # (order 'K' along an axis)
-
-
-def _joined(name, arrays, axis) -> Fact | None:
-    if not isinstance(arrays, tuple) or not arrays:
-        return None
-    facts = [a if isinstance(a, Fact) else None for a in arrays]
-    if any(f is None or not f.array for f in facts):
-        return None
-    ndims = {f.ndim for f in facts}
-    ndim = ndims.pop() if len(ndims) == 1 else None
-    if ndim is not None and name == "stack":
-        ndim += 1
-    return Fact(True, ndim, all(f.c for f in facts))
 
 
 def index_fact(x, index) -> Fact | None:
@@ -561,7 +558,7 @@ class LayoutTracker:
         def decide(seen):
             f = self._consult(base, seen)
             decision = None if f is None else "copy" if not f.array else "view" if f.c else None
-            if f is not None and f.array and f.layout is not None and made is not None:
+            if f is not None and f.array and (f.layout or f.ndim == 1) and made is not None:
                 name, params, operands, _ = made
                 args = {p: self._operand(o, {}, None, 0) for p, o in zip(params, operands)}
                 args["x"] = f

@@ -220,6 +220,9 @@ def is_view(name, args) -> bool | None:
     """Whether `name(**args)` (a reshape or ravel) returns a view of its operand: NumPy's
     answer on a stand-in of the operand's layout; None where it is not known."""
     x = args.get("x")
+    if name == "reshape" and isinstance(x, Fact) and x.array and x.ndim == 1:
+        return True  # one axis of any stride: every shape of its size is a view (NumPy's
+        # _attempt_nocopy_reshape splits it), where ravel copies a strided vector
     if not isinstance(x, Fact) or not x.array or x.layout is None:
         return None
     m = stand_in(x.layout)
@@ -232,3 +235,23 @@ def is_view(name, args) -> bool | None:
     except Exception:  # noqa: BLE001 (a shape NumPy rejects, a dynamic one: not known)
         return None
     return bool(numpy.may_share_memory(out, m)) if out.size else None
+
+
+# the ranks of np.concatenate's and np.stack's results, and of hstack's, vstack's, dstack's
+# and column_stack's, which promote each element first (atleast_1d/2d/3d, or a column)
+JOINS = {"concatenate": lambda d: d, "stack": lambda d: d + 1, "hstack": lambda d: max(d, 1),
+         "vstack": lambda d: max(d, 2), "dstack": lambda d: max(d, 3),
+         "column_stack": lambda d: max(d, 2)}
+
+
+def joined(name, arrays) -> Fact | None:
+    """A join's result: fresh, C-contiguous where every element is (NumPy lays it out as
+    its elements are, order 'K'), of a rank known where the elements' ranks are equal."""
+    if not isinstance(arrays, tuple) or not arrays:
+        return None
+    facts = [a if isinstance(a, Fact) else None for a in arrays]
+    if any(f is None or not f.array for f in facts):
+        return None
+    ndims = {f.ndim for f in facts}
+    ndim = ndims.pop() if len(ndims) == 1 else None
+    return Fact(True, None if ndim is None else JOINS[name](ndim), all(f.c for f in facts))
