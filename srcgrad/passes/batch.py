@@ -181,6 +181,8 @@ class _Batcher:
                 v in self.batched for blk in op.blocks for v in blk.free_vars()):
             self.out.append(op)  # primal, or a tangent that no seed reaches
             return
+        if op.prim == "assert_true":
+            return self.assert_each(op, *op.args)
         if rule.control or rule.effect or rule.io or op.blocks:
             raise Unbatchable(f"`{op.prim}` (control flow, effects) has no batched form yet")
         if op.prim in ("dtype", "result_type"):
@@ -198,6 +200,14 @@ class _Batcher:
         if handler is None:
             raise Unbatchable(f"`{op.prim}` has no batched form")
         handler(self, op, *op.args)
+
+    def assert_each(self, op, test, message):
+        """The user's `assert` of a batched test holds for every example: `all` of a test of
+        one element per example; one of several elements raises as each example's `if not
+        test` does (the truth value of an array with more than one element is ambiguous)."""
+        if int(numpy.prod(self.shape(test))) == 1:
+            test = self.expander.apply(rules.RULES["all"], [test], {})
+        self.out.append(Op("assert_true", (test, message), (), op.loc, dict(op.attrs)))
 
     def keep(self, op, *args):
         """`op` itself, on (batched) operands `args`: its outputs are batched."""
