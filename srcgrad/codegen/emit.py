@@ -21,6 +21,7 @@ import numpy
 from srcgrad import rules
 from srcgrad.codegen.namespaces import (  # the namespace a render is for, and what it knows
     _NAMESPACE,
+    _int_arrays_as_floats,
     _is_static,
     _Known,
     _may_be_number,
@@ -336,6 +337,7 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
                 operands[name] = Const(p.default)
     if spelling != "numpy":
         operands = _array_api_operands(op, operands, known.bools, label, known.ints, known.arrays)
+        operands = _int_arrays_as_floats(op, operands, known, _AsNumber)
     wrap = spelling != "numpy" and (isinstance(template, ast.Call)
                                     or op.prim == "getitem" and not _is_static(operands["x"], known))
     other = label != "numpy"  # Note [Python numbers in other namespaces]

@@ -14,7 +14,7 @@ import numpy
 
 from srcgrad import rules
 from srcgrad.errors import CompileError
-from srcgrad.ir.core import Pack, Var
+from srcgrad.ir.core import Const, Pack, Var
 
 # ---------------------------------------------------------------------- namespaces
 # What the code being rendered calls (Note [Array namespaces] in srcgrad.backend):
@@ -27,7 +27,7 @@ class _Known:
     name is bound once in a render): boolean arrays, arrays of the namespace, and Python
     values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
 
-    __slots__ = ("bools", "arrays", "static", "ints", "tapes")
+    __slots__ = ("bools", "arrays", "static", "ints", "tapes", "int_arrays")
 
     def __init__(self):
         self.bools: set = set()
@@ -35,29 +35,37 @@ class _Known:
         self.static: set = set()
         self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
         self.tapes: dict = {}  # a tape's name: what its entries hold of masks (`holds`)
+        self.int_arrays: set = set()  # integer arrays (an argmax, an index): cast in arithmetic
 
     def holds(self, name: str):
-        """What the value `name` holds of boolean masks: True (it is one), ("list", h) (a
-        tape whose entries hold h), ("tuple", (h, ...)) (a tape's entry of several
-        quantities), or None (no mask). A mask saved on a tape, or in a tuple on a tape
-        pushed on an outer loop's tape, pops as a mask (fuzz seed 2684438)."""
-        return True if name in self.bools else self.tapes.get(name)
+        """What the value `name` holds of values its arithmetic casts: True (a boolean
+        mask), "int" (an integer array), ("list", h) (a tape whose entries hold h),
+        ("tuple", (h, ...)) (a tape's entry of several quantities), or None. A mask saved
+        on a tape, or in a tuple on a tape pushed on an outer loop's tape, pops as a mask
+        (fuzz seed 2684438)."""
+        if name in self.bools:
+            return True
+        return "int" if name in self.int_arrays else self.tapes.get(name)
 
     def bind(self, name: str, held) -> None:
         """`name` holds `held` (as `holds` says), with what it was known to hold before."""
         if held is True:
             self.bools.add(name)
+        elif held == "int":
+            self.int_arrays.add(name)
         elif held is not None:
             self.tapes[name] = _either(self.tapes.get(name), held)
 
 
 def _either(a, b):
     """What a value holds when it holds `a` or `b` (two pushes on one tape): a position is
-    a mask when either push's is (casting a float as a number changes nothing)."""
+    cast where either push's is (casting a float as a number changes nothing)."""
     if a is None or a == b:
         return b
-    if b is None or a is True or b is True or a[0] != b[0]:
-        return a if b is None else True if True in (a, b) else a
+    if b is None:
+        return a
+    if not isinstance(a, tuple) or not isinstance(b, tuple) or a[0] != b[0]:
+        return a if not isinstance(a, tuple) else b if not isinstance(b, tuple) else a
     if a[0] == "list":
         return ("list", _either(a[1], b[1]))
     return ("tuple", tuple(_either(x, y) for x, y in zip(a[1], b[1]))) if len(a[1]) == len(b[1]) else a
@@ -257,3 +265,33 @@ def _note_tape_masks(op) -> None:
     elif isinstance(held[1], tuple) and held[1] and held[1][0] == "tuple":
         for out, item in zip(op.outs, held[1][1]):
             known.bind(out.name, item)
+
+
+def _int_arrays_as_floats(op, operands: dict, known, cast) -> dict:
+    """An integer array (spellings.INT_ARRAY_RESULTS, or arithmetic of them and Python ints)
+    in arithmetic with a float array or number is `cast(it, other, int_arrays)` to its
+    dtype, as NumPy promotes it; the Array API refuses mixed kinds (`x * np.argmax(x)`)."""
+    from srcgrad.codegen import spellings  # (as emit's: imported by an Array-API render)
+
+    if op.prim in spellings.INT_ARRAY_RESULTS:
+        known.int_arrays.update(o.name for o in op.outs)
+    if op.prim not in spellings.ARITHMETIC or len(operands) != 2:
+        return operands
+
+    def whole(v):  # an integer array, a Python int or an integer number
+        return isinstance(v, Var) and (v.name in known.int_arrays or v.name in known.ints) or (
+            isinstance(v, Const) and type(v.value) is int)
+
+    def floating(v):  # a float array (not a mask: cast already) or a float number
+        return isinstance(v, Var) and (v.kind == "array" or v.name in known.arrays) and not whole(v) \
+            and v.name not in known.bools or isinstance(v, Const) and isinstance(v.value, float)
+    (p, a), (q, b) = operands.items()
+    ia, ib = (isinstance(v, Var) and v.name in known.int_arrays for v in (a, b))
+    if (ia or ib) and whole(a) and whole(b):
+        if op.prim != "divide":  # (an integer array's sum, difference or product)
+            known.int_arrays.update(o.name for o in op.outs)
+    elif ia and floating(b):
+        return {p: cast(a, b, known.int_arrays), q: b}
+    elif ib and floating(a):
+        return {p: a, q: cast(b, a, known.int_arrays)}
+    return operands

@@ -167,7 +167,11 @@ ARRAY_API: dict = {
     # `a, b = x`: the Array API does not iterate an array (array_api_strict raises); a shape
     # is a tuple
     "unpack": "x if isinstance(x, tuple) else xp.unstack(x)",
-    "diag_bar": Refused("the transpose of diag, which the Array API lacks"),
+    # diag of a vector: the eye of its k-th diagonal times the vector padded to its size, as
+    # a column (k >= 0: row i holds v[i]) or a row (k < 0: column i holds v[i])
+    "diag": "xp.linalg.diagonal(v, offset=k) if v.ndim == 2 else xp.eye(v.shape[0] + abs(k), k=k, "
+            "dtype=v.dtype) * xp.reshape(xp.concat([v, xp.zeros((abs(k),), dtype=v.dtype)]), "
+            "(-1, 1) if k >= 0 else (1, -1))",
     "repeat_bar": Refused("the transpose of repeat needs a cumulative sum with take (not "
                           "implemented for the Array API)"),
     # issue 29's sweep rows (srcgrad/rules/table_sweep.py)
@@ -196,7 +200,17 @@ ARRAY_API: dict = {
     "fix": "xp.trunc(x)",
     "isclose": _ISCLOSE,
     # (fuzz seed 2400409: array_api_strict's isin takes integer arrays only)
-    "isin": Refused("the Array API's isin takes integer arrays only"),
+    "isin": "xp.any(xp.reshape(xp.asarray(element), xp.asarray(element).shape + (1,)) == "
+            "xp.reshape(xp.asarray(test_elements), (-1,)), axis=-1) != invert",
+    "nanargmax": "nan_arg_extreme(a, axis, keepdims, True)",
+    "nanargmin": "nan_arg_extreme(a, axis, keepdims, False)",
+    "digitize": "digitize_sorted(x, bins, right)",
+    # the next float away from 0 (from +0 for -0.0, as NumPy's), less x
+    "spacing": "xp.nextafter(xp.asarray(x), xp.where(xp.asarray(x) < 0, xp.full_like(xp.asarray(x), "
+               "-xp.inf), xp.full_like(xp.asarray(x), xp.inf))) - xp.asarray(x)",
+    # (shapes that do not broadcast are not equivalent: False, as NumPy's)
+    "array_equiv": "all(_p_ == _q_ or 1 in (_p_, _q_) for _p_, _q_ in zip(xp.asarray(a1).shape[::-1], "
+                   "xp.asarray(a2).shape[::-1])) and bool(xp.all(xp.asarray(a1) == xp.asarray(a2)))",
     "allclose": f"bool(xp.all({_ISCLOSE}))",
     # issue 29's second sweep (srcgrad/rules/table_sweep2.py)
     # (a tuple, not a call: emit makes no operand an array, and x may be a Python float,
@@ -219,8 +233,13 @@ REFUSED_BRANCHES = {
 # number in NumPy (a tie mask times a cotangent): emit casts it for the Array API.
 BOOLEAN_RESULTS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
                              "isnan", "isinf", "isfinite", "logical_not", "logical_and",
-                             "logical_or", "logical_xor"})
+                             "logical_or", "logical_xor", "isin", "isclose", "signbit",
+                             "isneginf", "isposinf"})
 ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide"})
+# Rows whose result is an integer array: NumPy promotes it with a float operand in arithmetic
+# (`x * np.argmax(x)`), the Array API refuses mixed kinds, so emit casts it to the float's dtype.
+INT_ARRAY_RESULTS = frozenset({"argmax", "argmin", "nanargmax", "nanargmin", "argsort", "searchsorted",
+                               "digitize", "count_nonzero"})
 # Rows whose result is a Python int (an index's one axis: emit's Note [Python numbers in
 # other namespaces])
 INT_RESULTS = frozenset({"py_int", "ndim", "size", "tape_len", "pymath_floor", "pymath_ceil",

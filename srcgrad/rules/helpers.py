@@ -43,6 +43,7 @@ __all__ = [
     "setitem", "setitem_bar", "no_alias", "no_alias_batched", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
+    "nan_arg_extreme", "digitize_sorted",
 ]
 
 
@@ -82,6 +83,18 @@ def _full_index(index):
             return index
         index = (index,)
     return index if any(p is Ellipsis for p in index) else index + (Ellipsis,)
+
+
+def _python_ints(index, out):
+    """`index` with its 0-d integer arrays (an argmax) as Python ints where `out` is not a
+    NumPy array: the Array API writes at integers and slices only (array_api_strict
+    refuses an array in `__setitem__`)."""
+    if out.__class__ is numpy.ndarray:
+        return index
+    parts = index if isinstance(index, tuple) else (index,)
+    ints = tuple(int(p) if getattr(p, "ndim", None) == 0 and "int" in str(getattr(p, "dtype", ""))
+                 else p for p in parts)
+    return ints if isinstance(index, tuple) else ints[0]
 
 
 def _is_basic_index(index):
@@ -185,7 +198,7 @@ def scatter_index(x, shape, index):
     xp = _namespace(x)
     out = xp.zeros(shape, dtype=getattr(x, "dtype", None))
     if _is_basic_index(index):
-        _write(out, _full_index(index), x, xp)
+        _write(out, _full_index(_python_ints(index, out)), x, xp)
     elif hasattr(xp, "add") and hasattr(xp.add, "at"):
         xp.add.at(out, index, x)
     else:  # Note [Scatter-add without add.at]
@@ -997,8 +1010,8 @@ def diag_bar(c, shape, k):
     """The cotangent of `numpy.diag(v, k)` for v of `shape`: the k-th diagonal of c
     when v is 1-D; c placed on the k-th diagonal of zeros of `shape` when v is 2-D."""
     xp = _namespace(c)
-    if len(shape) == 1:
-        return xp.diag(c, k)
+    if len(shape) == 1:  # (the Array API's has no diag: its linalg.diagonal)
+        return xp.diag(c, k) if hasattr(xp, "diag") else xp.linalg.diagonal(c, offset=k)
     rows, cols = shape
     lo = max(-k, 0)  # the first row the k-th diagonal crosses
     n = c.shape[0]
@@ -1194,3 +1207,30 @@ def _cumprod_bar_masked(g, x, ans, zero, axis):
     value = numpy.sum(numpy.cumprod(numpy.where(between, x, 1), axis=axis)
                       * numpy.where(one, g, 0), axis=axis, keepdims=True) * prev
     return numpy.where(at_zero, value, first)
+
+
+def nan_arg_extreme(a, axis, keepdims, largest):
+    """NumPy's nanargmax (largest) / nanargmin in a namespace without them, as NumPy
+    computes them: nan read as -inf (+inf), then argmax (argmin), so a nan before a -inf
+    is its index, as NumPy's; ValueError on an all-nan slice, as NumPy's."""
+    xp = _namespace(a)
+    a = xp.asarray(a)
+    nan = xp.isnan(a)
+    if bool(xp.any(xp.all(nan, axis=axis))):
+        raise ValueError("All-NaN slice encountered")
+    filled = xp.where(nan, xp.full_like(a, -xp.inf if largest else xp.inf), a)
+    return (xp.argmax if largest else xp.argmin)(filled, axis=axis, keepdims=keepdims)
+
+
+def digitize_sorted(x, bins, right):
+    """NumPy's digitize in a namespace without it: searchsorted on the bins, increasing or
+    decreasing (ValueError for bins that are neither, as NumPy's)."""
+    xp = _namespace(bins)
+    bins, side = xp.asarray(bins), "left" if right else "right"
+    x = xp.asarray(x, dtype=bins.dtype)
+    steps = bins[1:] - bins[:-1]
+    if bool(xp.all(steps >= 0)):
+        return xp.searchsorted(bins, x, side=side)
+    if not bool(xp.all(steps <= 0)):
+        raise ValueError("bins must be monotonically increasing or decreasing")
+    return bins.shape[0] - xp.searchsorted(xp.flip(bins), x, side=side)

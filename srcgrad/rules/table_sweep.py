@@ -287,6 +287,13 @@ _nondiff("digitize", "x, bins, right=False", "xp.digitize(x, bins, right=right)"
 for _name in ("nanargmax", "nanargmin"):
     _nondiff(_name, "a, axis=None, keepdims=False",
              f"xp.{_name}(a, axis=axis, keepdims=keepdims)", elementwise=False)
+# their Array-API spellings' helpers (srcgrad.codegen.spellings), and digitize's
+defrule("nan_arg_extreme", "a, axis, keepdims, largest", "nan_arg_extreme(a, axis, keepdims, largest)",
+        targets=("srcgrad.rules.helpers.nan_arg_extreme",), nondiff=True,
+        doc="NumPy's nanargmax (largest) / nanargmin for a namespace without them")
+defrule("digitize_sorted", "x, bins, right", "digitize_sorted(x, bins, right)",
+        targets=("srcgrad.rules.helpers.digitize_sorted",), nondiff=True,
+        doc="NumPy's digitize for a namespace without it (searchsorted)")
 
 
 # ---------------------------------------------------------------- the Python surface

@@ -35,6 +35,16 @@ def _full_index(index):
         index = (index,)
     return index if any((p is Ellipsis for p in index)) else index + (Ellipsis,)
 
+def _python_ints(index, out):
+    """`index` with its 0-d integer arrays (an argmax) as Python ints where `out` is not a
+    NumPy array: the Array API writes at integers and slices only (array_api_strict
+    refuses an array in `__setitem__`)."""
+    if out.__class__ is numpy.ndarray:
+        return index
+    parts = index if isinstance(index, tuple) else (index,)
+    ints = tuple((int(p) if getattr(p, 'ndim', None) == 0 and 'int' in str(getattr(p, 'dtype', '')) else p for p in parts))
+    return ints if isinstance(index, tuple) else ints[0]
+
 def _is_basic_index(index):
     """True when `x[index]` reads every element at most once (no integer arrays)."""
     parts = index if isinstance(index, tuple) else (index,)
@@ -112,7 +122,7 @@ def scatter_index(x, shape, index):
     xp = _namespace(x)
     out = xp.zeros(shape, dtype=getattr(x, 'dtype', None))
     if _is_basic_index(index):
-        _write(out, _full_index(index), x, xp)
+        _write(out, _full_index(_python_ints(index, out)), x, xp)
     elif hasattr(xp, 'add') and hasattr(xp.add, 'at'):
         xp.add.at(out, index, x)
     else:

@@ -737,6 +737,9 @@ case("digitize", ("bins", {"x": N(3, 4), "bins": Fixed([-1.0, 0.0, 1.0])}),
      ("right", {"x": N(5), "bins": Fixed([-0.5, 0.5]), "right": True}))
 for _name in ("nanargmax", "nanargmin"):
     case(_name, ("nan-axis", {"a": _NAN, "axis": 1}), ("flat", {"a": N(3, 4)}))
+case("nan_arg_extreme", ("nan-axis", {"a": _NAN, "axis": 1, "keepdims": True, "largest": True}),
+     ("flat", {"a": N(3, 4), "axis": None, "keepdims": False, "largest": False}))
+case("digitize_sorted", ("decreasing", {"x": N(3, 4), "bins": Fixed([1.0, 0.0, -1.0]), "right": False}))
 case("assert_true", ("true", {"test": True, "message": "positive"}),
      ("numpy-bool", {"test": np.True_, "message": None}))
 

@@ -1,0 +1,98 @@
+"""The Array API spellings of rows it lacks (nanargmax/nanargmin, digitize, isin of floats,
+spacing, array_equiv, diag and its transpose) and integer results in arithmetic (`x *
+np.argmax(x)`, `x[np.argmax(x)]`'s transpose), against NumPy's values and gradients. NumPy
+promotes an integer array with a float one; the Array API refuses mixed kinds, so the
+generated code casts it (srcgrad.codegen.emit._int_arrays_as_floats). Before, these were
+refused ("has no equivalent in array_api_strict") or raised in the generated code."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.rules.helpers import digitize_sorted, nan_arg_extreme
+
+xs = pytest.importorskip("array_api_strict")
+
+
+def times_an_argmax(x):
+    return np.sum(x * np.argmax(x)) + x[np.argmax(x)] * 3.0
+
+
+def nan_extremes(x):
+    y = np.where(x > 0.6, np.nan, x)
+    return x[np.nanargmax(y)] * 3.0 + x * (np.nanargmax(y) - np.nanargmin(y)) @ x
+
+
+def bins(x):
+    return np.sum(x * np.digitize(x, np.array([-0.5, 0.0, 0.5]))) + np.sum(
+        x * np.digitize(x, np.array([0.5, 0.0, -0.5]), right=True)) + np.sum(
+        x * np.searchsorted(np.array([-0.5, 0.0, 0.5]), x))
+
+
+def membership(x):
+    return np.sum(np.where(np.isin(x, np.array([0.5, 0.25])), 0.0, x ** 2)) + np.sum(
+        np.isin(x, [0.5], invert=True) * x)
+
+
+def spacing_and_equivalence(x):
+    same = 3.0 * np.sum(x) if np.array_equiv(x, x[:1] * 0 + x) else 0.0
+    other = 1.0 if np.array_equiv(x, np.ones(3)) else 0.0  # (shapes that do not broadcast)
+    return np.sum(x * np.spacing(x) * 1e15) + same + other
+
+
+def diagonals(x):
+    return np.sum(np.diag(x, 1) * 2.0) + np.sum(np.diag(np.diag(x), -1) ** 2) + np.sum(
+        np.diag(np.outer(x, x)) * x)
+
+
+def integer_saved_on_a_loops_tape(x):
+    y = x
+    for _ in range(2):  # the difference of two argmaxes is saved for the backward
+        y = y * (np.nanargmax(y) - np.nanargmin(y)) + x
+    return np.sum(y)
+
+
+def integer_chosen_by_a_branch(x):
+    y = x * 1.0
+    if np.sum(x) > 0:
+        k = np.argmax(x)
+    else:
+        k = np.argmin(x)
+    return np.sum(y * k)
+
+
+X = np.array([0.5, 0.3, -0.7, 0.25])
+
+
+@pytest.mark.parametrize("fn", [times_an_argmax, nan_extremes, bins, membership,
+                                spacing_and_equivalence, diagonals, integer_saved_on_a_loops_tape,
+                                integer_chosen_by_a_branch], ids=lambda f: f.__name__)
+def test_as_numpy_on_the_array_api(fn):
+    value, grad = sg.value_and_grad(fn)(X.copy())
+    v, g = sg.value_and_grad(fn)(xs.asarray(X.copy()))
+    np.testing.assert_allclose(float(v), fn(X.copy()), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(g), grad, rtol=1e-12)
+
+
+def test_nan_arg_extremes_as_numpys():
+    for values in ([np.nan, -np.inf, 1.0], [np.nan, -np.inf], [2.0, np.nan, 2.0], [np.inf, np.nan]):
+        a = np.array(values)
+        for largest, reference in ((True, np.nanargmax), (False, np.nanargmin)):
+            assert int(nan_arg_extreme(xs.asarray(a), None, False, largest)) == reference(a)
+    m = np.array([[np.nan, 1.0, 3.0], [-np.inf, np.nan, -np.inf]])
+    got = nan_arg_extreme(xs.asarray(m), 1, True, True)
+    np.testing.assert_array_equal(np.asarray(got), np.nanargmax(m, axis=1, keepdims=True))
+    with pytest.raises(ValueError, match="All-NaN slice"):
+        np.nanargmax(np.array([[np.nan], [1.0]]), axis=1)
+    with pytest.raises(ValueError, match="All-NaN slice"):
+        nan_arg_extreme(xs.asarray(np.array([[np.nan], [1.0]])), 1, False, True)
+
+
+def test_digitize_as_numpys():
+    x = np.array([-1.0, -0.5, 0.0, 0.2, 0.5, 2.0])
+    for b in ([-0.5, 0.0, 0.5], [0.5, 0.0, -0.5], [0.0, 0.0, 1.0]):
+        for right in (False, True):
+            got = digitize_sorted(xs.asarray(x), xs.asarray(np.array(b)), right)
+            np.testing.assert_array_equal(np.asarray(got), np.digitize(x, np.array(b), right=right))
+    with pytest.raises(ValueError, match="monotonically"):
+        digitize_sorted(xs.asarray(x), xs.asarray(np.array([0.0, 1.0, 0.5])), False)
