@@ -39,12 +39,14 @@ class _Known:
 
     def holds(self, name: str):
         """What the value `name` holds of values its arithmetic casts: True (a boolean
-        mask), "int" (an integer array), ("list", h) (a tape whose entries hold h),
+        mask), "int" (an integer array), "pyint" (a Python int), ("list", h) (a tape whose entries hold h),
         ("tuple", (h, ...)) (a tape's entry of several quantities), or None. A mask saved
         on a tape, or in a tuple on a tape pushed on an outer loop's tape, pops as a mask
         (fuzz seed 2684438)."""
         if name in self.bools:
             return True
+        if name in self.ints:  # (a loop's index read after it: fuzz seed 2724337)
+            return "pyint"
         return "int" if name in self.int_arrays else self.tapes.get(name)
 
     def bind(self, name: str, held) -> None:
@@ -53,6 +55,8 @@ class _Known:
             self.bools.add(name)
         elif held == "int":
             self.int_arrays.add(name)
+        elif held == "pyint":
+            self.ints.add(name)
         elif held is not None:
             self.tapes[name] = _either(self.tapes.get(name), held)
 

@@ -284,3 +284,19 @@ def test_a_tie_mask_in_a_tuple_tape_saved_again_by_an_outer_loop_on_the_array_ap
     expected = numeric_grad(_nested_gradients_in_a_loop, (x,), 0)
     np.testing.assert_allclose(g(x), expected, atol=1e-6)
     np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), expected, atol=1e-6)
+
+
+def _rows_of_the_last_index(x0):
+    for i1 in range(0, 4):
+        pass
+    return np.tile(x0, 6)[:16].reshape((4, 4))[i1][i1]
+
+
+def test_a_loops_index_read_after_it_indexes_as_an_int_on_the_array_api():
+    """Seed 2724337: the loop's index after the loop (Note [Names a loop binds]) is the
+    loop's output, a copy of its Python int; it was not known to be one, so `m[i]` of a
+    matrix lacked the `...` array_api_strict requires (an IndexError in generated code)."""
+    x = np.array([1.429731, -0.898394, -1.138682])
+    g = sg.grad(_rows_of_the_last_index)
+    np.testing.assert_allclose(np.asarray(g(xs.asarray(x))), g(x.copy()), rtol=1e-12)
+    np.testing.assert_allclose(g(x.copy()), numeric_grad(_rows_of_the_last_index, (x,), 0), atol=1e-6)
