@@ -36,8 +36,6 @@ REFUSED = {
     # issue 29's sweep rows (kron_bar's own gradient is a kron)
     "kron": "no kron", "kron_bar": "no kron",
     **{name: "it has no `xp." for name in ("polyval", "convolve", "trapezoid")},
-    # issue 29's second sweep: NumPy-only rows
-    "ldexp": "it has no `xp.",
 }
 # Cases refused for an argument the Array API cannot take (case id -> reason), at
 # compile time. (Gathers and writes at an index array, refused at run time before, run:

@@ -1,5 +1,5 @@
 """The Array API spellings of rows it lacks (nanargmax/nanargmin, digitize, isin of floats,
-spacing, array_equiv, diag and its transpose) and integer results in arithmetic (`x *
+spacing, array_equiv, ldexp, diag and its transpose) and integer results in arithmetic (`x *
 np.argmax(x)`, `x[np.argmax(x)]`'s transpose), against NumPy's values and gradients. NumPy
 promotes an integer array with a float one; the Array API refuses mixed kinds, so the
 generated code casts it (srcgrad.codegen.emit._int_arrays_as_floats). Before, these were
@@ -61,12 +61,20 @@ def integer_chosen_by_a_branch(x):
     return np.sum(y * k)
 
 
+def scaled_by_powers_of_two(x):
+    y = np.ldexp(np.sum(x), 2) + np.sum(np.ldexp(x * x, 2))
+    for _ in range(2):
+        y = y + np.ldexp(y, -1)
+    return y
+
+
 X = np.array([0.5, 0.3, -0.7, 0.25])
 
 
 @pytest.mark.parametrize("fn", [times_an_argmax, nan_extremes, bins, membership,
                                 spacing_and_equivalence, diagonals, integer_saved_on_a_loops_tape,
-                                integer_chosen_by_a_branch], ids=lambda f: f.__name__)
+                                integer_chosen_by_a_branch, scaled_by_powers_of_two],
+                         ids=lambda f: f.__name__)
 def test_as_numpy_on_the_array_api(fn):
     value, grad = sg.value_and_grad(fn)(X.copy())
     v, g = sg.value_and_grad(fn)(xs.asarray(X.copy()))
