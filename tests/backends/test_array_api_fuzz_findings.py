@@ -287,7 +287,7 @@ def test_a_tie_mask_in_a_tuple_tape_saved_again_by_an_outer_loop_on_the_array_ap
 
 
 def _rows_of_the_last_index(x0):
-    for i1 in range(0, 4):
+    for i1 in range(0, 4):  # noqa: B007 - its index is read after it
         pass
     return np.tile(x0, 6)[:16].reshape((4, 4))[i1][i1]
 
