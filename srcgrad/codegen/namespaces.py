@@ -27,7 +27,7 @@ class _Known:
     name is bound once in a render): boolean arrays, arrays of the namespace, and Python
     values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
 
-    __slots__ = ("bools", "arrays", "static", "ints", "tapes", "int_arrays")
+    __slots__ = ("bools", "arrays", "static", "ints", "tapes", "int_arrays", "floats")
 
     def __init__(self):
         self.bools: set = set()
@@ -36,18 +36,21 @@ class _Known:
         self.ints: set = set()  # Python ints (a `range` loop's index): an index's one axis
         self.tapes: dict = {}  # a tape's name: what its entries hold of masks (`holds`)
         self.int_arrays: set = set()  # integer arrays (an argmax, an index): cast in arithmetic
+        self.floats: set = set()  # values known to be floats (arrays or numbers): what casts them
 
     def holds(self, name: str):
         """What the value `name` holds of values its arithmetic casts: True (a boolean
-        mask), "int" (an integer array), "pyint" (a Python int), ("list", h) (a tape whose entries hold h),
-        ("tuple", (h, ...)) (a tape's entry of several quantities), or None. A mask saved
-        on a tape, or in a tuple on a tape pushed on an outer loop's tape, pops as a mask
-        (fuzz seed 2684438)."""
+        mask), "int" (an integer array), "pyint" (a Python int), "float", ("list", h) (a
+        tape whose entries hold h), ("tuple", (h, ...)) (a tape's entry of several
+        quantities), or None. A mask saved on a tape, or in a tuple on a tape pushed on an
+        outer loop's tape, pops as a mask (fuzz seed 2684438)."""
         if name in self.bools:
             return True
         if name in self.ints:  # (a loop's index read after it: fuzz seed 2724337)
             return "pyint"
-        return "int" if name in self.int_arrays else self.tapes.get(name)
+        if name in self.int_arrays:
+            return "int"
+        return "float" if name in self.floats else self.tapes.get(name)
 
     def bind(self, name: str, held) -> None:
         """`name` holds `held` (as `holds` says), with what it was known to hold before."""
@@ -57,6 +60,8 @@ class _Known:
             self.int_arrays.add(name)
         elif held == "pyint":
             self.ints.add(name)
+        elif held == "float":
+            self.floats.add(name)
         elif held is not None:
             self.tapes[name] = _either(self.tapes.get(name), held)
 
@@ -272,30 +277,33 @@ def _note_tape_masks(op) -> None:
 
 
 def _int_arrays_as_floats(op, operands: dict, known, cast) -> dict:
-    """An integer array (spellings.INT_ARRAY_RESULTS, or arithmetic of them and Python ints)
-    in arithmetic with a float array or number is `cast(it, other, int_arrays)` to its
-    dtype, as NumPy promotes it; the Array API refuses mixed kinds (`x * np.argmax(x)`)."""
+    """An integer array (spellings.INT_ARRAY_RESULTS, what keeps one's dtype, arithmetic of
+    them and Python ints) in arithmetic with a value known to be a float, or in a true
+    division, is `cast(it, Const(0.0), int_arrays)` to float64, as NumPy promotes an int64
+    array with any float (float32 too); the Array API refuses mixed kinds and divides
+    floats only (`x * np.argmax(x)`; its cotangent `g * argmax`, or argmax itself where g
+    is 1). A value not known to be either (a shape's item) is left as it is."""
     from srcgrad.codegen import spellings  # (as emit's: imported by an Array-API render)
 
+    outs = [o.name for o in op.outs]
+    items = list(operands.items())
+    ints = [isinstance(v, Var) and v.name in known.int_arrays for _, v in items]
+    floats = [isinstance(v, Const) and type(v.value) is float or isinstance(v, Var) and (
+        v.name in known.floats or v.kind == "array" or v.name in known.arrays) and not (
+        v.name in known.int_arrays or v.name in known.bools or v.name in known.ints) for _, v in items]
     if op.prim in spellings.INT_ARRAY_RESULTS:
-        known.int_arrays.update(o.name for o in op.outs)
-    if op.prim not in spellings.ARITHMETIC or len(operands) != 2:
+        known.int_arrays.update(outs)
+    elif op.prim in spellings.SAME_DTYPE and items:
+        (known.int_arrays if ints[0] else known.floats if floats[0] else set()).update(outs)
+    if op.prim not in spellings.ARITHMETIC or len(items) != 2:
         return operands
-
-    def whole(v):  # an integer array, a Python int or an integer number
-        return isinstance(v, Var) and (v.name in known.int_arrays or v.name in known.ints) or (
-            isinstance(v, Const) and type(v.value) is int)
-
-    def floating(v):  # a float array (not a mask: cast already) or a float number
-        return isinstance(v, Var) and (v.kind == "array" or v.name in known.arrays) and not whole(v) \
-            and v.name not in known.bools or isinstance(v, Const) and isinstance(v.value, float)
-    (p, a), (q, b) = operands.items()
-    ia, ib = (isinstance(v, Var) and v.name in known.int_arrays for v in (a, b))
-    if (ia or ib) and whole(a) and whole(b):
-        if op.prim != "divide":  # (an integer array's sum, difference or product)
-            known.int_arrays.update(o.name for o in op.outs)
-    elif ia and floating(b):
-        return {p: cast(a, b, known.int_arrays), q: b}
-    elif ib and floating(a):
-        return {p: a, q: cast(b, a, known.int_arrays)}
+    if any(ints) and (op.prim == "divide" or any(floats)):
+        known.floats.update(outs)
+        return {k: cast(v, Const(0.0), known.int_arrays) if i else v for (k, v), i in zip(items, ints)}
+    whole = [i or isinstance(v, Var) and v.name in known.ints or isinstance(v, Const) and type(
+        v.value) is int for i, (_, v) in zip(ints, items)]
+    if any(ints) and all(whole) and op.prim != "divide":
+        known.int_arrays.update(outs)  # (an integer array's sum, difference or product)
+    elif any(floats):
+        known.floats.update(outs)
     return operands

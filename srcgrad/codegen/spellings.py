@@ -244,6 +244,10 @@ ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide"})
 # (`x * np.argmax(x)`), the Array API refuses mixed kinds, so emit casts it to the float's dtype.
 INT_ARRAY_RESULTS = frozenset({"argmax", "argmin", "nanargmax", "nanargmin", "argsort", "searchsorted",
                                "digitize", "count_nonzero"})
+# Rows whose result has their first operand's dtype (an integer array stays one)
+SAME_DTYPE = frozenset({"unbroadcast", "reshape", "broadcast_to", "expand_dims", "squeeze",
+                        "transpose", "T", "matrix_transpose", "swapaxes", "getitem", "ravel",
+                        "flatten", "copy", "negative", "sum", "flip"})
 # Rows whose result is a Python int (an index's one axis: emit's Note [Python numbers in
 # other namespaces])
 INT_RESULTS = frozenset({"py_int", "ndim", "size", "tape_len", "pymath_floor", "pymath_ceil",

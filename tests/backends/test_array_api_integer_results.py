@@ -68,12 +68,28 @@ def scaled_by_powers_of_two(x):
     return y
 
 
+def integer_as_a_cotangent(x):  # fuzz seed 2758411, shrunk: `1 * argmax` is argmax itself,
+    v4 = np.max(x[1:], axis=0, keepdims=True)  # then divided by max's tie count
+    return np.reshape(v4, ()) * np.nanargmax(x[:1] * 0.5)
+
+
+def integer_times_a_helpers_result(x):  # fuzz seed 2759031: g * argmax, g from a helper
+    return (np.outer(x, x).ravel() + np.mean(x) * np.nanargmax(x)).mean()
+
+
+def integer_index_arithmetic(x):  # an index stays an integer (a shape's item is no float)
+    k = np.argmax(x)
+    return x[k + x.shape[0] // 2 - 2] * 2.0 + x[k - 1] * k + np.sum(x / (k + 1))
+
+
 X = np.array([0.5, 0.3, -0.7, 0.25])
 
 
 @pytest.mark.parametrize("fn", [times_an_argmax, nan_extremes, bins, membership,
                                 spacing_and_equivalence, diagonals, integer_saved_on_a_loops_tape,
-                                integer_chosen_by_a_branch, scaled_by_powers_of_two],
+                                integer_chosen_by_a_branch, scaled_by_powers_of_two,
+                                integer_as_a_cotangent, integer_times_a_helpers_result,
+                                integer_index_arithmetic],
                          ids=lambda f: f.__name__)
 def test_as_numpy_on_the_array_api(fn):
     value, grad = sg.value_and_grad(fn)(X.copy())
