@@ -293,6 +293,13 @@ def _int_arrays_as_floats(op, operands: dict, known, cast) -> dict:
         v.name in known.int_arrays or v.name in known.bools or v.name in known.ints) for _, v in items]
     if op.prim in spellings.INT_ARRAY_RESULTS:
         known.int_arrays.update(outs)
+    elif op.prim == "unbroadcast" and ints[:1] == [True]:  # a cotangent (`1 * argmax`'s is
+        known.floats.update(outs)  # argmax itself: fuzz seed 2760707) is a float
+        return {**operands, items[0][0]: cast(items[0][1], Const(0.0), known.int_arrays)}
+    elif op.prim == "where" and len(items) == 3 and any(ints[1:]) and not all(ints[1:]):
+        known.floats.update(outs)  # (NumPy promotes the integer branch)
+        return {k: cast(v, Const(0.0), known.int_arrays) if i and j else v
+                for j, ((k, v), i) in enumerate(zip(items, ints))}
     elif op.prim in spellings.SAME_DTYPE and items:
         (known.int_arrays if ints[0] else known.floats if floats[0] else set()).update(outs)
     if op.prim not in spellings.ARITHMETIC or len(items) != 2:

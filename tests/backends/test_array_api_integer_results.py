@@ -77,6 +77,10 @@ def integer_times_a_helpers_result(x):  # fuzz seed 2759031: g * argmax, g from 
     return (np.outer(x, x).ravel() + np.mean(x) * np.nanargmax(x)).mean()
 
 
+def integer_cotangent_of_a_maximum(x):  # fuzz seed 2760707: `1 * argmax` reached a where
+    return np.maximum(0.5, np.sum(x)) * np.nanargmax(np.maximum(0.5, x))
+
+
 def integer_index_arithmetic(x):  # an index stays an integer (a shape's item is no float)
     k = np.argmax(x)
     return x[k + x.shape[0] // 2 - 2] * 2.0 + x[k - 1] * k + np.sum(x / (k + 1))
@@ -89,7 +93,7 @@ X = np.array([0.5, 0.3, -0.7, 0.25])
                                 spacing_and_equivalence, diagonals, integer_saved_on_a_loops_tape,
                                 integer_chosen_by_a_branch, scaled_by_powers_of_two,
                                 integer_as_a_cotangent, integer_times_a_helpers_result,
-                                integer_index_arithmetic],
+                                integer_index_arithmetic, integer_cotangent_of_a_maximum],
                          ids=lambda f: f.__name__)
 def test_as_numpy_on_the_array_api(fn):
     value, grad = sg.value_and_grad(fn)(X.copy())
