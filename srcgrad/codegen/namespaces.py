@@ -73,8 +73,10 @@ def _either(a, b):
         return b
     if b is None:
         return a
-    if not isinstance(a, tuple) or not isinstance(b, tuple) or a[0] != b[0]:
-        return a if not isinstance(a, tuple) else b if not isinstance(b, tuple) else a
+    if not isinstance(a, tuple):  # (a value that is cast wins over a tape of them)
+        return a
+    if not isinstance(b, tuple) or a[0] != b[0]:
+        return b if not isinstance(b, tuple) else a
     if a[0] == "list":
         return ("list", _either(a[1], b[1]))
     return ("tuple", tuple(_either(x, y) for x, y in zip(a[1], b[1]))) if len(a[1]) == len(b[1]) else a
