@@ -554,3 +554,41 @@ def test_second_differences_are_extrapolated():
     got = oracle._second_difference(phi, [x], oracle.leaf_specs(spec), spec, [[u], [v]], 1.0)
     exact = v.ravel() @ H @ u.ravel()
     assert abs(got - exact) <= 1e-6 * abs(exact), (got, exact)  # (the larger step's: 4.5e-6)
+
+
+ROUNDED_ZERO = """
+import numpy as np
+ARGS = [('array', (3, 3, 3))]
+OUTPUT = 'scalar'
+
+
+def f(x0, b=None):
+    x0 *= np.searchsorted([0.5, 0.5], x0.reshape((3, 3, 3)))
+    v1 = np.sum(x0) * x0.size
+    x0 = np.matmul(np.matmul(x0.ravel()[:18].reshape((3, 3, 2)), x0.ravel()[:8].reshape((2, 4))),
+                   v1 * np.ones((4, 3)))
+    x0 = np.hstack([x0.ravel()[:9].reshape((3, 1, 3)) - x0.ravel()[:3],
+                    x0.ravel()[:18].reshape((3, 2, 3))])
+    return np.sum(x0.ravel()[:12])
+"""
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_gradient_within_the_references_spread_is_not_wrong(program_dir, monkeypatch, planted):
+    """Fuzz seed 2768588 (an oracle false wrong): the output is 0 in exact arithmetic (x[:3]
+    - x[:3], x ~ 1e6) and 3.6e-12 in floats, so the small step's difference was 1.8e-6 of
+    rounding and srcgrad's exact 0 was called wrong. Within the two steps' spread it passes;
+    a gradient off by 1e-3 still is wrong."""
+    program = oracle.spec_from_source(ROUNDED_ZERO, seed=2768588)
+    if planted:
+        grad = oracle.sg.grad
+
+        def off(f, wrt):
+            g = grad(f, wrt=wrt)
+            def planted_grad(*args):
+                out = g(*args)
+                return tuple(v + 1e-3 for v in out) if isinstance(out, tuple) else out + 1e-3
+            return planted_grad
+        monkeypatch.setattr(oracle.sg, "grad", off)
+    result = oracle.check(program, program_dir, transforms=["grad"])
+    assert result.outcome == ("wrong" if planted else "pass"), _explain(2768588, result)
