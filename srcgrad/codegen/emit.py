@@ -149,6 +149,12 @@ class _Substitute(ast.NodeTransformer):
             operand = self.operands[node.id]
             if isinstance(operand, _AsNumber):
                 return operand.ast(self.pool)
+            if isinstance(operand, Const) and isinstance(operand.value, list) \
+                    and (self.rule.elementwise or self.rule.nondiff):
+                # a constant list is an array to these rows (they take no sequence of arrays):
+                # the Array API takes no list (`np.searchsorted([0.0, 1.0], x)`, fuzz seed
+                # 2768435), and `c < [1.0, 0.0]` of minimum's derivative is Python's for a float
+                return _xp_asarray(operand_ast(operand, self.pool))
             if node.id in self.array_params:
                 return self._as_array(operand)
             if self.wrap_floats and isinstance(operand, Const) and type(operand.value) is float \
@@ -377,7 +383,7 @@ def _array_api_operands(op, operands: dict, bools: set, label: str, ints=frozens
     if op.prim in spellings.ARITHMETIC and len(operands) == 2:
         (p, a), (q, b) = operands.items()
         if isinstance(a, Var) and a.name in bools or isinstance(b, Var) and b.name in bools:
-            operands = {p: _AsNumber(a, b, bools), q: _AsNumber(b, a, bools)}
+            operands = {p: _AsNumber(a, b, bools, arrays=arrays), q: _AsNumber(b, a, bools, arrays=arrays)}
     if op.prim in spellings.COUNTS:
         x = operands["x"]
         if isinstance(x, Var) and x.name in bools:
@@ -401,17 +407,24 @@ def _gathers(op, known) -> bool:
 
 
 class _AsNumber:
-    """An operand read as a number: `xp.astype(mask, other.dtype)` for a boolean Var."""
+    """An operand read as a number: `xp.astype(mask, other.dtype)` for a boolean Var
+    (`xp.asarray(other).dtype` where other may be a Python float: fuzz seed 2768435)."""
 
-    def __init__(self, operand, other, bools, dtype="float64"):
+    def __init__(self, operand, other, bools, dtype="float64", arrays=None):
         self.operand, self.other, self.bools, self.dtype = operand, other, bools, dtype
+        self.arrays = arrays
 
     def ast(self, pool):
         node = operand_ast(self.operand, pool)
         if not (isinstance(self.operand, Var) and self.operand.name in self.bools):
             return node
+        if self.arrays is not None and self.operand.name not in self.arrays:
+            node = _xp_asarray(node)  # (a comparison of a Python float is a Python bool)
         if isinstance(self.other, Var) and self.other.name not in self.bools:
-            dtype = ast.Attribute(operand_ast(self.other, pool), "dtype", ast.Load())
+            other = operand_ast(self.other, pool)
+            if self.arrays is not None and self.other.name not in self.arrays:
+                other = _xp_asarray(other)
+            dtype = ast.Attribute(other, "dtype", ast.Load())
         else:
             dtype = ast.Attribute(ast.Name("xp", ast.Load()), self.dtype, ast.Load())
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "astype", ast.Load()), [node, dtype], [])

@@ -108,7 +108,7 @@ def namespace(spelling: str, mutable: bool, label: str, module=None):
 # (`_Known`): a namespace call's result is an array (`_note_kinds`), so is arithmetic
 # or indexing on one, and a static row's result (a shape) never is. An operand the
 # namespace function takes as an array (`_array_params`: a differentiable parameter,
-# an elementwise row's operand) that is not known to be one is written
+# an elementwise row's operand, spellings.ARRAY_OPERANDS) that is not known to be one is written
 # `xp.asarray(c)`, a float constant too, unless an elementwise call has an operand
 # known to be an array (one Python number beside it is taken everywhere, weak as in
 # NumPy); `xp.asarray(x)` of a known array is `x`. CuPy too, though spelled as NumPy:
@@ -127,9 +127,12 @@ def _array_params(rule) -> frozenset:
     params = _ARRAY_PARAMS.get(rule.name)
     if params is None:
         empty = inspect.Parameter.empty
+        from srcgrad.codegen import spellings  # (as _note_kinds')
+
         operands = {n for n, p in rule.py_signature.parameters.items()
                     if rule.elementwise and p.default is empty and p.kind is p.POSITIONAL_OR_KEYWORD}
-        params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands
+        params = _ARRAY_PARAMS[rule.name] = frozenset(rule.vjp) | frozenset(rule.jvp) | operands \
+            | spellings.ARRAY_OPERANDS.get(rule.name, frozenset())
     return params
 
 

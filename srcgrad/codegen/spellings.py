@@ -262,6 +262,16 @@ COUNTS = frozenset({"sum"})  # NumPy counts a mask with sum; the Array API sums 
 SCALAR_ARGS = {"full": frozenset({"fill_value"}), "full_like": frozenset({"fill_value"}),
                "clip": frozenset({"a_min", "a_max"}), "shift": frozenset({"fill"})}
 
+# Rows with an integer or boolean result (no derivative, so not an array parameter by
+# their vjp) whose functions take these operands as arrays: a Python float there is made
+# one (`xp.argmax(c)` of a float raises in array_api_strict; fuzz seed 2768435).
+ARRAY_OPERANDS = {"argmax": frozenset({"x"}), "argmin": frozenset({"x"}),
+                  "argsort": frozenset({"x"}), "all": frozenset({"x"}), "any": frozenset({"x"}),
+                  "count_nonzero": frozenset({"x"}), "nanargmax": frozenset({"a"}),
+                  "nanargmin": frozenset({"a"}), "digitize": frozenset({"x", "bins"}),
+                  "isin": frozenset({"element", "test_elements"}),
+                  "searchsorted": frozenset({"a", "v"})}
+
 
 # Rows where NumPy's function is more lenient than every other namespace's, whatever
 # its spelling (CuPy is spelled as NumPy): their render for every namespace but NumPy.

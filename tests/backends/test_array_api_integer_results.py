@@ -124,3 +124,34 @@ def test_digitize_as_numpys():
             np.testing.assert_array_equal(np.asarray(got), np.digitize(x, np.array(b), right=right))
     with pytest.raises(ValueError, match="monotonically"):
         digitize_sorted(xs.asarray(x), xs.asarray(np.array([0.0, 1.0, 0.5])), False)
+
+
+# A Python float argument beside an array (fuzz seed 2768435, shrunk: `c * np.nanargmax(c)`
+# raised in the generated code): a row with an integer or boolean result takes its operand
+# as an array, a comparison of a float is a Python bool cast as an array, and a constant
+# list is an array to an elementwise or integer-result row (`np.searchsorted([0.0, 1.0], c)`,
+# and `c < [1.0, 0.0]` of minimum's derivative, which Python refuses on NumPy too).
+def integer_results_of_a_float(c, x):
+    return c * np.nanargmax(c) + c * np.argmax(c) * np.argmin(c) + c * np.count_nonzero(c) + np.sum(
+        x * np.isin(c, [1.0])) + c * np.isnan(c) + c * (c > 0) + c * np.digitize(c, [0.0, 1.0])
+
+
+def constant_lists_beside_a_float(c, x):
+    return c * np.searchsorted([0.0, 1.0], c) + np.sum(x * np.minimum([1.0, 0.0], c)) + np.sum(
+        x + np.maximum(x, [0.5, 0.0])) + np.sum(x * np.isin(x, [0.5, 0.25])) + np.sum(
+        x * np.searchsorted([0.0, 1.0], x))
+
+
+M = np.array([[0.5, -0.3], [0.7, 0.25], [-1.2, 0.4]])
+
+
+@pytest.mark.parametrize("fn", [integer_results_of_a_float, constant_lists_beside_a_float],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("c", [-1.3, 0.6])
+def test_a_float_beside_an_array(fn, c):
+    grads = sg.grad(fn, wrt=(0, 1))(c, M.copy())
+    expected = [(fn(c + 1e-6, M) - fn(c - 1e-6, M)) / 2e-6]
+    np.testing.assert_allclose(float(grads[0]), expected[0], rtol=1e-6, atol=1e-9)
+    strict = sg.grad(fn, wrt=(0, 1))(c, xs.asarray(M.copy()))
+    np.testing.assert_allclose(float(strict[0]), float(grads[0]), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(strict[1]), grads[1], rtol=1e-12)
