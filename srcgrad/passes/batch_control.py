@@ -25,6 +25,21 @@ JAX batches `fori_loop`, `while_loop` and `cond`:
   loop as None; batched, it enters as `False` of the value's shape (bool promotes to the
   value's dtype unchanged, where a broadcast None made an object array).
 
+Note [The branch an example does not take]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An example's untaken branch runs too, so its values may be inf where Python would never
+compute them (`np.exp(x * 1000.0)` for the example whose `x` chose the other branch).
+`where` gives that branch a cotangent of exactly 0 there, but 0 * inf is nan one op on
+(exp's derivative), and the nan would flow out of the branch into the example's gradient
+(fuzz seed 2763568: sg.grad of sg.vmap was nan where the true gradient is finite). So a
+branch reads each array from outside it through `taken_input(x, taken)`: x itself, whose
+cotangent is *selected* to the examples that take the branch (`where(taken, g, 0)`), so
+whatever the branch computes for the others stops at its inputs. An unbatched input
+(a parameter under in_axes=None) is broadcast along the batch first, so its cotangent
+is summed over the examples only after the selection; where the branch reads it as an
+index, a shape or a test (no batched form for a mapped one), it is left unbatched and
+unmasked (README: the one case still open). Forward mode needs nothing: `where` selects the tangents.
+
 Refused (Unbatchable, at the op's line): a carried value whose shape changes across
 iterations, an `if` on a mapped test with effects or loops in a branch, and a `while`
 on a mapped test, or a `for` with a mapped `break`, whose body has effects (a
@@ -333,9 +348,17 @@ def _select(b, op, pred, then, other):
                 raise Unbatchable(f"an `if` on a mapped test whose branch holds `{inner.prim}` "
                                   "(both branches run, then one value is chosen per example)")
     values = []
-    for block in (then, other):
+    for block, taken in ((then, pred), (other, None)):
+        if taken is None:
+            taken = b.call("logical_not", pred, shape=b.shape(pred))
+        before = _take_inputs(b, block, taken)
         batch_ops(b, block.ops)
         values.append([b._map(r) for r in block.results])  # noqa: SLF001
+        for v, old in before.items():  # (the other branch and what follows read v itself)
+            if old is None:
+                del b.rename[v]
+            else:
+                b.rename[v] = old
     for o, x, y in zip(op.outs, *values):
         if _is_none(x) != _is_none(y):
             # a value one branch leaves None: a gradient's saved value of the branch not
@@ -350,6 +373,37 @@ def _select(b, op, pred, then, other):
         p = b.pad(pred, len(shape)) if len(shape) > b.rank(pred) else pred
         out = b.call("where", p, _full(b, x), _full(b, y), shape=shape)
         b.rename[o] = out
+
+
+def _take_inputs(b, block, taken) -> dict:
+    """Note [The branch an example does not take]: each array the branch reads from outside
+    it, read through `taken_input(x, taken)` (an unbatched one broadcast first, where it
+    is read only as a differentiable operand: broadcast, it is read the same way). Returns
+    the renames it replaced, for the caller to restore."""
+    replaced = {}
+    for v in dict.fromkeys(block.free_vars()):
+        x = b._map(v)  # noqa: SLF001
+        if not isinstance(x, Var) or x.kind != "array" or not (b.is_b(x) or _read_as_data(block, v)):
+            continue
+        x = b.full(x)
+        shape = b.shape(x)
+        t = b.pad(taken, len(shape)) if len(shape) > b.rank(taken) else taken
+        replaced[v] = b.rename.get(v)
+        b.rename[v] = b.call("taken_input", x, t, shape=shape)
+    return replaced
+
+
+def _read_as_data(block, v) -> bool:
+    """Whether every op of the block that reads v reads it as a differentiable operand
+    (a parameter with a derivative: batched, every such operand has a batched form), not
+    as an index, a shape or a test."""
+    for op in _all_ops(block.ops):
+        rule = rules.RULES[op.prim]
+        params = list(rule.py_signature.parameters) if rule.py_signature is not None else []
+        for k, a in enumerate(op.args):
+            if v in operand_vars(a) and (k >= len(params) or params[k] not in rule.vjp):
+                return False
+    return True
 
 
 def _is_none(x) -> bool:

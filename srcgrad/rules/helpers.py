@@ -43,7 +43,7 @@ __all__ = [
     "setitem", "setitem_bar", "no_alias", "no_alias_batched", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
-    "nan_arg_extreme", "digitize_sorted",
+    "nan_arg_extreme", "digitize_sorted", "taken_input",
 ]
 
 
@@ -936,6 +936,13 @@ def zero_tangent(x):
         return None
     xp = _namespace(x)
     return xp.zeros_like(x) if xp.isdtype(dtype, ("real floating", "complex floating")) else None
+
+
+def taken_input(x, taken):
+    """`x` itself: an input of a batched `if` branch, whose cotangent reaches only the
+    examples that take the branch (Note [The branch an example does not take] in
+    srcgrad.passes.batch_control)."""
+    return x
 
 
 def differentiable_once(x, name):

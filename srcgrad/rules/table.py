@@ -983,6 +983,14 @@ defrule("check_tangent", "tangent, shape", "check_tangent(tangent, shape)",
 defrule("zero_tangent", "x", "zero_tangent(x)", targets=("srcgrad.rules.helpers.zero_tangent",),
         nondiff=True)
 
+# An input of a batched `if` branch on a mapped test (srcgrad.passes.batch_control): x,
+# whose cotangent is selected (not multiplied) to the examples that take the branch, so an
+# inf or nan of the branch an example does not take stops here.
+defrule("taken_input", "x, taken", "taken_input(x, taken)",
+        targets=("srcgrad.rules.helpers.taken_input",),
+        vjp={"x": _ub("xp.where(taken, g, 0)", "x")}, jvp={"x": "xp.where(taken, x_t, 0)"},
+        doc="the batched branch's input: x; its cotangent where the example takes the branch")
+
 # Differentiating it is a CompileError (srcgrad.passes.vjp / jvp): it only appears in
 # generated backward code, so reaching it means a second derivative.
 defrule("differentiable_once", "x, name", "differentiable_once(x, name)",

@@ -626,6 +626,10 @@ case("custom_call", ("one", {"outputs": (N(3),), "inputs": (N(3), 2.0)}),
 case("check_grad", ("same", {"grad": N(3), "shape": (3,), "name": "FBackward", "index": 0}),
      ("sum-to", {"grad": N(2, 1, 3), "shape": (1, 3), "name": "FBackward", "index": 1}))
 case("check_tangent", ("same", {"tangent": N(2, 3), "shape": (2, 3)}))
+# Where every example takes the branch, taken_input is the identity and so is its
+# derivative; where one does not, its cotangent there is 0 by design, which no difference
+# of the identity shows: tests/test_vmap_untaken_branch.py checks that against the program.
+case("taken_input", ("all-taken", {"x": N(3, 2), "taken": np.ones((3, 1), dtype=bool)}))
 case("zero_tangent", ("float", {"x": N(3)}), ("int", {"x": I(1, 2)}))
 # Differentiating differentiable_once is a CompileError by design (the case is an integer
 # array so no derivative is taken; tests/test_custom_function_compiled.py checks the error).
