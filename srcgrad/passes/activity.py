@@ -98,6 +98,7 @@ NO_DERIVATIVE_NEEDED = frozenset({
     ("stacked_bar", "arrays"), ("check_saved", "written"), ("repeat", "repeats"), ("repeat_bar", "repeats"),
     ("split", "indices_or_sections"), ("heaviside", "x"), ("copysign", "y"),
     ("ldexp", "x2"),  # an integer exponent: discrete, as an index
+    ("taken_input", "taken"),  # a condition, as where's
 })
 # Rows marked nondiff whose value does move with a varied operand (`np.arange(a, a + 3)`);
 # Python's `round()` of a differentiated value is refused as `int()` is (Note [Python
