@@ -49,6 +49,7 @@ from srcgrad.ir.expand import Expander
 from srcgrad.passes.batch_base import Unbatchable, _axes, _elementwise, _shift, _static
 from srcgrad.passes.batch_contract import HANDLERS as CONTRACTIONS
 from srcgrad.passes.batch_layout import HANDLERS as LAYOUT
+from srcgrad.passes.batch_scalars import HANDLERS as SCALARS
 
 
 def fold_static(ops: list, values: dict) -> list:
@@ -573,15 +574,17 @@ _HANDLERS = {
 
 
 def _handlers() -> dict:
-    """Every batched form: the ones above and the contractions (srcgrad.passes.batch_contract)."""
+    """Every batched form: the ones above, the contractions (srcgrad.passes.batch_contract),
+    the layout rows (batch_layout) and the rows of Python values (batch_scalars)."""
     if "matmul" not in _HANDLERS:
         _HANDLERS.update(CONTRACTIONS)
         _HANDLERS.update(LAYOUT)
+        _HANDLERS.update(SCALARS)
     return _HANDLERS
 
 
 def batched_rules() -> frozenset:
     """The differentiable rows with a batched form (elementwise rows other than the
-    `math.*` ones, which take Python floats, and those with a handler here)."""
+    `math.*` ones, which take Python floats, and those with a handler: math's too)."""
     return frozenset(n for n, r in rules.RULES.items() if (r.vjp or r.jvp) and (
         n in _handlers() or r.elementwise and not r.render.startswith("math.")))

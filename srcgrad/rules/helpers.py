@@ -43,7 +43,7 @@ __all__ = [
     "setitem", "setitem_bar", "no_alias", "no_alias_batched", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
-    "nan_arg_extreme", "digitize_sorted", "taken_input",
+    "nan_arg_extreme", "digitize_sorted", "taken_input", "math_checked",
 ]
 
 
@@ -942,6 +942,30 @@ def taken_input(x, taken):
     """`x` itself: an input of a batched `if` branch, whose cotangent reaches only the
     examples that take the branch (Note [The branch an example does not take] in
     srcgrad.passes.batch_control)."""
+    return x
+
+
+# math.<name> of an example of a batched value runs as NumPy's function (Note [Python's
+# math over a batch] in srcgrad.passes.batch_scalars); these raise where math would not
+# give a float: a pole or a value outside the domain (ValueError), an overflow (OverflowError)
+_MATH_OVERFLOWS = frozenset({"exp", "expm1", "cosh", "sinh"})
+
+
+def math_checked(x, name):
+    """`x` itself, where Python's `math.<name>` takes each element of x; else math's own
+    error: `ValueError: math domain error` (nan from a number, or a pole: log(0)) or
+    `OverflowError: math range error`, as the example's own call would raise."""
+    xp = _namespace(x)
+    x = xp.asarray(x)
+    name = "abs" if name == "fabs" else name
+    fn = getattr(xp, name, None) or getattr(xp, "arc" + name[1:])  # (CuPy spells arccos)
+    with numpy.errstate(all="ignore"):
+        y = fn(x)
+    fails = xp.isinf(y) & xp.isfinite(x)
+    if bool(xp.any(xp.isnan(y) & ~xp.isnan(x))) or (name not in _MATH_OVERFLOWS and bool(xp.any(fails))):
+        raise ValueError("math domain error")
+    if bool(xp.any(fails)):
+        raise OverflowError("math range error")
     return x
 
 

@@ -983,6 +983,12 @@ defrule("check_tangent", "tangent, shape", "check_tangent(tangent, shape)",
 defrule("zero_tangent", "x", "zero_tangent(x)", targets=("srcgrad.rules.helpers.zero_tangent",),
         nondiff=True)
 
+# math.<name>(x) of a batched x (srcgrad.passes.batch_scalars) is NumPy's row on the
+# checked value: x, or math's ValueError / OverflowError where an example's call raises.
+defrule("math_checked", "x, name", "math_checked(x, name)",
+        targets=("srcgrad.rules.helpers.math_checked",), vjp={"x": "g"}, jvp={"x": "x_t"},
+        doc="x; raises as Python's math.<name> would for an element (not NumPy's nan or inf)")
+
 # An input of a batched `if` branch on a mapped test (srcgrad.passes.batch_control): x,
 # whose cotangent is selected (not multiplied) to the examples that take the branch, so an
 # inf or nan of the branch an example does not take stops here.

@@ -629,6 +629,7 @@ case("check_tangent", ("same", {"tangent": N(2, 3), "shape": (2, 3)}))
 # Where every example takes the branch, taken_input is the identity and so is its
 # derivative; where one does not, its cotangent there is 0 by design, which no difference
 # of the identity shows: tests/test_vmap_untaken_branch.py checks that against the program.
+case("math_checked", ("tanh", {"x": N(3), "name": "tanh"}), ("log", {"x": P(2, 2), "name": "log1p"}))
 case("taken_input", ("all-taken", {"x": N(3, 2), "taken": np.ones((3, 1), dtype=bool)}))
 case("zero_tangent", ("float", {"x": N(3)}), ("int", {"x": I(1, 2)}))
 # Differentiating differentiable_once is a CompileError by design (the case is an integer
