@@ -186,7 +186,11 @@ ARRAY_API: dict = {
     # (the Array API's axis counts from the end of the broadcast shape: negative only)
     "cross": "xp.linalg.cross(a, b, axis=-1 if axis is None else axis if axis < 0 "
              "else axis - max(a.ndim, b.ndim))",
-    "kron": Refused("the Array API has no kron"),
+    "kron": "kron_blocks(a, b)",
+    "polyval": "polyval_horner(p, x)",
+    "trapezoid": "trapezoid_uniform(y, dx, axis)",
+    "convolve": "convolve_full(a, v)",
+    "frexp_exponent": "frexp_exponent(x)",
     "ediff1d": "xp.diff(xp.reshape(ary, (-1,)))",
     "nansum": "xp.sum(xp.where(xp.isnan(x), 0.0, x), axis=axis, keepdims=keepdims)",
     # integer and boolean results (their derivative is 0): the Array API's names

@@ -44,6 +44,7 @@ __all__ = [
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
     "nan_arg_extreme", "digitize_sorted", "taken_input", "math_checked",
+    "polyval_horner", "kron_blocks", "trapezoid_uniform", "convolve_full",
 ]
 
 
@@ -1105,8 +1106,70 @@ def assert_true(test, message):
 
 def frexp_exponent(x):
     """The integer exponent of ``numpy.frexp`` (its mantissa is ``ldexp(x, -e)``: the
-    composition in srcgrad/rules/compositions.py)."""
-    return numpy.frexp(x)[1]
+    composition in srcgrad/rules/compositions.py). In a namespace without frexp: e with
+    2**(e-1) <= |x| < 2**e from log2, corrected by one where log2 rounded across a power
+    of two; 0 for 0, inf and nan, in int32, as NumPy's."""
+    xp = _namespace(x)
+    if xp is _NUMPY:
+        return numpy.frexp(x)[1]
+    x = xp.asarray(x)
+    regular = xp.isfinite(x) & (x != 0)
+    a = xp.where(regular, xp.abs(x), xp.ones_like(x))
+    e = xp.floor(xp.log2(a)) + 1
+    half = xp.floor(e / 2)
+    m = a * xp.pow(2.0, -half) * xp.pow(2.0, -(e - half))  # a / 2**e in two halves
+    e = xp.where(m >= 1, e + 1, xp.where(m < 0.5, e - 1, e))
+    return xp.astype(xp.where(regular, e, xp.zeros_like(e)), xp.int32)
+
+
+# Array-API spellings of rows the standard lacks (srcgrad.codegen.spellings), computed as
+# NumPy computes them; their derivatives are the rows' own formulas, not these helpers'.
+def polyval_horner(p, x):
+    """NumPy's polyval: Horner's rule over p (highest degree first)."""
+    xp = _namespace(p)
+    p, x = xp.asarray(p), xp.asarray(x)
+    y = xp.zeros(x.shape, dtype=xp.result_type(p, x))
+    for k in range(p.shape[0]):
+        y = y * x + p[k]
+    return y
+
+
+def kron_blocks(a, b):
+    """NumPy's kron: the operand of fewer axes padded with leading ones, then each a[i]
+    times all of b, as blocks (a's axes interleaved with b's, then merged)."""
+    xp = _namespace(a)
+    a, b = xp.asarray(a), xp.asarray(b)
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    blocks = xp.reshape(a, tuple(n for d in sa for n in (d, 1))) * xp.reshape(
+        b, tuple(n for d in sb for n in (1, d)))
+    return xp.reshape(blocks, tuple(m * n for m, n in zip(sa, sb)))
+
+
+def trapezoid_uniform(y, dx, axis):
+    """NumPy's trapezoid with uniform spacing: dx * (the sum less half of each end)."""
+    xp = _namespace(y)
+    y = xp.moveaxis(xp.asarray(y), axis, -1)
+    if y.shape[-1] == 0:
+        return xp.zeros(y.shape[:-1], dtype=y.dtype) * dx
+    return dx * (xp.sum(y, axis=-1) - 0.5 * (y[..., 0] + y[..., -1]))
+
+
+def convolve_full(a, v):
+    """NumPy's convolve in its default mode ('full'): out[k] = sum_i a[i] v[k - i], as
+    len(v) shifted copies of a * v[j] (NumPy swaps the operands when v is the longer)."""
+    xp = _namespace(a)
+    a, v = xp.asarray(a), xp.asarray(v)
+    if v.shape[0] > a.shape[0]:
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    dtype = xp.result_type(a, v)
+    out = xp.zeros((n + m - 1,), dtype=dtype)
+    for j in range(m):
+        out = out + xp.concat([xp.zeros((j,), dtype=dtype), a * v[j],
+                               xp.zeros((m - 1 - j,), dtype=dtype)])
+    return out
 
 
 # ---------------------------------------------------------------- torch's eager formulas

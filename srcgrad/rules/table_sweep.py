@@ -294,6 +294,14 @@ defrule("nan_arg_extreme", "a, axis, keepdims, largest", "nan_arg_extreme(a, axi
 defrule("digitize_sorted", "x, bins, right", "digitize_sorted(x, bins, right)",
         targets=("srcgrad.rules.helpers.digitize_sorted",), nondiff=True,
         doc="NumPy's digitize for a namespace without it (searchsorted)")
+# Array-API spellings' helpers of differentiable rows (srcgrad.codegen.spellings): only
+# in generated primal code of those rows, whose derivatives are the rows' own; traced
+# themselves, they are constants, which activity analysis refuses for a varied value
+for _name, _sig, _what in (("polyval_horner", "p, x", "polyval"), ("kron_blocks", "a, b", "kron"),
+                           ("trapezoid_uniform", "y, dx, axis", "trapezoid with a uniform dx"),
+                           ("convolve_full", "a, v", "convolve (mode 'full')")):
+    defrule(_name, _sig, f"{_name}({_sig})", targets=(f"srcgrad.rules.helpers.{_name}",),
+            nondiff=True, doc=f"NumPy's {_what} for a namespace without it")
 
 
 # ---------------------------------------------------------------- the Python surface

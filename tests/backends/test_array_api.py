@@ -33,9 +33,8 @@ REFUSED = {
     # rows whose NumPy function the namespace lacks: refused by name (diag and its
     # transpose are spelled: tests/backends/test_array_api_integer_results.py)
     "repeat_bar": "transpose of repeat",
-    # issue 29's sweep rows (kron_bar's own gradient is a kron)
-    "kron": "no kron", "kron_bar": "no kron",
-    **{name: "it has no `xp." for name in ("polyval", "convolve", "trapezoid")},
+    # (kron, polyval, convolve and trapezoid are spelled by helpers:
+    # tests/backends/test_array_api_spelled_rows.py)
 }
 # Cases refused for an argument the Array API cannot take (case id -> reason), at
 # compile time. (Gathers and writes at an index array, refused at run time before, run:

@@ -745,6 +745,10 @@ for _name in ("nanargmax", "nanargmin"):
 case("nan_arg_extreme", ("nan-axis", {"a": _NAN, "axis": 1, "keepdims": True, "largest": True}),
      ("flat", {"a": N(3, 4), "axis": None, "keepdims": False, "largest": False}))
 case("digitize_sorted", ("decreasing", {"x": N(3, 4), "bins": Fixed([1.0, 0.0, -1.0]), "right": False}))
+case("polyval_horner", ("matrix", {"p": N(4), "x": N(2, 3)}))
+case("kron_blocks", ("ranks", {"a": N(2, 3), "b": N(4)}))
+case("trapezoid_uniform", ("axis0", {"y": N(3, 4), "dx": 0.5, "axis": 0}))
+case("convolve_full", ("longer-v", {"a": N(3), "v": N(5)}))
 case("assert_true", ("true", {"test": True, "message": "positive"}),
      ("numpy-bool", {"test": np.True_, "message": None}))
 
