@@ -109,10 +109,13 @@ ARRAY_API: dict = {
     "cumprod": "xp.cumulative_prod(xp.reshape(x, (-1,)) if axis is None else x, axis=0 if axis is None "
                "else axis)",
     # NumPy's default and 'fro' are the 2-norm of the flattened axes; an `ord` with an int
-    # axis is a vector norm. Matrix norms of other orders: linalg.matrix_norm differs.
+    # axis is a vector norm, and so is one with no axis of a vector (vector_only raises,
+    # when called, for a matrix: the shape-generic code cannot lower a matrix norm to
+    # singular values as a NumPy variant, whose shapes are known, does).
     "norm": "xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims) if ord is None or ord == 'fro' "
             "else (xp.linalg.vector_norm(x, ord=ord, axis=axis, keepdims=keepdims) "
-            "if isinstance(axis, int) else _refuse_matrix_norm)",
+            "if isinstance(axis, int) else xp.linalg.vector_norm(vector_only(x, axis, ord), ord=ord, "
+            "axis=axis, keepdims=keepdims))",
     "dot": "x * y if x.ndim == 0 or y.ndim == 0 else "
            "xp.tensordot(x, y, axes=((x.ndim - 1,), (max(y.ndim - 2, 0),)))",
     "inner": "xp.tensordot(x, y, axes=((x.ndim - 1,), (y.ndim - 1,)))",
@@ -232,7 +235,6 @@ ARRAY_API: dict = {
 # Placeholders a render names on a static branch it cannot take: the reason it gives.
 REFUSED_BRANCHES = {
     "_refuse_decimals": "round with decimals != 0 (the Array API's round has no decimals)",
-    "_refuse_matrix_norm": "a matrix norm other than 'fro' (linalg.norm with a tuple or no axis)",
     "_refuse_uplo": "UPLO='U' (the Array API's eigh reads one triangle of its choice)",
 }
 

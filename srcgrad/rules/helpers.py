@@ -185,9 +185,9 @@ def vector_only(x, axis, ord=None):
     """
     if isinstance(axis, tuple) or (axis is None and len(getattr(x, "shape", ())) != 1):
         raise NotImplementedError(
-            f"srcgrad: the derivative of the matrix norm linalg.norm(..., ord={ord!r}) is not "
-            "implemented (no singular-value rule); vector norms and the Frobenius norm are "
-            "(pass an int axis, or ord=None/'fro')")
+            f"srcgrad: the matrix norm linalg.norm(..., ord={ord!r}) is supported on NumPy arrays "
+            "only (a composition of singular values or of sums, chosen for known shapes); "
+            "here vector norms and the Frobenius norm are (pass an int axis, or ord=None/'fro')")
     return x
 
 

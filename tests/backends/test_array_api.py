@@ -41,9 +41,7 @@ REFUSED = {
 # tests/backends/test_array_api_gathers.py.)
 REFUSED_CASES = {
     "eigh-upper": "UPLO='U'",
-    "norm-ord2": "a matrix norm", "norm-ord1": "a matrix norm", "norm-inf": "a matrix norm",
-    "norm-ord0.5": "a matrix norm", "torch_norm_small_p-ord0.5": "a matrix norm",
-}
+}  # (a vector's norm of any ord runs: tests/backends/test_array_api_spelled_rows.py)
 
 VJP_CASES = compiled_cases("vjp")
 

@@ -1,9 +1,10 @@
 """Rows the Array API lacks, spelled by helpers as NumPy computes them (polyval by Horner's
 rule, kron as interleaved blocks, trapezoid with a uniform dx, convolve in 'full' mode,
-frexp's exponent from log2; srcgrad.codegen.spellings): sg.grad on array_api_strict
-arrays equals sg.grad on NumPy's (which tests/rules gradchecks), and each helper equals
-NumPy's function, edges included. Before, each was refused ("has no equivalent in
-array_api_strict"), among the most frequent refusals of fuzz campaign 2790000."""
+frexp's exponent from log2), and a vector's norm of any ord with no axis
+(srcgrad.codegen.spellings): sg.grad on array_api_strict arrays equals sg.grad on NumPy's
+(which tests/rules gradchecks), and each helper equals NumPy's function, edges included.
+Before, each was refused ("has no equivalent in array_api_strict"), among the most
+frequent refusals of fuzz campaign 2790000."""
 
 import numpy as np
 import pytest
@@ -36,6 +37,12 @@ def convolution(a, b):
     return np.sum(np.convolve(a[0], b[:, 0]) ** 2) + np.sum(np.convolve(b[:2, 1], a[1]))
 
 
+def vector_norms(a, b):  # no axis, of a vector: a vector norm of the ord given
+    v = a[0] * b[:, 0]
+    return np.linalg.norm(v, ord=1) + np.linalg.norm(v, 3) + np.linalg.norm(v, np.inf) + np.linalg.norm(
+        v, 0.5)
+
+
 def mantissa(a, b):
     return np.sum(np.frexp(a)[0] * b[0, :1]) + np.sum(np.ldexp(a, np.frexp(a)[1]) * b[1, 0])
 
@@ -45,7 +52,8 @@ A, B = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
 
 
 @pytest.mark.parametrize("fn,args", [(polynomial, (rng.standard_normal(4), A)), (kronecker, (A, B)),
-                                     (integral, (A, B)), (convolution, (A, B)), (mantissa, (A, B))],
+                                     (integral, (A, B)), (convolution, (A, B)), (mantissa, (A, B)),
+                                     (vector_norms, (A, B))],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_as_numpy_on_the_array_api(fn, args):
     want = sg.grad(fn, wrt=(0, 1))(*[a.copy() for a in args])
@@ -74,3 +82,13 @@ def test_the_helpers_are_numpys():
     for n, m in [(5, 3), (3, 5), (1, 4), (4, 4)]:
         a, v = r.standard_normal(n), r.standard_normal(m)
         np.testing.assert_allclose(np.asarray(convolve_full(xs.asarray(a), xs.asarray(v))), np.convolve(a, v))
+
+
+def test_a_matrix_norm_is_refused_when_called():
+    """A matrix norm other than the Frobenius norm is a composition of singular values in a
+    NumPy variant, whose shapes are known; the shape-generic code of another namespace
+    raises srcgrad's NotImplementedError when the array turns out to be a matrix."""
+    def spectral(a):
+        return np.linalg.norm(a, ord=2)
+    with pytest.raises(NotImplementedError, match="supported on NumPy arrays only"):
+        sg.grad(spectral)(xs.asarray(A.copy()))
