@@ -28,6 +28,8 @@ in srcgrad.rules.table.
 
 from __future__ import annotations
 
+import math
+
 import numpy
 
 __all__ = [
@@ -44,7 +46,7 @@ __all__ = [
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
     "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
     "nan_arg_extreme", "digitize_sorted", "taken_input", "math_checked",
-    "polyval_horner", "kron_blocks", "trapezoid_uniform", "convolve_full",
+    "polyval_horner", "kron_blocks", "trapezoid_uniform", "convolve_full", "einsum_contract",
 ]
 
 
@@ -521,7 +523,8 @@ def einsum_bar(c, other, subscripts, shape, which):
             subs.append(f)
             ch = f
         result += ch
-    return xp.einsum(",".join(subs) + "->" + result, *operands)
+    einsum = getattr(xp, "einsum", None) or einsum_contract
+    return einsum(",".join(subs) + "->" + result, *operands)
 
 
 def diagonal_bar(c, shape, offset, axis1, axis2):
@@ -1154,6 +1157,94 @@ def trapezoid_uniform(y, dx, axis):
     if y.shape[-1] == 0:
         return xp.zeros(y.shape[:-1], dtype=y.dtype) * dx
     return dx * (xp.sum(y, axis=-1) - 0.5 * (y[..., 0] + y[..., -1]))
+
+
+def einsum_contract(subscripts, *operands):
+    """NumPy's einsum in a namespace without it (Note [Einsum as matmuls]): any number of
+    operands, implicit or explicit output, '...' with broadcasting, repeated indices."""
+    xp = _namespace(operands[0])
+    arrays = [xp.asarray(a) for a in operands]
+    subs, out = _einsum_subscripts(subscripts, [a.ndim for a in arrays])
+    terms = [_einsum_distinct(xp, sub, a) for sub, a in zip(subs, arrays)]
+    sizes = {}
+    for sub, a in terms:
+        for ch, n in zip(sub, a.shape):
+            sizes[ch] = max(sizes.get(ch, 1), n)
+    terms = [(sub, xp.broadcast_to(a, tuple(sizes[ch] for ch in sub))) for sub, a in terms]
+    while True:
+        terms = [_einsum_sum_unused(xp, k, terms, out) for k in range(len(terms))]
+        if len(terms) == 1:
+            break
+        rest = "".join(sub for sub, _ in terms[2:]) + out
+        terms = [_einsum_pair(xp, terms[0], terms[1], rest, sizes)] + terms[2:]
+    sub, a = terms[0]
+    return xp.permute_dims(a, tuple(sub.index(ch) for ch in out)) if sub != out else a
+
+
+# Note [Einsum as matmuls]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The Array API has no einsum. Its subscripts are made explicit (the ellipsis spelled out
+# with fresh letters, right-aligned per operand; the implicit output is the ellipsis and
+# the letters used once, sorted, as NumPy's), an operand's repeated letter becomes one
+# axis by linalg.diagonal, every letter is broadcast to its one size, a letter no other
+# operand and not the output has is summed away, and the operands are contracted left
+# to right, two at a time, as one matmul: the letters both have that the output or a
+# later operand needs are batch axes, those both have that nothing needs are contracted
+# (the inner axis), the others are the rows and columns. No product of every letter's
+# size is ever formed, so 'ij,jk->ik' costs a matmul, as in NumPy.
+def _einsum_subscripts(subscripts, ranks):
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, out = spec.partition("->")
+    inputs = lhs.split(",")
+    fresh = iter(ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if ch not in spec)
+    n_ell = max((r - len(sub.replace("...", "")) for sub, r in zip(inputs, ranks) if "..." in sub),
+                default=0)
+    ell = "".join(next(fresh) for _ in range(n_ell))
+    subs = []
+    for sub, r in zip(inputs, ranks):
+        k = r - len(sub.replace("...", "")) if "..." in sub else 0
+        subs.append(sub.replace("...", ell[n_ell - k:] if k else ""))
+    if not arrow:
+        letters = lhs.replace(",", "").replace(".", "")
+        out = ell + "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
+    return subs, out.replace("...", ell)
+
+
+def _einsum_distinct(xp, sub, a):
+    """(sub, a) with each repeated letter's axes replaced by their diagonal, at the end."""
+    while len(set(sub)) < len(sub):
+        ch = next(c for c in sub if sub.count(c) > 1)
+        p = sub.index(ch)
+        q = sub.index(ch, p + 1)
+        a = xp.linalg.diagonal(xp.moveaxis(a, (p, q), (-2, -1)))
+        sub = "".join(c for i, c in enumerate(sub) if i not in (p, q)) + ch
+    return sub, a
+
+
+def _einsum_sum_unused(xp, k, terms, out):
+    sub, a = terms[k]
+    others = "".join(s for i, (s, _) in enumerate(terms) if i != k) + out
+    unused = tuple(i for i, ch in enumerate(sub) if ch not in others)
+    if not unused:
+        return sub, a
+    return "".join(ch for ch in sub if ch in others), xp.sum(a, axis=unused)
+
+
+def _einsum_pair(xp, left, right, needed, sizes):
+    (s1, a), (s2, b) = left, right
+    batch = [ch for ch in s1 if ch in s2 and ch in needed]
+    inner = [ch for ch in s1 if ch in s2 and ch not in needed]
+    rows = [ch for ch in s1 if ch not in s2]
+    cols = [ch for ch in s2 if ch not in s1]
+
+    def arranged(sub, x, order, split):
+        x = xp.permute_dims(x, tuple(sub.index(ch) for ch in order))
+        head = tuple(sizes[ch] for ch in batch)
+        return xp.reshape(x, head + tuple(math.prod(sizes[ch] for ch in part) for part in split))
+    product = arranged(s1, a, batch + rows + inner, (rows, inner)) @ arranged(
+        s2, b, batch + inner + cols, (inner, cols))
+    shape = tuple(sizes[ch] for ch in batch + rows + cols)
+    return "".join(batch + rows + cols), xp.reshape(product, shape)
 
 
 def convolve_full(a, v):

@@ -299,7 +299,8 @@ defrule("digitize_sorted", "x, bins, right", "digitize_sorted(x, bins, right)",
 # themselves, they are constants, which activity analysis refuses for a varied value
 for _name, _sig, _what in (("polyval_horner", "p, x", "polyval"), ("kron_blocks", "a, b", "kron"),
                            ("trapezoid_uniform", "y, dx, axis", "trapezoid with a uniform dx"),
-                           ("convolve_full", "a, v", "convolve (mode 'full')")):
+                           ("convolve_full", "a, v", "convolve (mode 'full')"),
+                           ("einsum_contract", "subscripts, *operands", "einsum (as matmuls)")):
     defrule(_name, _sig, f"{_name}({_sig})", targets=(f"srcgrad.rules.helpers.{_name}",),
             nondiff=True, doc=f"NumPy's {_what} for a namespace without it")
 

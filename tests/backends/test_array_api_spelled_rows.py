@@ -1,6 +1,6 @@
 """Rows the Array API lacks, spelled by helpers as NumPy computes them (polyval by Horner's
 rule, kron as interleaved blocks, trapezoid with a uniform dx, convolve in 'full' mode,
-frexp's exponent from log2), and a vector's norm of any ord with no axis
+frexp's exponent from log2, einsum as matmuls), and a vector's norm of any ord with no axis
 (srcgrad.codegen.spellings): sg.grad on array_api_strict arrays equals sg.grad on NumPy's
 (which tests/rules gradchecks), and each helper equals NumPy's function, edges included.
 Before, each was refused ("has no equivalent in array_api_strict"), among the most
@@ -12,6 +12,7 @@ import pytest
 import srcgrad as sg
 from srcgrad.rules.helpers import (
     convolve_full,
+    einsum_contract,
     frexp_exponent,
     kron_blocks,
     polyval_horner,
@@ -43,6 +44,12 @@ def vector_norms(a, b):  # no axis, of a vector: a vector norm of the ord given
         v, 0.5)
 
 
+def contractions(a, b):  # einsum's grammar: implicit output, '...', a trace, three operands
+    return (np.sum(np.einsum("ij,jk->ik", a, b) ** 2) + np.einsum("ij,ji", a, b)
+            + np.sum(np.einsum("...i,i->...", a, b[:, 0])) + np.einsum("ii", b[:2] @ a[:, :2])
+            + np.sum(np.einsum("ij,kj,k->i", a, a, b[:2, 1]) ** 2))
+
+
 def mantissa(a, b):
     return np.sum(np.frexp(a)[0] * b[0, :1]) + np.sum(np.ldexp(a, np.frexp(a)[1]) * b[1, 0])
 
@@ -53,7 +60,7 @@ A, B = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
 
 @pytest.mark.parametrize("fn,args", [(polynomial, (rng.standard_normal(4), A)), (kronecker, (A, B)),
                                      (integral, (A, B)), (convolution, (A, B)), (mantissa, (A, B)),
-                                     (vector_norms, (A, B))],
+                                     (vector_norms, (A, B)), (contractions, (A, B))],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_as_numpy_on_the_array_api(fn, args):
     want = sg.grad(fn, wrt=(0, 1))(*[a.copy() for a in args])
@@ -92,3 +99,18 @@ def test_a_matrix_norm_is_refused_when_called():
         return np.linalg.norm(a, ord=2)
     with pytest.raises(NotImplementedError, match="supported on NumPy arrays only"):
         sg.grad(spectral)(xs.asarray(A.copy()))
+
+
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("i,i->", [(3,), (3,)]),
+    ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("ij->", [(2, 3)]), ("...ij,...jk->...ik", [(5, 2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("i,j->ij", [(2,), (3,)]), ("iij->j", [(2, 2, 3)]),
+    ("ij,kj,k->i", [(2, 3), (4, 3), (4,)]), ("...i,...i->...", [(2, 1, 3), (4, 3)]),
+    ("ijk,jil->kl", [(2, 3, 4), (3, 2, 5)]), ("a,b,c->abc", [(2,), (3,), (1,)]), ("iji->j", [(2, 3, 2)]),
+    (",->", [(), ()]), ("i,->i", [(3,), ()])])
+def test_einsum_as_matmuls_is_numpys(subscripts, shapes):
+    ops = [np.random.default_rng(3).standard_normal(s) for s in shapes]
+    got = np.asarray(einsum_contract(subscripts, *[xs.asarray(o) for o in ops]))
+    want = np.einsum(subscripts, *ops)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

@@ -749,6 +749,7 @@ case("polyval_horner", ("matrix", {"p": N(4), "x": N(2, 3)}))
 case("kron_blocks", ("ranks", {"a": N(2, 3), "b": N(4)}))
 case("trapezoid_uniform", ("axis0", {"y": N(3, 4), "dx": 0.5, "axis": 0}))
 case("convolve_full", ("longer-v", {"a": N(3), "v": N(5)}))
+case("einsum_contract", ("three", {"subscripts": "ij,kj,k->i", "operands": (N(2, 3), N(4, 3), N(4))}))
 case("assert_true", ("true", {"test": True, "message": "positive"}),
      ("numpy-bool", {"test": np.True_, "message": None}))
 
