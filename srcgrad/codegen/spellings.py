@@ -254,7 +254,10 @@ INT_ARRAY_RESULTS = frozenset({"argmax", "argmin", "nanargmax", "nanargmin", "ar
 # Rows whose result has their first operand's dtype (an integer array stays one)
 SAME_DTYPE = frozenset({"unbroadcast", "reshape", "broadcast_to", "expand_dims", "squeeze",
                         "transpose", "T", "matrix_transpose", "swapaxes", "getitem", "ravel",
-                        "flatten", "copy", "negative", "sum", "flip"})
+                        "flatten", "copy", "negative", "sum", "flip",
+                        # (a cotangent spread back: fuzz seed 2796941, `g * argmax` with g a
+                        # getitem's transpose, of the seed 1.0)
+                        "scatter_index", "expand_reduced", "moveaxis", "tile", "roll"})
 # Rows whose result is a Python int (an index's one axis: emit's Note [Python numbers in
 # other namespaces])
 INT_RESULTS = frozenset({"py_int", "ndim", "size", "tape_len", "pymath_floor", "pymath_ceil",

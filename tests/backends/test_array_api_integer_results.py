@@ -86,6 +86,11 @@ def integer_index_arithmetic(x):  # an index stays an integer (a shape's item is
     return x[k + x.shape[0] // 2 - 2] * 2.0 + x[k - 1] * k + np.sum(x / (k + 1))
 
 
+def integer_times_an_items_cotangent(x):  # fuzz seed 2796941: `g * argmax` where g is
+    v = ((4, 4), x.reshape((2, 2)))[1]  # a getitem's transpose of the seed 1.0 (a constant)
+    return (v.ravel() * np.nanargmax(v.ravel()))[0] + (x * np.argmax(x))[1:].sum()
+
+
 X = np.array([0.5, 0.3, -0.7, 0.25])
 
 
@@ -93,7 +98,8 @@ X = np.array([0.5, 0.3, -0.7, 0.25])
                                 spacing_and_equivalence, diagonals, integer_saved_on_a_loops_tape,
                                 integer_chosen_by_a_branch, scaled_by_powers_of_two,
                                 integer_as_a_cotangent, integer_times_a_helpers_result,
-                                integer_index_arithmetic, integer_cotangent_of_a_maximum],
+                                integer_index_arithmetic, integer_cotangent_of_a_maximum,
+                                integer_times_an_items_cotangent],
                          ids=lambda f: f.__name__)
 def test_as_numpy_on_the_array_api(fn):
     value, grad = sg.value_and_grad(fn)(X.copy())
