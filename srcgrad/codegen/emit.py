@@ -147,7 +147,7 @@ class _Substitute(ast.NodeTransformer):
     def visit_Name(self, node):
         if node.id in self.operands:
             operand = self.operands[node.id]
-            if isinstance(operand, _AsNumber):
+            if isinstance(operand, (_AsNumber, _PyInt)):
                 return operand.ast(self.pool)
             if isinstance(operand, Const) and isinstance(operand.value, list) \
                     and (self.rule.elementwise or self.rule.nondiff):
@@ -342,7 +342,8 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
             if name not in operands and p.default is not inspect.Parameter.empty:
                 operands[name] = Const(p.default)
     if spelling != "numpy":
-        operands = _array_api_operands(op, operands, known.bools, label, known.ints, known.arrays)
+        operands = _array_api_operands(op, operands, known.bools, label, known.ints, known.arrays,
+                                       known.pybools)
         operands = _int_arrays_as_floats(op, operands, known, _AsNumber)
     wrap = spelling != "numpy" and (isinstance(template, ast.Call)
                                     or op.prim == "getitem" and not _is_static(operands["x"], known))
@@ -367,10 +368,12 @@ def op_expr(op, pool: ConstPool) -> ast.expr:
 
 
 def _array_api_operands(op, operands: dict, bools: set, label: str, ints=frozenset(),
-                        arrays=frozenset()) -> dict:
+                        arrays=frozenset(), pybools=None) -> dict:
     """Operands as the Array API takes them: a boolean mask in arithmetic is cast to the
-    other operand's dtype (NumPy reads True as 1; the Array API refuses). (An integer list
-    or array as an index is a gather: _gathers.)"""
+    other operand's dtype (NumPy reads True as 1; the Array API refuses), a Python bool
+    beside an array is `int(...)` (array_api_strict promotes a Python bool with boolean
+    arrays only: `(nv > na) * (lo // 2)` of np.correlate's composition, fuzz seed
+    2805139). (An integer list or array as an index is a gather: _gathers.)"""
     from srcgrad.codegen import spellings  # (as op_expr's: imported by an Array-API render)
 
     if op.prim in spellings.BOOLEAN_RESULTS:
@@ -380,10 +383,16 @@ def _array_api_operands(op, operands: dict, bools: set, label: str, ints=frozens
                    and (a.name in ints or a.kind == "static" and a.name not in arrays)
                    for a in operands.values()):
             bools.update(o.name for o in op.outs)
+        elif pybools is not None:
+            pybools.update(o.name for o in op.outs)
     if op.prim in spellings.ARITHMETIC and len(operands) == 2:
         (p, a), (q, b) = operands.items()
         if isinstance(a, Var) and a.name in bools or isinstance(b, Var) and b.name in bools:
             operands = {p: _AsNumber(a, b, bools, arrays=arrays), q: _AsNumber(b, a, bools, arrays=arrays)}
+        elif pybools:
+            operands = {k: _PyInt(v) if isinstance(v, Var) and v.name in pybools and not (
+                isinstance(w, Var) and w.name in ints or isinstance(w, Const)) else v
+                for (k, v), w in (((p, a), b), ((q, b), a))}
     if op.prim in spellings.COUNTS:
         x = operands["x"]
         if isinstance(x, Var) and x.name in bools:
@@ -428,6 +437,16 @@ class _AsNumber:
         else:
             dtype = ast.Attribute(ast.Name("xp", ast.Load()), self.dtype, ast.Load())
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "astype", ast.Load()), [node, dtype], [])
+
+
+class _PyInt:
+    """A Python bool read as a number beside an array: `int(b)`."""
+
+    def __init__(self, operand):
+        self.operand = operand
+
+    def ast(self, pool):
+        return ast.Call(ast.Name("int", ast.Load()), [operand_ast(self.operand, pool)], [])
 
 
 class _NotNone(ast.NodeTransformer):

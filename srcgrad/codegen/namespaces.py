@@ -27,7 +27,7 @@ class _Known:
     name is bound once in a render): boolean arrays, arrays of the namespace, and Python
     values that are never arrays (shapes, sizes). Note [Python numbers in other namespaces]."""
 
-    __slots__ = ("bools", "arrays", "static", "ints", "tapes", "int_arrays", "floats")
+    __slots__ = ("bools", "arrays", "static", "ints", "tapes", "int_arrays", "floats", "pybools")
 
     def __init__(self):
         self.bools: set = set()
@@ -37,6 +37,7 @@ class _Known:
         self.tapes: dict = {}  # a tape's name: what its entries hold of masks (`holds`)
         self.int_arrays: set = set()  # integer arrays (an argmax, an index): cast in arithmetic
         self.floats: set = set()  # values known to be floats (arrays or numbers): what casts them
+        self.pybools: set = set()  # comparisons of Python numbers: Python bools
 
     def holds(self, name: str):
         """What the value `name` holds of values its arithmetic casts: True (a boolean

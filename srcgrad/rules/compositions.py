@@ -383,7 +383,9 @@ def correlate(a, v, mode="valid"):
     if mode == "full":
         return full
     na, nv = a.shape[0], v.shape[0]
-    lo, hi = np.minimum(na, nv), np.maximum(na, nv)
+    # (Python's min and max: lengths stay Python ints in any namespace, for arange; fuzz
+    # seed 2805139, np.minimum made them 0-d arrays that array_api_strict's arange refuses)
+    lo, hi = min(na, nv), max(na, nv)
     # (a gather of the cut, not a slice: its bounds are computed from both lengths)
     if mode == "valid":
         return np.take(full, np.arange(lo - 1, hi))

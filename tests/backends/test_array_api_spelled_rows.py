@@ -114,3 +114,22 @@ def test_einsum_as_matmuls_is_numpys(subscripts, shapes):
     want = np.einsum(subscripts, *ops)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def correlations(a, b):  # its composition over convolve: lengths as Python ints (fuzz
+    x, v = a[0], b[:, 0] * a[1, :1]  # seed 2805139: np.minimum of them made 0-d arrays)
+    return sum(np.sum(np.correlate(p, q, mode) ** 2) for p, q in ((x, v), (x[:2], v), (v, x[:2]))
+               for mode in ("valid", "same", "full"))
+
+
+def python_bools(a, b):  # a comparison of Python ints beside an array is int(...) there
+    n = a.shape[1]
+    return (n > 2) * np.sum(a * b.T) + np.sum(a * (n < 2)) + (n == 3) * a[0, 0]
+
+
+@pytest.mark.parametrize("fn", [correlations, python_bools], ids=lambda f: f.__name__)
+def test_shape_arithmetic_on_the_array_api(fn):
+    want = sg.grad(fn, wrt=(0, 1))(A.copy(), B.copy())
+    got = sg.grad(fn, wrt=(0, 1))(xs.asarray(A.copy()), xs.asarray(B.copy()))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-15)
