@@ -147,7 +147,7 @@ class _Substitute(ast.NodeTransformer):
     def visit_Name(self, node):
         if node.id in self.operands:
             operand = self.operands[node.id]
-            if isinstance(operand, (_AsNumber, _PyInt)):
+            if isinstance(operand, _AsNumber):
                 return operand.ast(self.pool)
             if isinstance(operand, Const) and isinstance(operand.value, list) \
                     and (self.rule.elementwise or self.rule.nondiff):
@@ -390,9 +390,9 @@ def _array_api_operands(op, operands: dict, bools: set, label: str, ints=frozens
         if isinstance(a, Var) and a.name in bools or isinstance(b, Var) and b.name in bools:
             operands = {p: _AsNumber(a, b, bools, arrays=arrays), q: _AsNumber(b, a, bools, arrays=arrays)}
         elif pybools:
-            operands = {k: _PyInt(v) if isinstance(v, Var) and v.name in pybools and not (
-                isinstance(w, Var) and w.name in ints or isinstance(w, Const)) else v
-                for (k, v), w in (((p, a), b), ((q, b), a))}
+            operands = {k: _AsNumber(v, w, pybools, "int") if isinstance(v, Var) and v.name in pybools
+                        and not (isinstance(w, Var) and w.name in ints or isinstance(w, Const)) else v
+                        for (k, v), w in (((p, a), b), ((q, b), a))}
     if op.prim in spellings.COUNTS:
         x = operands["x"]
         if isinstance(x, Var) and x.name in bools:
@@ -417,7 +417,8 @@ def _gathers(op, known) -> bool:
 
 class _AsNumber:
     """An operand read as a number: `xp.astype(mask, other.dtype)` for a boolean Var
-    (`xp.asarray(other).dtype` where other may be a Python float: fuzz seed 2768435)."""
+    (`xp.asarray(other).dtype` where other may be a Python float: fuzz seed 2768435);
+    `int(b)` for a Python bool (dtype "int", `bools` the Python bools)."""
 
     def __init__(self, operand, other, bools, dtype="float64", arrays=None):
         self.operand, self.other, self.bools, self.dtype = operand, other, bools, dtype
@@ -427,6 +428,8 @@ class _AsNumber:
         node = operand_ast(self.operand, pool)
         if not (isinstance(self.operand, Var) and self.operand.name in self.bools):
             return node
+        if self.dtype == "int":
+            return ast.Call(ast.Name("int", ast.Load()), [node], [])
         if self.arrays is not None and self.operand.name not in self.arrays:
             node = _xp_asarray(node)  # (a comparison of a Python float is a Python bool)
         if isinstance(self.other, Var) and self.other.name not in self.bools:
@@ -437,16 +440,6 @@ class _AsNumber:
         else:
             dtype = ast.Attribute(ast.Name("xp", ast.Load()), self.dtype, ast.Load())
         return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "astype", ast.Load()), [node, dtype], [])
-
-
-class _PyInt:
-    """A Python bool read as a number beside an array: `int(b)`."""
-
-    def __init__(self, operand):
-        self.operand = operand
-
-    def ast(self, pool):
-        return ast.Call(ast.Name("int", ast.Load()), [operand_ast(self.operand, pool)], [])
 
 
 class _NotNone(ast.NodeTransformer):
