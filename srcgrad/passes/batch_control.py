@@ -348,9 +348,8 @@ def _select(b, op, pred, then, other):
                 raise Unbatchable(f"an `if` on a mapped test whose branch holds `{inner.prim}` "
                                   "(both branches run, then one value is chosen per example)")
     values = []
-    for block, taken in ((then, pred), (other, None)):
-        if taken is None:
-            taken = b.call("logical_not", pred, shape=b.shape(pred))
+    for block, negated in ((then, False), (other, True)):
+        taken = b.call("logical_not", pred, shape=b.shape(pred)) if negated else pred
         before = _take_inputs(b, block, taken)
         batch_ops(b, block.ops)
         values.append([b._map(r) for r in block.results])  # noqa: SLF001
