@@ -46,10 +46,12 @@ import numpy
 from srcgrad import rules
 from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars, substitute
 from srcgrad.ir.expand import Expander
-from srcgrad.passes.batch_base import Unbatchable, _axes, _elementwise, _shift, _static
+from srcgrad.passes.batch_base import Unbatchable, _axes, _elementwise, _shift, _static, refuse_mapped_options
 from srcgrad.passes.batch_contract import HANDLERS as CONTRACTIONS
 from srcgrad.passes.batch_layout import HANDLERS as LAYOUT
+from srcgrad.passes.batch_linalg import HANDLERS as LINALG
 from srcgrad.passes.batch_scalars import HANDLERS as SCALARS
+from srcgrad.passes.batch_search import HANDLERS as SEARCH
 
 
 def fold_static(ops: list, values: dict) -> list:
@@ -200,6 +202,8 @@ class _Batcher:
             handler = _elementwise
         if handler is None:
             raise Unbatchable(f"`{op.prim}` has no batched form")
+        if handler is not _elementwise:
+            refuse_mapped_options(self, op, rule, handler)
         handler(self, op, *op.args)
 
     def assert_each(self, op, test, message):
@@ -575,11 +579,14 @@ _HANDLERS = {
 
 def _handlers() -> dict:
     """Every batched form: the ones above, the contractions (srcgrad.passes.batch_contract),
-    the layout rows (batch_layout) and the rows of Python values (batch_scalars)."""
+    the layout rows (batch_layout), the rows of Python values (batch_scalars), linear
+    algebra on stacks (batch_linalg) and searching and sorting (batch_search)."""
     if "matmul" not in _HANDLERS:
         _HANDLERS.update(CONTRACTIONS)
         _HANDLERS.update(LAYOUT)
         _HANDLERS.update(SCALARS)
+        _HANDLERS.update(LINALG)
+        _HANDLERS.update(SEARCH)
     return _HANDLERS
 
 

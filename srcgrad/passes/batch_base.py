@@ -35,6 +35,31 @@ def _static(operand, what):
     return operand.value
 
 
+# Note [Mapped options]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A handler batches a row's data: the operands its derivative formulas differentiate
+# (`x` of `take(x, indices, axis)`). The other operands (an index, a shift, a count of
+# repeats, an axis) are read as one value for every example, so a mapped one (an
+# `argmax` of a mapped value, one per example) would be spliced in whole: NumPy reads
+# `x_b[:, idx_b]` as every example's row at every example's index, an answer of the
+# wrong meaning that is never an error. So an op whose non-differentiated operand is
+# mapped is refused here, once for every handler, unless its handler says it reads
+# such operands per example (`MAPPED_OPTIONS`). Rows with no derivative (argmax, isin)
+# name their data in their own handlers.
+
+MAPPED_OPTIONS: set = set()  # handlers that batch a mapped index or option themselves
+
+
+def refuse_mapped_options(b, op, rule, handler) -> None:
+    """Unbatchable where an operand that no derivative formula of `rule` names is mapped
+    and `handler` does not read it per example (Note [Mapped options])."""
+    if handler in MAPPED_OPTIONS or rule.alias_check or not (rule.vjp or rule.jvp):
+        return  # (an alias check reads its other operands' memory, never their values)
+    for name, a in zip(rule.params, op.args):
+        if name not in rule.vjp and name not in rule.jvp and b.is_b(a):
+            raise Unbatchable(f"`{op.prim}` with its `{name}` computed from a mapped value")
+
+
 def _elementwise(b, op, *args):
     rank = b.rank(op.outs[0])
     b.keep(op, *[b.pad(a, rank) if b.is_b(a) else a for a in args])

@@ -1,0 +1,57 @@
+"""Batched forms of the rows that search, sort and look up (Note [Batching] in
+srcgrad.passes.batch): arg reductions, sort and argsort, and the lookups of values in
+a table (isin, searchsorted, digitize).
+
+An arg reduction or a sort along an axis is the row along the shifted axis; over the
+flattened array (axis=None) it is the row along axis 1 of each example's flattened
+values, which is what the example's own call reads. A lookup is elementwise in its
+values and reads the table whole, so it batches when only the values are mapped: a
+mapped table (one per example) has no single call that reads it."""
+
+from __future__ import annotations
+
+import numpy
+
+from srcgrad.ir.core import Const
+from srcgrad.passes.batch_base import Unbatchable, _shift, _static
+
+
+def _flat(b, x):
+    return b.call("reshape", x, (b.size, -1), shape=(int(numpy.prod(b.shape(x))),))
+
+
+def _arg_reduction(b, op, x, axis, keepdims):
+    value, keep = _static(axis, op.prim), _static(keepdims, op.prim)
+    if value is None:
+        if keep and b.rank(x) != 1:
+            raise Unbatchable(f"`{op.prim}` over the flattened array with keepdims")
+        return b.keep(op, _flat(b, x), Const(1), keepdims)
+    b.keep(op, x, Const(_shift(value, b.rank(x))), keepdims)
+
+
+def _sorting(b, op, x, axis):
+    value = _static(axis, op.prim)
+    if value is None:
+        return b.keep(op, _flat(b, x), Const(1))
+    b.keep(op, x, Const(_shift(value, b.rank(x))))
+
+
+def _lookup(b, op, values, table, *options):
+    """isin(element, test_elements, ...), digitize(x, bins, right): the values mapped."""
+    if b.is_b(table) or any(b.is_b(a) for a in options):
+        raise Unbatchable(f"`{op.prim}` of a mapped table")
+    b.keep(op, values, table, *options)
+
+
+def _searchsorted(b, op, table, values, side):
+    if b.is_b(table) or b.is_b(side):
+        raise Unbatchable("`searchsorted` of a mapped table")
+    b.keep(op, table, values, side)
+
+
+HANDLERS = {
+    "argmax": _arg_reduction, "argmin": _arg_reduction, "nanargmax": _arg_reduction,
+    "nanargmin": _arg_reduction, "argsort": _sorting, "sort": _sorting,
+    "isin": _lookup, "digitize": _lookup, "digitize_sorted": _lookup,
+    "searchsorted": _searchsorted,
+}

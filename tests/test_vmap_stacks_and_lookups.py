@@ -1,0 +1,149 @@
+"""sg.vmap of linear algebra on stacks of matrices, of searching and sorting, and of
+lookups in a table (each refused before: "`inv` has no batched form"), and the refusal of
+a mapped index, shift or count (Note [Mapped options] in srcgrad.passes.batch_base).
+
+Truth is arithmetic: the vmap against a Python loop of the function over the examples,
+and the vmap of sg.grad against central differences of each example's function."""
+
+import numpy as np
+import pytest
+
+import srcgrad as sg
+from srcgrad.errors import CompileError
+
+RNG = np.random.default_rng(7)
+A = RNG.standard_normal((3, 4, 4)) + 4.0 * np.eye(4)  # well conditioned, distinct values
+SPD = A @ np.swapaxes(A, -1, -2)
+V = np.array([[0.31, -1.2, 2.05, 0.47, -0.66], [-0.52, -1.01, -2.2, 0.33, 0.9],
+              [0.55, 1.07, 2.12, 0.38, -1.6]])
+TABLE = np.array([-1.0, 0.0, 1.0])
+
+
+def inv(a):
+    return np.sum(np.linalg.inv(a) * a.T)
+
+
+def det(a):
+    return np.linalg.det(a) * 2.0
+
+
+def slogdet(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return sign * logdet
+
+
+def symmetric(a):  # the symmetric rows read one triangle: differences of an asymmetric step
+    return (a + a.T) * 0.5  # would not be their gradient's convention (docs/conventions.md)
+
+
+def cholesky(a):
+    return np.sum(np.linalg.cholesky(symmetric(a)))
+
+
+def eigh(a):
+    w, q = np.linalg.eigh(symmetric(a))
+    return np.sum(w * w) + np.sum(q[:, 0] ** 2)
+
+
+def eigvalsh(a):
+    return np.sum(np.linalg.eigvalsh(symmetric(a)) ** 2)
+
+
+def pinv(a):
+    return np.sum(np.linalg.pinv(a) ** 2)
+
+
+def qr(a):
+    q, r = np.linalg.qr(a)
+    return np.sum(r * r) + np.sum(q[0])
+
+
+def argmin(x):
+    return np.sum(x * np.argmin(x))
+
+
+def argmax_of_matrix(x):  # over the flattened matrix
+    m = np.outer(x, x[::-1])
+    return np.sum(m) * np.argmax(m)
+
+
+def sort(x):
+    return np.sum(np.sort(x) * np.arange(5.0))
+
+
+def isin(x):
+    return np.sum(np.where(np.isin(np.round(x), [0.0, 1.0]), x, 2.0 * x))
+
+
+def searchsorted(x):
+    return np.sum(x * np.searchsorted(TABLE, x))
+
+
+def digitize(x):
+    return np.sum(x * np.digitize(x, TABLE))
+
+
+VALUES = [(inv, A), (det, A), (slogdet, A), (cholesky, SPD), (eigh, SPD), (eigvalsh, SPD),
+          (pinv, A), (qr, A), (argmin, V), (argmax_of_matrix, V), (sort, V), (isin, V),
+          (searchsorted, V), (digitize, V)]
+GRADIENTS = [(f, X) for f, X in VALUES if f not in (pinv, qr, sort)]  # see GRADIENTS_REFUSED
+
+
+def central_differences(f, x, h=1e-6):
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        out[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("f, X", VALUES, ids=[f.__name__ for f, _ in VALUES])
+def test_vmap_equals_the_loop_over_examples(f, X):
+    np.testing.assert_allclose(sg.vmap(f)(X), [f(x) for x in X], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("f, X", GRADIENTS, ids=[f.__name__ for f, _ in GRADIENTS])
+def test_vmap_of_grad_equals_central_differences(f, X):
+    got = sg.vmap(sg.grad(f))(X)
+    np.testing.assert_allclose(got, [central_differences(f, x) for x in X], rtol=1e-6, atol=1e-7)
+
+
+# Gradients whose batched program needs a form not written yet: refused, never wrong.
+GRADIENTS_REFUSED = [(pinv, A), (qr, A), (sort, V)]
+
+
+@pytest.mark.parametrize("f, X", GRADIENTS_REFUSED, ids=[f.__name__ for f, _ in GRADIENTS_REFUSED])
+def test_vmap_of_grad_without_a_batched_form_is_refused(f, X):
+    with pytest.raises(CompileError, match="sg.vmap"):
+        sg.vmap(sg.grad(f))(X)
+
+
+# -- Note [Mapped options]: an index, a shift or a count computed from a mapped value --------
+
+def take_at_a_mapped_index(x):
+    return np.sum(np.take(x, np.sum(x > 0) - 1) * 3.0)
+
+
+def item_at_the_argmax(x):
+    return x[np.argmax(x)] * 2.0
+
+
+def gather_by_argsort(x):
+    return np.sum(x[np.argsort(x)] * np.arange(5.0))
+
+
+MAPPED_INDICES = [(take_at_a_mapped_index, "vmap"), (item_at_the_argmax, "vmap"),
+                  (item_at_the_argmax, "vmap(grad)"), (gather_by_argsort, "vmap"),
+                  (gather_by_argsort, "vmap(grad)")]  # (take's gradient: take_bar, no form)
+
+
+@pytest.mark.parametrize("f, transform", MAPPED_INDICES,
+                         ids=[f"{t}-{f.__name__}" for f, t in MAPPED_INDICES])
+def test_a_mapped_index_is_refused_never_spliced_in_whole(f, transform):
+    """Before the Note, vmap of `np.take(x, k)` with k one per example read every example's
+    x at every example's k (a (3, 3) answer for three examples); the vmap of the gradient
+    of `x[np.argmax(x)]` was wrong in value once argmax had a batched form."""
+    g = sg.vmap(f) if transform == "vmap" else sg.vmap(sg.grad(f))
+    with pytest.raises(CompileError, match="computed from a mapped value"):
+        g(V)
