@@ -37,19 +37,18 @@ REFUSED = {
     ("einsum_bar", "summed", "forward"): "a repeated or self-summed index",
     ("matmul_bar", "x-batch-broadcast", "forward"): "of stacks of matrices",
     ("tensordot_bar", "dot-scalar", "forward"): "of a scalar operand",
-    ("take", "flat", "reverse"): "`take_bar`'s result depends on the data",
-    ("take_along_axis", "axis1", "reverse"): "`take_along_bar`'s result depends on the data",
+    ("take", "flat", "reverse"): "`take_bar` into the flattened array",
+    ("take_bar", "flat", "forward"): "`take_bar` into the flattened array",
     ("pad_bar", "reflect", "forward"): "copies elements into the border",
     ("pad_bar", "wrap", "forward"): "copies elements into the border",
     ("repeat", "int", "reverse"): "`repeat_bar` has no batched form",
     ("solve", "batch-vector", "forward"): "a stack of matrices with one vector",
     # pinv's and svd's formulas read shapes the probe does not keep as facts (the rank's
-    # cut), and sort's transpose scatters along indices: one pass per seed
+    # cut): one pass per seed
     **{("pinv", case, "forward"): "`matmul`'s result depends on the data"
        for case in ("tall", "wide", "square", "batch", "rcond")},
     ("pinv", "tall", "reverse"): "`matmul`'s result depends on the data",
     ("pinv", "tall", "hessian"): "`matmul`'s result depends on the data",
-    ("sort", "default", "reverse"): "`take_along_bar`'s result depends on the data",
     ("svd", "square", "reverse"): "`multiply`'s result depends on the data",
     ("svd", "square", "hessian"): "`broadcast_to`'s result depends on the data",
 }

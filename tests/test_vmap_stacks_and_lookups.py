@@ -83,19 +83,45 @@ def digitize(x):
     return np.sum(x * np.digitize(x, TABLE))
 
 
+def take_along_the_sort(x):  # indices one per example, in the value and in its gradient
+    m = np.outer(x, x[:3])
+    return np.sum(np.take_along_axis(m, np.argsort(m, axis=1), axis=1) * np.arange(3.0))
+
+
+def nan_to_num(x):
+    return np.sum(np.nan_to_num(np.log(x * x) * x))
+
+
+def written_at_the_counter(x):  # `y[i] = ...` at a loop's counter (fuzz: 40 programs)
+    y = np.zeros(5)
+    for i in range(5):
+        y[i] = x[i] * x[(i + 1) % 5]
+    return np.sum(y ** 2)
+
+
+def rows_written_at_the_counter(x):
+    m = np.zeros((4, 5))
+    for i in range(4):
+        m[i] = x * (i + 1.0)
+        m[i, i] = x[i] ** 2
+    return np.sum(np.tanh(m) ** 2)
+
+
 VALUES = [(inv, A), (det, A), (slogdet, A), (cholesky, SPD), (eigh, SPD), (eigvalsh, SPD),
           (pinv, A), (qr, A), (argmin, V), (argmax_of_matrix, V), (sort, V), (isin, V),
-          (searchsorted, V), (digitize, V)]
-GRADIENTS = [(f, X) for f, X in VALUES if f not in (pinv, qr, sort)]  # see GRADIENTS_REFUSED
+          (searchsorted, V), (digitize, V), (take_along_the_sort, V), (nan_to_num, V),
+          (written_at_the_counter, V), (rows_written_at_the_counter, V)]
+GRADIENTS = [(f, X) for f, X in VALUES if f not in (pinv, qr)]  # see GRADIENTS_REFUSED
 
 
 def central_differences(f, x, h=1e-6):
-    out = np.zeros_like(x)
+    """d f / d x, of shape f(x).shape + x.shape."""
+    columns = []
     for i in np.ndindex(x.shape):
         e = np.zeros_like(x)
         e[i] = h
-        out[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
+        columns.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.moveaxis(np.array(columns), 0, -1).reshape(np.shape(f(x)) + x.shape)
 
 
 @pytest.mark.parametrize("f, X", VALUES, ids=[f.__name__ for f, _ in VALUES])
@@ -109,8 +135,31 @@ def test_vmap_of_grad_equals_central_differences(f, X):
     np.testing.assert_allclose(got, [central_differences(f, x) for x in X], rtol=1e-6, atol=1e-7)
 
 
+SECOND = [sort, take_along_the_sort, written_at_the_counter, rows_written_at_the_counter, eigh]
+
+
+@pytest.mark.parametrize("f", SECOND, ids=[f.__name__ for f in SECOND])
+def test_vmap_of_a_hessian_equals_the_loop_of_hessians(f):
+    """sg.vmap of sg.jacobian(sg.grad(f)): the seeds' batch inside the examples' batch."""
+    X = SPD if f is eigh else V
+    want = [central_differences(sg.grad(f), x) for x in X]
+    got = sg.vmap(sg.jacobian(sg.grad(f)))(X)
+    np.testing.assert_allclose(np.reshape(got, np.shape(want)), want, rtol=1e-6, atol=1e-6)
+
+
+def written_at_a_flag(x, c):  # a 0-d bool index adds an axis: no integer's rank
+    y = np.zeros(5) + x
+    y[c > 0] = x[0]
+    return np.sum(y * x)
+
+
+def test_a_write_at_an_index_read_at_run_time_that_is_not_an_integer_is_refused():
+    with pytest.raises(CompileError, match="at an index computed at run time"):
+        sg.vmap(written_at_a_flag, in_axes=(0, None))(V, np.array(1.0))
+
+
 # Gradients whose batched program needs a form not written yet: refused, never wrong.
-GRADIENTS_REFUSED = [(pinv, A), (qr, A), (sort, V)]
+GRADIENTS_REFUSED = [(pinv, A), (qr, A)]
 
 
 @pytest.mark.parametrize("f, X", GRADIENTS_REFUSED, ids=[f.__name__ for f, _ in GRADIENTS_REFUSED])

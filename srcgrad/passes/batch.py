@@ -46,8 +46,17 @@ import numpy
 from srcgrad import rules
 from srcgrad.ir.core import Const, Op, Pack, Var, operand_vars, substitute
 from srcgrad.ir.expand import Expander
-from srcgrad.passes.batch_base import Unbatchable, _axes, _elementwise, _shift, _static, refuse_mapped_options
+from srcgrad.passes.batch_base import (
+    MAPPED_OPTIONS,
+    Unbatchable,
+    _axes,
+    _elementwise,
+    _shift,
+    _static,
+    refuse_mapped_options,
+)
 from srcgrad.passes.batch_contract import HANDLERS as CONTRACTIONS
+from srcgrad.passes.batch_index import HANDLERS as INDEXING
 from srcgrad.passes.batch_layout import HANDLERS as LAYOUT
 from srcgrad.passes.batch_linalg import HANDLERS as LINALG
 from srcgrad.passes.batch_scalars import HANDLERS as SCALARS
@@ -147,6 +156,7 @@ class _Batcher:
         self.batched: set = set()
         self.rename: dict = {}
         self.expander = Expander(namer, self.out)
+        self.ints: set = set()  # values the probe saw as integers of shape () (a loop's counter)
 
     # ------------------------------------------------------------------ facts
     def is_b(self, operand) -> bool:
@@ -396,77 +406,6 @@ def _expand_reduced(b, op, x, shape, axis, keepdims):
     b.keep(Op("reshape", (), op.outs, op.loc), x, Const((b.size,) + kept))
 
 
-# ---------------------------------------------------------------------- indexing
-def _batched_index(index):
-    """`index` with a leading full slice, as an operand; Unbatchable where NumPy would
-    place the advanced-index axes first (integer arrays not adjacent)."""
-    if isinstance(index, Pack) and index.style == "tuple":
-        parts = list(index.items)
-    elif isinstance(index, Const) and isinstance(index.value, tuple):
-        parts = [Const(p) for p in index.value]
-    else:
-        parts = [index]
-    advanced = [i for i, p in enumerate(parts) if _is_advanced(p)]
-    if advanced:
-        ints = [i for i, p in enumerate(parts) if isinstance(p, Const) and isinstance(
-            p.value, (int, numpy.integer)) and not isinstance(p.value, bool)]
-        spots = sorted(set(advanced) | set(ints))
-        if spots != list(range(spots[0], spots[-1] + 1)):
-            raise Unbatchable("an index with integer arrays that are not adjacent")
-    parts = [Const(slice(None))] + parts
-    if all(isinstance(p, Const) for p in parts):
-        return Const(tuple(p.value for p in parts))
-    return Pack(tuple(parts), "tuple")
-
-
-def _is_advanced(part) -> bool:
-    if isinstance(part, Var):
-        return True  # an index array, or an integer read at run time: adjacency matters
-    if isinstance(part, Const):
-        return isinstance(part.value, (list, numpy.ndarray))
-    return False
-
-
-def _getitem(b, op, x, index):
-    if b.is_b(index):
-        raise Unbatchable("an index computed from a seed")
-    b.keep(op, x, _batched_index(index))
-
-
-def _scatter_index(b, op, x, shape, index):
-    b.keep(op, x, Const((b.size,) + tuple(_static(shape, op.prim))), _batched_index(index))
-
-
-def _setitem_bar(b, op, c, index):
-    b.keep(op, c, _batched_index(index))
-
-
-def _setitem(b, op, x, index, v):
-    if not isinstance(index, Const):
-        raise Unbatchable("`setitem` at an index computed at run time")
-    xshape = b.shape(x)
-    picked = numpy.empty(xshape)[index.value].ndim
-    v = b.pad(v, picked) if b.is_b(v) else v
-    b.keep(op, b.full(x), _batched_index(index), v)
-
-
-def _take(b, op, x, indices, axis):
-    value = _static(axis, op.prim)
-    if value is None and b.rank(x) != 1:  # from the flattened array
-        x = b.call("reshape", x, (b.size, -1), shape=(int(numpy.prod(b.shape(x))),))
-    b.keep(op, x, indices, Const(1 if value is None else _shift(value, b.rank(x))))
-
-
-def _take_along_axis(b, op, x, indices, axis):
-    value = _static(axis, op.prim)
-    if value is None:  # along the flattened array
-        x = b.call("reshape", x, (b.size, -1), shape=(int(numpy.prod(b.shape(x))),))
-        value = 0
-    shape = b.shape(indices)
-    idx = b.expander.apply(rules.RULES["reshape"], [indices, (1,) + tuple(shape)], {})
-    b.keep(op, x, idx, Const(_shift(value, b.rank(x))))
-
-
 def _concatenate(b, op, arrays, axis):
     value = _static(axis, op.prim)
     if value is None or not isinstance(arrays, Pack):
@@ -551,6 +490,8 @@ def _diagonal_bar(b, op, c, shape, offset, axis1, axis2):
     b.keep(op, c, Const((b.size,) + target), offset, Const(a1), Const(a2))
 
 
+MAPPED_OPTIONS.update((_concat_bar, _stack_bar))  # (they read their `arrays`' shapes only)
+
 _HANDLERS = {
     "zeros_like": _same_shape, "ones_like": _same_shape, "full_like": _same_shape,
     "empty_like": _same_shape, "copy": _same_shape, "astype": _same_shape,
@@ -567,8 +508,7 @@ _HANDLERS = {
     "trace": _diagonal, "diff": _diff, "tril": _last_two, "triu": _last_two,
     "broadcast_to": _broadcast_to, "unbroadcast": _unbroadcast,
     "expand_reduced": _expand_reduced,
-    "getitem": _getitem, "scatter_index": _scatter_index, "setitem": _setitem,
-    "setitem_bar": _setitem_bar, "take": _take, "take_along_axis": _take_along_axis,
+    "nan_to_num": _same_shape,
     "concatenate": _concatenate, "stack": _stack, "concat_bar": _concat_bar,
     "stack_bar": _stack_bar,
     "linrec": _linrec, "shift": _shift_op,
@@ -579,10 +519,11 @@ _HANDLERS = {
 
 def _handlers() -> dict:
     """Every batched form: the ones above, the contractions (srcgrad.passes.batch_contract),
-    the layout rows (batch_layout), the rows of Python values (batch_scalars), linear
+    indexing (batch_index), the layout rows (batch_layout), the rows of Python values (batch_scalars), linear
     algebra on stacks (batch_linalg) and searching and sorting (batch_search)."""
     if "matmul" not in _HANDLERS:
         _HANDLERS.update(CONTRACTIONS)
+        _HANDLERS.update(INDEXING)
         _HANDLERS.update(LAYOUT)
         _HANDLERS.update(SCALARS)
         _HANDLERS.update(LINALG)

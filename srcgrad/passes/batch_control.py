@@ -122,6 +122,7 @@ def _depends(ops, batched: set, tapes: dict) -> set:
 
 def _sub(b) -> _Batcher:
     sub = _Batcher(b.size, b.shapes, b.namer)
+    sub.ints = b.ints
     sub.batched = set(b.batched)
     sub.rename = b.rename  # SSA names: one map for the program and its blocks
     sub.tapes = _tapes(b)

@@ -4,7 +4,9 @@ a table (isin, searchsorted, digitize).
 
 An arg reduction or a sort along an axis is the row along the shifted axis; over the
 flattened array (axis=None) it is the row along axis 1 of each example's flattened
-values, which is what the example's own call reads. A lookup is elementwise in its
+values, which is what the example's own call reads. The gathers that read what a sort
+found (`take_along_axis` and its transpose, sort's gradient) take an index per example:
+each example's row reads its own indices (Note [Mapped options]). A lookup is elementwise in its
 values and reads the table whole, so it batches when only the values are mapped: a
 mapped table (one per example) has no single call that reads it."""
 
@@ -12,8 +14,9 @@ from __future__ import annotations
 
 import numpy
 
-from srcgrad.ir.core import Const
-from srcgrad.passes.batch_base import Unbatchable, _shift, _static
+from srcgrad import rules
+from srcgrad.ir.core import Const, Op
+from srcgrad.passes.batch_base import MAPPED_OPTIONS, Unbatchable, _shift, _static
 
 
 def _flat(b, x):
@@ -36,6 +39,32 @@ def _sorting(b, op, x, axis):
     b.keep(op, x, Const(_shift(value, b.rank(x))))
 
 
+def _take_along_axis(b, op, x, indices, axis):
+    value = _static(axis, op.prim)
+    if value is None:  # along the flattened array
+        x, value = _flat(b, x), 0
+        if b.is_b(indices):
+            indices = _flat(b, indices)
+    if b.is_b(indices):
+        return b.keep(op, b.full(x), indices, Const(_shift(value, b.rank(x))))
+    idx = b.expander.apply(rules.RULES["reshape"], [indices, (1,) + b.shape(indices)], {})
+    b.keep(op, x, idx, Const(_shift(value, b.rank(x))))
+
+
+def _take_along_bar(b, op, c, shape, indices, axis):
+    """Each example's cotangent scattered at its own indices (or the shared ones)."""
+    value, target = _static(axis, op.prim), tuple(_static(shape, op.prim))
+    if value is None:  # into each example's flattened array, then shaped back
+        size = int(numpy.prod(target))
+        flat = b.call("take_along_bar", b.full(c), (b.size, size), b.full(indices), 1, shape=(size,))
+        return b.keep(Op("reshape", (), op.outs, op.loc), flat, Const((b.size,) + target))
+    b.keep(op, b.full(c), Const((b.size,) + target), b.full(indices),
+           Const(_shift(value, len(target))))
+
+
+MAPPED_OPTIONS.update((_take_along_axis, _take_along_bar))
+
+
 def _lookup(b, op, values, table, *options):
     """isin(element, test_elements, ...), digitize(x, bins, right): the values mapped."""
     if b.is_b(table) or any(b.is_b(a) for a in options):
@@ -53,5 +82,6 @@ HANDLERS = {
     "argmax": _arg_reduction, "argmin": _arg_reduction, "nanargmax": _arg_reduction,
     "nanargmin": _arg_reduction, "argsort": _sorting, "sort": _sorting,
     "isin": _lookup, "digitize": _lookup, "digitize_sorted": _lookup,
-    "searchsorted": _searchsorted,
+    "searchsorted": _searchsorted, "take_along_axis": _take_along_axis,
+    "take_along_bar": _take_along_bar,
 }

@@ -73,7 +73,7 @@ def vmap_program(fs, in_axes: tuple, out_axes, examples: tuple, size: int, batch
     ops = dce(fold_static(ops, found.values), outputs)
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
     ops, written, checks = (ops, {}, []) if traceable else _lift_no_alias(ops, graph.inputs)
-    ops, outputs, batched = _batch(ops, outputs, mapped, size, dict(found.shapes), namer, fs, written)
+    ops, outputs, batched = _batch(ops, outputs, mapped, size, found, namer, fs, written)
     outs = out_axes if isinstance(out_axes, (tuple, list)) else (out_axes,) * len(outputs)
     if len(outs) != len(outputs):
         raise ValueError(f"vmap: out_axes has {len(outs)} entries but {fs.name}() returns "
@@ -137,6 +137,7 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
     # (batch_ops, not batch: a derivative program of a loop has the loop's control flow,
     # Note [Batching control flow]; a refusal names the op's line, not `<unknown>:0`)
     b = _Batcher(total, dict(found.shapes), namer)
+    b.ints.update(_integers(found))
     b.batched.update(seeds)
     try:
         batch_ops(b, ops)
@@ -160,7 +161,7 @@ def vmap_jacobian_program(fs, kind: str, wrt: tuple, single: bool, in_axes: tupl
     found = _probe(ops, inputs, tuple(examples) + tuple(eyes))
     mapped = [v for v, ax in zip(graph.inputs, in_axes) if ax is not None]
     ops, written, checks = _lift_no_alias(ops, graph.inputs)  # (Note [Writes into mapped arguments])
-    ops, derivs, by_example = _batch(ops, derivs, mapped, size, dict(found.shapes), namer, fs, written)
+    ops, derivs, by_example = _batch(ops, derivs, mapped, size, found, namer, fs, written)
     facts = _probe(ops, inputs, _batched_examples(examples, in_axes, size) + tuple(eyes))
     spell_for_arrays(ops, facts.arrays)
     names.tidy_temporaries(ops, [v.name for v in inputs])
@@ -369,11 +370,12 @@ def _nested(tree, leaves) -> str:
     raise CompileError(f"sg.vmap: a result of kind {tree[0]!r} is not supported yet")
 
 
-def _batch(ops, results, mapped, size, shapes, namer, fs, renamed=None):
+def _batch(ops, results, mapped, size, found, namer, fs, renamed=None):
     """srcgrad.passes.batch.batch, where a refusal names the op's line, then cse and dce:
-    (ops, the results' batched values, the batched values). `renamed`: values that are
-    others (a lifted no_alias's result: its operand)."""
-    b = _Batcher(size, shapes, namer)
+    (ops, the results' batched values, the batched values). `found`: the probe's facts.
+    `renamed`: values that are others (a lifted no_alias's result: its operand)."""
+    b = _Batcher(size, dict(found.shapes), namer)
+    b.ints.update(_integers(found))
     b.batched.update(mapped)
     b.rename.update(renamed or {})
     try:
@@ -386,6 +388,14 @@ def _batch(ops, results, mapped, size, shapes, namer, fs, renamed=None):
     ops, alias = cse(order_commutative(b.out))
     results = [_follow(r, alias) for r in results]
     return dce(ops, results), results, b.batched
+
+
+def _integers(found) -> set:
+    """The values of shape () the probe knows are integers: a loop's counter (a Python
+    int) and 0-d integer arrays (a Python int elsewhere is one kind with floats)."""
+    ints = {v for v, kind in found.kinds.items() if kind == (int, None)}
+    return ints | {v for v, dtype in found.dtypes.items()
+                   if dtype.kind in "iu" and found.shapes.get(v) == ()}
 
 
 _HINT = ("map a function without it (a loop whose trip count is known can be written "
