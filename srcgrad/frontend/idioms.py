@@ -46,7 +46,7 @@ _STACKING = {numpy.hstack: "hstack", numpy.vstack: "vstack", numpy.dstack: "dsta
              numpy.concatenate: "concatenate"}
 # NumPy call forms with traced arguments lowered (or refused) by srcgrad.frontend.numpy_forms
 _FORMS = {numpy.einsum: "einsum", numpy.linalg.norm: "norm", numpy.average: "average",
-          numpy.block: "block"}
+          numpy.block: "block", numpy.linalg.svd: "svd"}
 _SCATTER_UFUNCS = {numpy.add: "add", numpy.subtract: "subtract"}
 # `np.add.reduce(x, axis)` is the reduction row's (issue 28's boundary fuzzing)
 _REDUCE_UFUNCS = {numpy.add: "sum", numpy.multiply: "prod", numpy.maximum: "max",

@@ -20,6 +20,8 @@ Each of these would otherwise turn a traced value into a constant or crash:
 * `np.block` of nested lists is a `concatenate` per level of leaves given the result's
   number of dimensions (`expand_dims`), as NumPy builds it.
 * `np.average(x, axis, weights)` is `sum(x * w, axis) / sum(w, axis)`.
+* `np.linalg.svd(a, compute_uv=False)` is the singular values alone (the `svdvals`
+  row); `hermitian=True` is refused (NumPy then reads one triangle through eigh).
 """
 
 from __future__ import annotations
@@ -225,6 +227,33 @@ def norm(tracer, args, kwargs, node):
                              [x, ord_, axis, bound.arguments.get("keepdims", Const(False))],
                              {}, node)
     return NOT_LOWERED
+
+
+_SVD = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                            default=d) for n, d in
+                          (("a", inspect.Parameter.empty), ("full_matrices", True),
+                           ("compute_uv", True), ("hermitian", False))])
+
+
+def svd(tracer, args, kwargs, node):
+    try:
+        bound = _SVD.bind(*args, **kwargs)
+    except TypeError:
+        return NOT_LOWERED
+    a, get = bound.arguments["a"], bound.arguments.get
+    if not isinstance(a, Var):
+        return NOT_LOWERED  # constants: NumPy's own call
+    full, uv, hermitian = (_static(get(n, Const(d))) for n, d in
+                           (("full_matrices", True), ("compute_uv", True), ("hermitian", False)))
+    if any(v is NOT_LOWERED for v in (full, uv, hermitian)):
+        tracer.fail(node, "`np.linalg.svd` with a traced full_matrices, compute_uv or hermitian")
+    if hermitian:
+        tracer.fail(node, "`np.linalg.svd(..., hermitian=True)`",
+                    "drop `hermitian=True`: the general SVD of a symmetric matrix has the same "
+                    "singular values")
+    if not uv:
+        return tracer.apply(rules.RULES["svdvals"], [a], {}, node)
+    return tracer.apply(rules.RULES["svd"], [a], {"full_matrices": Const(full)}, node)
 
 
 # ---------------------------------------------------------------------- block

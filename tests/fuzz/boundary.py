@@ -82,7 +82,8 @@ def index_reduce_all() -> list:
             "np.amax({e})", "({e}).max(axis=None)", "np.prod(np.tanh({e}), dtype=None)",
             "np.add.reduce(np.ravel({e}))", "np.sum(np.ravel({e}, order='C'))",
             "np.sum(({e}).flatten('F') ** 2)", "np.mean(np.atleast_2d({e}), None, None, None, False)",
-            "np.linalg.norm(x={e})", "sum(np.ravel({e}))", "np.sum(np.atleast_1d({e})[np.s_[:]])"]
+            "np.linalg.norm(x={e})", "sum(np.ravel({e}))", "np.sum(np.atleast_1d({e})[np.s_[:]])",
+            "np.sum(np.linalg.svd(np.atleast_2d({e}), compute_uv=False))"]
 
 
 def index_reduce_axis() -> list:
