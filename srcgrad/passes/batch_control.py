@@ -339,11 +339,14 @@ def _same_shape(b, x, y):
 def _select(b, op, pred, then, other):
     """Both branches, then `where(pred, then, else)` per example. A branch may hold
     `if`s of its own (each batched as this one, or kept where its test is not mapped):
-    pure too; loops, effects and I/O are refused (they would run for every example)."""
+    pure too; so may `for` loops over a range (they end, whatever an example's values,
+    and run batched as any loop). A `while` (its test on an example that does not take
+    the branch may never turn false), effects and I/O are refused (they would run for
+    every example)."""
     for block in (then, other):
         for inner in _all_ops(block.ops):
             rule = rules.RULES[inner.prim]
-            if inner.prim == "cond":
+            if inner.prim in ("cond", "for_range") or inner.prim in _TAPES:
                 continue
             if inner.blocks or rule.control or rule.effect or rule.io:
                 raise Unbatchable(f"an `if` on a mapped test whose branch holds `{inner.prim}` "
@@ -373,6 +376,12 @@ def _select(b, op, pred, then, other):
         p = b.pad(pred, len(shape)) if len(shape) > b.rank(pred) else pred
         out = b.call("where", p, _full(b, x), _full(b, y), shape=shape)
         b.rename[o] = out
+
+
+# A loop's tape in a branch: every example runs the branch's loop and its adjoint (both
+# branches run, in the forward and in the backward program alike), so what one pushes
+# the other pops, example by example.
+_TAPES = ("tape_new", "tape_push", "tape_pop")
 
 
 def _take_inputs(b, block, taken) -> dict:
