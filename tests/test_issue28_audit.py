@@ -120,11 +120,9 @@ def test_power_pole_on_zero_d_arrays_is_the_documented_value():
     assert gx == -np.inf and np.isnan(gy)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28 (x ** y at x = 0, y = -1), still wrong in "
-                   "the compiler: on NumPy scalars (np.float64) the generated gradient casts "
-                   "to Python floats and raises ZeroDivisionError, while f itself returns inf",
-                   raises=ZeroDivisionError)
 def test_power_pole_on_numpy_scalars_is_an_answer():
+    """np.float64 arguments: the scalar variant made the base a NumPy value before the
+    power (passes/scalars._as_numpy); it raised ZeroDivisionError before."""
     zero, minus_one = np.float64(0.0), np.float64(-1.0)
     with np.errstate(all="ignore"):
         assert power(zero, minus_one) == np.inf  # the user's function runs

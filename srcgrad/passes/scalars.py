@@ -89,9 +89,12 @@ def _may_be_singular(op) -> bool:
 
 
 def _as_numpy(op, known):
-    """When every operand of `op` is a Python number: the op making its first one a
-    NumPy value (which `op` then reads), else None."""
-    if not all(_is_scalar(a, known) for a in op.args):
+    """When the first operand of `op` is a Python number: the op making it a NumPy value
+    (which `op` then reads), else None. The other operand may be a Python number this
+    pass cannot prove one (`y - 1 + (y == 0)`: a bool is not marked), and Python raises
+    on `0.0 ** -1.0` whatever proved it (fuzz-audit: np.float64 arguments at x ** y's
+    pole raised ZeroDivisionError where the user's function returns inf)."""
+    if not _is_scalar(op.args[0], known):
         return None
     return _first_as_numpy(op)
 
