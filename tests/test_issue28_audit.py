@@ -91,13 +91,11 @@ def einsum_path_list(A):
                             optimize=["einsum_path", (0, 1), (0, 1)]) ** 2)  # audit: path
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28 (einsum of three operands, optimize= forms), "
-                   "still wrong: an explicit einsum_path list with three operands raises "
-                   "NumPy's IndexError 'pop index out of range' (srcgrad splits the "
-                   "contraction into pairs but passes the three-operand path on)",
-                   raises=IndexError)
 @pytest.mark.parametrize("transform", ["grad", "jvp"])
 def test_einsum_with_an_explicit_path_is_right_or_refused(transform):
+    """An explicit path of three operands is followed step by step
+    (numpy_forms._along_path); NumPy raised IndexError before (the whole path reached
+    each pairwise einsum)."""
     fd = numeric_grad(einsum_path_list, [A22], 0)
     if transform == "grad":
         call = lambda: sg.grad(einsum_path_list)(A22)  # noqa: E731

@@ -155,6 +155,9 @@ def einsum(tracer, args, kwargs, node):
     if not arrow:  # implicit output: the indices used once, sorted (as NumPy)
         letters = "".join(inputs)
         out = "".join(sorted(ch for ch in set(letters) if letters.count(ch) == 1))
+    path = _static(optimize)
+    if isinstance(path, (list, tuple)) and path and path[0] == "einsum_path":
+        return _along_path(tracer, list(zip(inputs, operands)), out, path[1:], node)
     acc, acc_sub = operands[0], inputs[0]
     for k in range(1, len(operands)):
         if k == len(operands) - 1:
@@ -167,6 +170,34 @@ def einsum(tracer, args, kwargs, node):
                            {"optimize": optimize}, node)
         acc_sub = keep
     return acc
+
+
+def _along_path(tracer, pending, out, steps, node):
+    """An explicit `optimize=['einsum_path', (i, j), ...]`, as NumPy reads it: each step
+    contracts the pending operands it names (in pairs, left to right) and appends the
+    result to the end; each contraction keeps the indices another operand or the output
+    still needs. (Passing the whole path to each pairwise einsum made NumPy raise.)"""
+    for step in steps:
+        if not isinstance(step, (list, tuple)) or not step or \
+                any(not isinstance(i, int) or not 0 <= i < len(pending) for i in step):
+            tracer.error(node, f"`np.einsum`'s path step {step!r} does not name pending operands")
+        picked = [pending[i] for i in step]
+        pending = [p for i, p in enumerate(pending) if i not in set(step)]
+        needed = set(out) | set("".join(sub for sub, _ in pending))
+        (acc_sub, acc), rest = picked[0], picked[1:]
+        for k, (sub, operand) in enumerate(rest):
+            later = needed | set("".join(s for s, _ in rest[k + 1:]))
+            keep = "".join(dict.fromkeys(ch for ch in acc_sub + sub if ch in later))
+            acc = tracer.apply(rules.RULES["einsum"], [Const(f"{acc_sub},{sub}->{keep}"), acc, operand],
+                               {"optimize": Const(False)}, node)
+            acc_sub = keep
+        pending.append((acc_sub, acc))
+    if len(pending) != 1:
+        tracer.error(node, "`np.einsum`'s path leaves operands uncontracted")
+    sub, value = pending[0]
+    if sub != out:  # (a path of one step over every operand ends in the output's order)
+        value = tracer.apply(rules.RULES["einsum"], [Const(f"{sub}->{out}"), value], {}, node)
+    return value
 
 
 def _sublists(tracer, args, node):

@@ -70,7 +70,9 @@ def index_unary(s: tuple) -> list:
                   "np.sum(np.expand_dims({0}, axis=0), 0, keepdims=False)",
                   "np.r_['0,2', ({0})[:1], ({0})[1:]]", "np.r_['-1', ({0})[:, :1], ({0})[:, 1:]]",
                   f"({{0}}).flatten('F').reshape({(m, n)!r}).T", "np.vstack([({0})[:1], ({0})[1:]])",
-                  "np.hstack([({0})[:, :1], ({0})[:, 1:]])"]
+                  "np.hstack([({0})[:, :1], ({0})[:, 1:]])",
+                  f"np.einsum('ij,jk,kl->il', np.eye({n}), {{0}}, np.eye({m}), "
+                  "optimize=['einsum_path', (1, 2), (0, 1)])"]
     return forms
 
 
