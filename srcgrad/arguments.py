@@ -198,7 +198,11 @@ def _float_cotangent(ct, out):
     `sin(x).backward(torch.tensor([1, 2, 3]))` gives float64 gradients): integer
     arithmetic in the backward would otherwise give integer (truncated) gradients."""
     kind = ct.dtype.kind if ct.__class__ is numpy.ndarray else \
-        "i" if isinstance(ct, (int, numpy.integer, numpy.bool_)) else "f"
+        "i" if isinstance(ct, (int, numpy.integer, numpy.bool_)) else \
+        "c" if isinstance(ct, complex) or getattr(getattr(ct, "dtype", None), "kind", "") == "c" else "f"
+    if kind == "c":  # as check_not_complex refuses a complex argument or tangent (issue 28)
+        raise TypeError("vjp_fn: the cotangent is complex; complex differentiation is not "
+                        "supported yet")
     if kind not in "iub":
         return ct
     dtype = numpy.result_type(out)

@@ -133,14 +133,19 @@ def real_sin(x):
     return np.sin(x)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28 item 3, still open: the vjp_fn of sg.vjp "
-                   "accepts a complex cotangent and returns a complex gradient for a real "
-                   "input (sg.jvp refuses a complex tangent; the cotangent is not checked)",
-                   raises=pytest.fail.Exception)
-def test_complex_cotangent_is_refused():
-    _, back = sg.vjp(real_sin, np.ones(2))
+def real_sum(x):
+    return np.sum(np.sin(x))
+
+
+@pytest.mark.parametrize("f, cotangent", [(real_sin, np.ones(2, dtype=complex)),
+                                          (real_sum, 1j), (real_sum, np.complex128(2.0))],
+                         ids=["array", "python-complex", "numpy-complex"])
+def test_complex_cotangent_is_refused(f, cotangent):
+    """vjp_fn accepted a complex cotangent and returned a complex gradient for a real
+    input (arguments._float_cotangent now refuses it, as a complex tangent is)."""
+    _, back = sg.vjp(f, np.ones(2))
     with pytest.raises(TypeError, match="complex"):
-        back(np.ones(2, dtype=complex))
+        back(cotangent)
 
 
 # ---------------------------------------------------------------- item 4: one-element outputs, eager side
