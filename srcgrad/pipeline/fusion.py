@@ -4,18 +4,17 @@ Note [Fused elementwise chains]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 numba compiles `t = xp.tanh(x); y = t * xp.exp(-x * x)` as a loop and a new array per
 statement: a chain of k ops over n values reads and writes k arrays. `fuse` makes each
-maximal chain of float64 elementwise ops over one shape (a gradient's chain too, in one
-loop with its forward where no forward op follows the gradient's) one `fused` op: its
-block's params are the loop index and one number per array read (`x_i = x[i]`), its ops
-the chain's on numbers, its results the numbers written into arrays of the chain's shape
-(values read after the chain) or added into sums (`sum(v)` over every axis at the end:
-a sequential sum, within 1e-12 relative of NumPy's pairwise one, not bit for bit).
-srcgrad.codegen.fused writes it as one `for` loop over the flattened arrays. An op joins
-when its operands are numbers, the chain's values or float64 arrays of its shape; the
-chain is placed at its last op, so an outside op reading one of its values (or a sum,
-complete only after the loop) ends it first. The probe's facts decide every test: the
-fused code holds for every call the variant's guard admits. Only the numba rendering
-fuses (`fusing`); on NumPy the loop is Python's (benchmarks/bench_fusion.py measures it).
+maximal chain of float64 elementwise ops of one result shape (with its gradient's where
+no forward op follows a gradient's; a loop body's ops as a block of their own) one
+`fused` op: its block's params are the loop indices and one number per array read, its
+ops the chain's on numbers, its results the numbers written into arrays (values read
+after the chain) or added into sums (`sum(v, axis, keepdims)` at its end: a sequential
+sum, within 1e-12 relative of NumPy's pairwise one). srcgrad.codegen.fused writes the
+loops. An op joins when its operands are numbers, the chain's values or arrays that
+broadcast to its shape (`x[:, None, :]`); the chain is placed at its last op, so an
+outside op reading one of its values (or a sum, complete only after the loop) ends it
+first. The probe's facts decide every test: the code holds for every call the variant's
+guard admits. Only numba's rendering fuses (`fusing`; benchmarks/bench_fusion.py).
 """
 
 from __future__ import annotations
@@ -46,8 +45,7 @@ _FLOAT64 = numpy.dtype(numpy.float64)
 
 @contextlib.contextmanager
 def fusing(fs):
-    """`fs`'s programs compiled inside fuse their elementwise chains (the numba rendering);
-    another function's (a transform it calls, compiled for NumPy meanwhile) do not."""
+    """`fs`'s programs compiled inside fuse (numba's); another's (compiled for NumPy) do not."""
     token = _FUSING.set(fs)
     try:
         yield
@@ -62,10 +60,12 @@ def enabled(fs) -> bool:  # (`fs`: the parsed function a program compiles)
 def fuse(ops: list, results: list, found, taken=()) -> list:
     """`ops` with each maximal elementwise chain one `fused` op (Note [Fused elementwise
     chains]); `results`: the values read after `ops`; `taken`: names in use besides theirs."""
+    taken = set(taken) | defined_names(ops)
+    ops = [_in_blocks(op, found, taken) if op.blocks and op.prim != "fused" else op for op in ops]
     chains = _chains(ops, found, _forward_first(ops))
     if not chains:
         return ops
-    namer = Namer(set(taken) | defined_names(ops))
+    namer = Namer(taken | defined_names(ops))
     read_after = _reads_outside(ops, chains, results)
     placed = {chain[-1]: chain for chain in chains}
     members = {i for chain in chains for i in chain}
@@ -73,9 +73,15 @@ def fuse(ops: list, results: list, found, taken=()) -> list:
             for i, op in enumerate(ops) if i in placed or i not in members]
 
 
+def _in_blocks(op, found, taken: set) -> Op:
+    """`op` with each nested block's chains fused (a loop body's, each iteration's)."""
+    blocks = tuple(Block(fuse(b.ops, list(b.results), found, taken), b.results, b.params) for b in op.blocks)
+    taken.update(*(defined_names(b.ops) for b in blocks))  # (the next op's loops name theirs anew)
+    return Op(op.prim, op.args, op.outs, op.loc, op.attrs, blocks)
+
+
 def _forward_first(ops) -> bool:
-    """Whether no forward op follows a gradient's op: then a chain may hold both (it is
-    placed, and rendered, with the gradient)."""
+    """Whether no forward op follows a gradient's: then a chain may hold both (as a gradient)."""
     flags = [bool(op.attrs.get("backward")) for op in ops]
     return flags == sorted(flags)
 
@@ -115,34 +121,40 @@ def _chains(ops, found, cross: bool) -> list:
 
 def _elementwise_shape(op, found):
     """The shape of `op`'s result where it is a fusible float64 elementwise op, else None."""
-    if op.prim not in FUSIBLE or len(op.outs) != 1 or op.blocks or any(k in op.attrs for k in _SPECIAL):
-        return None
-    shape = found.shapes.get(op.outs[0])
-    return shape if shape and found.dtypes.get(op.outs[0]) == _FLOAT64 else None
+    shape = found.shapes.get(op.outs[0]) if op.prim in FUSIBLE and len(op.outs) == 1 else None
+    ok = shape and not op.blocks and not any(k in op.attrs for k in _SPECIAL)
+    return shape if ok and found.dtypes.get(op.outs[0]) == _FLOAT64 else None
 
 
 def _operands_fit(op, shape, found, values) -> bool:
-    for a in op.args:
-        if isinstance(a, Const):
-            if not isinstance(a.value, _NUMBERS):
-                return False
-        elif not isinstance(a, Var):
-            return False
-        elif a not in values and not _is_number(a, found) and not (  # (read as a float64)
-                found.shapes.get(a) == shape and a in found.dtypes and found.dtypes[a].kind in "fiub"):
-            return False
-    return True
+    """Numbers, the chain's values, or arrays that broadcast to `shape` (read as float64s)."""
+    return all(isinstance(a.value, _NUMBERS) if isinstance(a, Const) else isinstance(a, Var) and (
+        a in values or _is_number(a, found) or _broadcasts(found.shapes.get(a), shape)
+        and a in found.dtypes and found.dtypes[a].kind in "fiub") for a in op.args)
 
 
-def _is_number(v, found) -> bool:
+def _broadcasts(s, shape) -> bool:
+    """Whether an array of shape `s` (1-D or more) broadcasts to `shape` unchanged."""
+    return bool(s) and len(s) <= len(shape) and all(d in (1, n) for d, n in zip(s[::-1], shape[::-1]))
+
+
+def _is_number(v, found) -> bool:  # (a Python or NumPy scalar: a number in the loop too)
     return found.shapes.get(v) == () and v not in found.dtypes
 
 
 def _is_sum_of(op, values, found) -> bool:
-    """`sum(v)` over every axis of a value `v` of the chain (a number out)."""
+    """`sum(v, axis, keepdims)` of a value `v` of the chain, over every axis or some."""
     return (op.prim == "sum" and len(op.args) == 3 and op.args[0] in values
-            and op.args[1] == Const(None) and op.args[2] == Const(False)
-            and not any(k in op.attrs for k in _SPECIAL))
+            and not any(k in op.attrs for k in _SPECIAL) and all(isinstance(a, Const) for a in op.args[1:])
+            and op.args[2].value in (False, True)
+            and bool(_axes(op.args[1].value, len(found.shapes[op.args[0]]))))
+
+
+def _axes(axis, ndim):
+    """`axis` (None, an int or a tuple of ints) as a sorted tuple of axes; None if not one."""
+    axes = tuple(range(ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted({a % ndim for a in axes})) if all(
+        type(a) is int and -ndim <= a < ndim for a in axes) else None
 
 
 def _reads_outside(ops, chains, results) -> set:
@@ -161,29 +173,28 @@ def _fused_op(chain: list, read_after: set, found, namer) -> Op:
     arrays = list(dict.fromkeys(  # the arrays the loop reads, in order of first use
         a for op in chain for a in op.args
         if isinstance(a, Var) and a not in defined and not _is_number(a, found)))
-    index = Var(namer.fresh("i"), "static")
     loads = {a: Var(namer.fresh(f"{a.name.lstrip('_') or 'v'}_i")) for a in arrays}
     numbers = {o: Var(namer.fresh(f"{o.name.lstrip('_')}_i")) if o in read_after else o
                for op in chain if op.prim != "sum" for o in op.outs}
-    body, outs, written, kinds = [], [], [], []
+    body, outs = [], []  # outs: (Var, its number, "store" | "sum" | (axes, keepdims))
     for op in chain:
-        if op.prim == "sum":
-            outs.append(op.outs[0])
-            written.append(numbers.get(op.args[0], op.args[0]))
-            kinds.append("sum")
+        if op.prim == "sum":  # "sum": a number, the sum of every value
+            axes, keep = _axes(op.args[1].value, len(shape)), bool(op.args[2].value)
+            kind = "sum" if not keep and len(axes) == len(shape) else (axes, keep)
+            outs.append((op.outs[0], numbers.get(op.args[0], op.args[0]), kind))
             continue
         args = tuple(loads.get(a, numbers.get(a, a)) if isinstance(a, Var) else a for a in op.args)
         attrs = {"backward": True} if op.attrs.get("backward") else {}
         body.append(Op(op.prim, args, tuple(numbers[o] for o in op.outs), op.loc, attrs))
-        for o in op.outs:
-            if o in read_after:
-                outs.append(o)
-                written.append(numbers[o])
-                kinds.append("store")
-    flat = tuple(namer.fresh(f"{v.name}_flat") if len(shape) != 1 and kind == "store" else None
-                 for v, kind in zip(outs, kinds))
-    read_flat = tuple(namer.fresh(f"{a.name}_flat") if len(shape) != 1 else None for a in arrays)
-    attrs = {"shape": shape, "kinds": tuple(kinds), "flat": flat, "read_flat": read_flat,
+        outs += [(o, numbers[o], "store") for o in op.outs if o in read_after]
+    reads = tuple(found.shapes[a] for a in arrays)
+    nested = any(s != shape for s in reads) or any(isinstance(k, tuple) for _, _, k in outs)
+    flat_too = len(shape) != 1 and not nested  # (one loop over the flattened arrays)
+    index = [Var(namer.fresh("i"), "static") for _ in (shape if nested else (0,))]
+    attrs = {"shape": shape, "kinds": tuple(k for _, _, k in outs), "reads": reads, "nested": nested,
+             "flat": tuple(namer.fresh(f"{v.name}_flat") if flat_too and k == "store" else None
+                           for v, _, k in outs),
+             "read_flat": tuple(namer.fresh(f"{a.name}_flat") if flat_too else None for a in arrays),
              "backward": any(op.attrs.get("backward") for op in chain)}
-    return Op("fused", tuple(arrays), tuple(outs), None, attrs,
-              (Block(body, written, [index, *loads.values()]),))
+    return Op("fused", tuple(arrays), tuple(v for v, _, _ in outs), None, attrs,
+              (Block(body, [n for _, n, _ in outs], [*index, *loads.values()]),))

@@ -93,9 +93,9 @@ def _match(block, j, stmt, uses):
         k = _defined_at(block, a, j)
         if k is None or not _fresh(block, k, uses):
             continue
-        # every other use of `a`: a store into it (`a[i] = ...`, `a[i] += ...`) between
-        writes = [st for st in block[k + 1:j] if _stores_into(st, a)]
-        if uses.get(a) != 2 + len(writes):
+        # every other use of `a`: a store into it (`a[i] = ...`, `a[i] += ...`) between,
+        # or in a loop between (a fused chain's `a[i] = v`, srcgrad.codegen.fused)
+        if uses.get(a) != 2 + _writes(block[k + 1:j], a):
             continue
         read = {n.id for part in (block[i + 1].targets[0].slice, block[i + 1].value)
                 for n in ast.walk(part) if isinstance(n, ast.Name)}
@@ -135,14 +135,20 @@ def _stores_into(stmt, name) -> bool:
                         for part in (target.slice, value) for n in ast.walk(part)))
 
 
+def _writes(stmts, name) -> int:
+    """How many stores into `name` `stmts` hold, at their level or in their loops' bodies."""
+    return sum(1 for st in stmts for sub in ast.walk(st)
+               if isinstance(sub, ast.stmt) and _stores_into(sub, name))
+
+
 def _fresh(block, k, uses) -> bool:
     """Whether `block[k]` defines an array no other name refers to (`_is_fresh`), or is
     `y = a` of such an `a` that nothing else reads (this rewrite's alias)."""
     value = block[k].value
     if isinstance(value, ast.Name):
         i = _defined_at(block, value.id, k)
-        writes = [st for st in block[i + 1:k] if _stores_into(st, value.id)] if i is not None else []
-        return i is not None and uses.get(value.id) == 2 + len(writes) and _fresh(block, i, uses)
+        return (i is not None and uses.get(value.id) == 2 + _writes(block[i + 1:k], value.id)
+                and _fresh(block, i, uses))
     return _is_fresh(value)
 
 

@@ -144,3 +144,50 @@ def test_integer_arrays_are_read_as_numbers():
     g = sg.grad(weighted, backend="numba")
     _close(g(x, k), sg.grad(weighted)(x, k))
     assert "k_i = k[i]" in _numba_source(g)
+
+
+def forces(x, w):
+    for _ in range(3):  # the loop body's chains fuse, over broadcast shapes
+        d = x[:, None, :] - x[None, :, :]
+        r2 = np.sum(d * d, axis=-1) + w
+        x = x + 0.01 * np.sum(d / (r2 * np.sqrt(r2))[:, :, None], axis=1)
+    return np.sum(x * x)
+
+
+def test_loop_bodies_broadcast_operands_and_sums_over_some_axes_fuse():
+    x = np.random.default_rng(6).standard_normal((6, 2))
+    g = sg.grad(forces, backend="numba")
+    got = g(x, 0.5)
+    _close(got, sg.grad(forces)(x, 0.5))
+    eps = 1e-6  # and arithmetic: central differences
+    fd = [(forces(x + eps * e, 0.5) - forces(x - eps * e, 0.5)) / (2 * eps)
+          for e in np.eye(12).reshape(12, 6, 2)]
+    np.testing.assert_allclose(got, np.reshape(fd, (6, 2)), rtol=1e-6, atol=1e-8)
+    source = _numba_source(g)
+    assert "_getitem[i, 0, i_2]" in source and "_sum[i, i_1] +=" in source, source
+
+
+def broadcasts(x, y, z):
+    a = np.tanh(x) * y  # y (3,) under x's (4, 3): read as y[i_1]
+    b = np.sum(a * z, axis=0, keepdims=True)  # z (4, 1); keepdims: b[0, i_1] +=
+    return np.sum(np.sin(b) * a) + np.sum(np.sum(np.exp(a) * x, axis=1, keepdims=True) * z)
+
+
+def test_lower_rank_and_length_one_operands_and_keepdims_sums():
+    rng = np.random.default_rng(7)
+    args = (rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((4, 1)))
+    g = sg.grad(broadcasts, wrt=(0, 1, 2), backend="numba")
+    got, want = g(*args), sg.grad(broadcasts, wrt=(0, 1, 2))(*args)
+    for a, b in zip(got, want):
+        _close(a, b)
+    eps = 1e-6
+    for k, arg in enumerate(args):
+        fd = np.zeros(arg.shape)
+        for idx in np.ndindex(arg.shape):
+            up, down = [a.copy() for a in args], [a.copy() for a in args]
+            up[k][idx] += eps
+            down[k][idx] -= eps
+            fd[idx] = (broadcasts(*up) - broadcasts(*down)) / (2 * eps)
+        np.testing.assert_allclose(got[k], fd, rtol=1e-6, atol=1e-8)
+    source = _numba_source(g)
+    assert "y_i = y[i_1]" in source and "z_i = z[i, 0]" in source and "b[0, i_1] +=" in source, source

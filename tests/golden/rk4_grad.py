@@ -206,8 +206,12 @@ def grad_loss(p, u0):
         _multiply_5 = _getitem_3 * _getitem_5
         _subtract_1 = _multiply_4 - _multiply_5
         k1 = xp.array([_subtract, _subtract_1])
-        _multiply_6 = 0.005 * k1
-        v = u + _multiply_6
+        v = xp.empty(2)
+        for i in range(2):
+            k1_i = k1[i]
+            u_i = u[i]
+            _multiply_6 = 0.005 * k1_i
+            v[i] = u_i + _multiply_6
         _getitem_6 = v[0]
         _multiply_7 = _getitem * _getitem_6
         _multiply_8 = _getitem_1 * _getitem_6
@@ -219,8 +223,12 @@ def grad_loss(p, u0):
         _multiply_12 = _getitem_3 * _getitem_7
         _subtract_3 = _multiply_11 - _multiply_12
         k2 = xp.array([_subtract_2, _subtract_3])
-        _multiply_13 = 0.005 * k2
-        v_1 = u + _multiply_13
+        v_1 = xp.empty(2)
+        for i_1 in range(2):
+            k2_i = k2[i_1]
+            u_i_1 = u[i_1]
+            _multiply_13 = 0.005 * k2_i
+            v_1[i_1] = u_i_1 + _multiply_13
         _getitem_8 = v_1[0]
         _multiply_14 = _getitem * _getitem_8
         _multiply_15 = _getitem_1 * _getitem_8
@@ -232,8 +240,12 @@ def grad_loss(p, u0):
         _multiply_19 = _getitem_3 * _getitem_9
         _subtract_5 = _multiply_18 - _multiply_19
         k3 = xp.array([_subtract_4, _subtract_5])
-        _multiply_20 = 0.01 * k3
-        v_2 = u + _multiply_20
+        v_2 = xp.empty(2)
+        for i_2 in range(2):
+            k3_i = k3[i_2]
+            u_i_2 = u[i_2]
+            _multiply_20 = 0.01 * k3_i
+            v_2[i_2] = u_i_2 + _multiply_20
         _getitem_10 = v_2[0]
         _multiply_21 = _getitem * _getitem_10
         _multiply_22 = _getitem_1 * _getitem_10
@@ -245,13 +257,20 @@ def grad_loss(p, u0):
         _multiply_26 = _getitem_3 * _getitem_11
         _subtract_7 = _multiply_25 - _multiply_26
         k4 = xp.array([_subtract_6, _subtract_7])
-        _multiply_27 = 2.0 * k2
-        _add = k1 + _multiply_27
-        _multiply_28 = 2.0 * k3
-        _add_1 = _add + _multiply_28
-        _add_2 = _add_1 + k4
-        _multiply_29 = 0.0016666666666666668 * _add_2
-        u_1 = u + _multiply_29
+        u_1 = xp.empty(2)
+        for i_3 in range(2):
+            k2_i_1 = k2[i_3]
+            k1_i_1 = k1[i_3]
+            k3_i_1 = k3[i_3]
+            k4_i = k4[i_3]
+            u_i_3 = u[i_3]
+            _multiply_27 = 2.0 * k2_i_1
+            _add = k1_i_1 + _multiply_27
+            _multiply_28 = 2.0 * k3_i_1
+            _add_1 = _add + _multiply_28
+            _add_2 = _add_1 + k4_i
+            _multiply_29 = 0.0016666666666666668 * _add_2
+            u_1[i_3] = u_i_3 + _multiply_29
         t_1 = t + 0.01
         _less = t_1 < 9.995
         subtract_6_tape.append(_subtract_6)
@@ -312,8 +331,14 @@ def grad_loss(p, u0):
         multiply_3_t = multiply_3_tape.pop()
         getitem_4_t = getitem_4_tape.pop()
         multiply_1_t = multiply_1_tape.pop()
-        _multiply_30 = grad_u * 0.0016666666666666668
-        _multiply_31 = _multiply_30 * 2.0
+        _multiply_30 = xp.empty(2)
+        _multiply_31 = xp.empty(2)
+        for i_4 in range(2):
+            grad_u_i = grad_u[i_4]
+            multiply_30_i = grad_u_i * 0.0016666666666666668
+            multiply_31_i = multiply_30_i * 2.0
+            _multiply_30[i_4] = multiply_30_i
+            _multiply_31[i_4] = multiply_31_i
         grad_subtract_6, grad_subtract_7 = (_multiply_30[0], _multiply_30[1])
         _negative = -grad_subtract_7
         _multiply_32 = _negative * getitem_11_t
@@ -341,8 +366,12 @@ def grad_loss(p, u0):
         _add_6[0] += _multiply_41
         grad_v_2 = _add_6
         grad_v_2[0] += _multiply_43
-        _multiply_44 = grad_v_2 * 0.01
-        grad_k3 = _multiply_31 + _multiply_44
+        grad_k3 = xp.empty(2)
+        for i_5 in range(2):
+            grad_v_2_i = grad_v_2[i_5]
+            multiply_31_i_1 = _multiply_31[i_5]
+            _multiply_44 = grad_v_2_i * 0.01
+            grad_k3[i_5] = multiply_31_i_1 + _multiply_44
         grad_subtract_4, grad_subtract_5 = (grad_k3[0], grad_k3[1])
         _negative_2 = -grad_subtract_5
         _multiply_45 = _negative_2 * getitem_9_t
@@ -370,8 +399,12 @@ def grad_loss(p, u0):
         _add_10[0] += _multiply_54
         grad_v_1 = _add_10
         grad_v_1[0] += _multiply_56
-        _multiply_57 = grad_v_1 * 0.005
-        grad_k2 = _multiply_31 + _multiply_57
+        grad_k2 = xp.empty(2)
+        for i_6 in range(2):
+            grad_v_1_i = grad_v_1[i_6]
+            multiply_31_i_2 = _multiply_31[i_6]
+            _multiply_57 = grad_v_1_i * 0.005
+            grad_k2[i_6] = multiply_31_i_2 + _multiply_57
         grad_subtract_2, grad_subtract_3 = (grad_k2[0], grad_k2[1])
         _negative_4 = -grad_subtract_3
         _multiply_58 = _negative_4 * getitem_7_t
@@ -399,8 +432,12 @@ def grad_loss(p, u0):
         _add_14[0] += _multiply_67
         grad_v = _add_14
         grad_v[0] += _multiply_69
-        _multiply_70 = grad_v * 0.005
-        grad_k1 = _multiply_30 + _multiply_70
+        grad_k1 = xp.empty(2)
+        for i_7 in range(2):
+            grad_v_i = grad_v[i_7]
+            multiply_30_i_1 = _multiply_30[i_7]
+            _multiply_70 = grad_v_i * 0.005
+            grad_k1[i_7] = multiply_30_i_1 + _multiply_70
         grad_subtract, grad_subtract_1 = (grad_k1[0], grad_k1[1])
         _negative_6 = -grad_subtract_1
         _multiply_71 = _negative_6 * getitem_5_t
@@ -416,9 +453,15 @@ def grad_loss(p, u0):
         _multiply_80 = _multiply_77 * _getitem_1
         _multiply_81 = grad_subtract * getitem_4_t
         _multiply_82 = grad_subtract * _getitem
-        _add_15 = grad_u + grad_v_2
-        _add_16 = _add_15 + grad_v_1
-        _add_17 = _add_16 + grad_v
+        _add_17 = xp.empty(2)
+        for i_8 in range(2):
+            grad_u_i_1 = grad_u[i_8]
+            grad_v_2_i_1 = grad_v_2[i_8]
+            grad_v_1_i_1 = grad_v_1[i_8]
+            grad_v_i_1 = grad_v[i_8]
+            _add_15 = grad_u_i_1 + grad_v_2_i_1
+            _add_16 = _add_15 + grad_v_1_i_1
+            _add_17[i_8] = _add_16 + grad_v_i_1
         _add_18 = _add_17 if _add_17.shape == (2,) else _add_17 + xp.zeros((2,))
         _add_18[1] += _multiply_72
         _add_19 = _add_18

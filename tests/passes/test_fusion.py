@@ -26,7 +26,8 @@ def _text(ops, indent=""):
         for block in op.blocks:
             lines.append(f"{indent}  for {', '.join(p.name for p in block.params)}:")
             lines += _text(block.ops, indent + "    ")
-            lines.append(f"{indent}    -> {', '.join(map(str, block.results))} {op.attrs['kinds']}")
+            kinds = op.attrs.get("kinds", "")  # (a loop's block has none)
+            lines.append(f"{indent}    -> {', '.join(map(str, block.results))} {kinds}".rstrip())
     return lines
 
 
@@ -36,7 +37,7 @@ def chains(x, y, c):
     b = np.exp(a) / m  # reads the sum: after the loop, alone (not a chain)
     z = b[::2]  # not elementwise, reads b
     w = np.cos(z) + z  # another shape: a chain of its own
-    return np.sum(w) + np.sum(b * y)  # b * y broadcasts: not fused
+    return np.sum(w) + np.sum(b * y)  # y broadcasts to b's shape: nested loops, y[i_3]
 
 
 def test_chains_end_at_a_reader_of_their_sum_and_at_another_shape():
@@ -56,9 +57,46 @@ _sum_1 = fused(z)
     _cos = cos(z_i)
     w = add(_cos, z_i)
     -> w ('sum',)
-_multiply_2 = multiply(b, y)
-_sum_2 = sum(_multiply_2, None, False)
+_sum_2 = fused(b, y)
+  for i_2, i_3, b_i, y_i:
+    _multiply_2 = multiply(b_i, y_i)
+    -> _multiply_2 ('sum',)
 _add_1 = add(_sum_1, _sum_2)""", got
+
+
+def forces(x, w):
+    for _ in range(3):  # a loop body fuses as a block of its own
+        d = x[:, None, :] - x[None, :, :]  # two broadcast reads
+        r2 = np.sum(d * d, axis=-1) + w  # a sum over the last axis ends the chain
+        x = x + np.sum(d / r2[:, :, None], axis=1, keepdims=True)[:, 0, :]
+    return np.sum(x * x)
+
+
+def test_loop_bodies_broadcasts_and_sums_over_some_axes_fuse():
+    got = _fused(forces, (np.ones((4, 2)), 0.5))
+    assert got == """\
+x_3 = for_range(0, 3, 1, (x))
+  for __1, x_1:
+    _getitem = getitem(x_1, (slice(None, None, None), None, slice(None, None, None)))
+    _getitem_1 = getitem(x_1, (None, slice(None, None, None), slice(None, None, None)))
+    d, _sum = fused(_getitem, _getitem_1)
+      for i, i_1, i_2, getitem_i, getitem_1_i:
+        d_i = subtract(getitem_i, getitem_1_i)
+        _multiply = multiply(d_i, d_i)
+        -> d_i, _multiply ('store', ((2,), False))
+    r2 = add(_sum, w)
+    _getitem_2 = getitem(r2, (slice(None, None, None), slice(None, None, None), None))
+    _sum_1 = fused(d, _getitem_2)
+      for i_3, i_4, i_5, d_i_1, getitem_2_i:
+        _divide = divide(d_i_1, getitem_2_i)
+        -> _divide (((1,), True),)
+    _getitem_3 = getitem(_sum_1, (slice(None, None, None), 0, slice(None, None, None)))
+    x_2 = add(x_1, _getitem_3)
+    -> x_2
+_sum_2 = fused(x_3)
+  for i_6, x_3_i:
+    _multiply_1 = multiply(x_3_i, x_3_i)
+    -> _multiply_1 ('sum',)""", got
 
 
 def mixed(x, k, flags):
