@@ -41,18 +41,18 @@ def norm_two(A):
     return np.linalg.norm(A, 2)  # audit: norm two
 
 
-@pytest.mark.xfail(strict=True, reason="issue 28 item 4, still wrong: sg.jvp of "
-                   "np.linalg.norm(A, 2) of a matrix raises NotImplementedError at run time "
-                   "('supported on NumPy arrays only', on NumPy arrays) without the user's line",
-                   raises=NotImplementedError)
 def test_jvp_of_matrix_two_norm_is_right_or_refused_at_the_line():
+    """sg.jvp ran the shape-generic code, whose norm could not choose the matrix norm
+    (NotImplementedError); a program with such a form now runs NumPy's variant for the
+    arguments' shapes (CompiledJvp.entry_at)."""
     v = np.ones_like(M23)
     fd = np.sum(numeric_grad(norm_two, [M23], 0) * v)
     _right_or_refused_here(lambda: sg.jvp(norm_two, (M23,), (v,))[1], fd, "# audit: norm two")
 
 
 @pytest.mark.xfail(strict=True, reason="issue 28 item 4, still wrong: sg.jvp(sg.grad(f)) of "
-                   "np.linalg.norm(A, 2) raises NotImplementedError without the user's line "
+                   "np.linalg.norm(A, 2) raises NotImplementedError naming the rewrite (axis=(0, 1)) "
+                   "but not the user's line: the jvp traces the gradient's shape-generic code "
                    "(sg.hessian of it is right)",
                    raises=NotImplementedError)
 def test_jvp_of_grad_of_matrix_two_norm_is_right_or_refused_at_the_line():
@@ -63,12 +63,28 @@ def test_jvp_of_grad_of_matrix_two_norm_is_right_or_refused_at_the_line():
 
 
 @pytest.mark.xfail(strict=True, reason="issue 28 item 4, still wrong: sg.vmap(sg.grad(f)) of "
-                   "np.linalg.norm(A, 2) raises NotImplementedError without the user's line",
+                   "np.linalg.norm(A, 2) raises NotImplementedError naming the rewrite (axis=(0, 1)) "
+                   "but not the user's line",
                    raises=NotImplementedError)
 def test_vmap_of_grad_of_matrix_two_norm_is_right_or_refused_at_the_line():
     batch = np.stack([M23, M23 * 0.5 + 1.0])
     fd = np.stack([numeric_grad(norm_two, [m], 0) for m in batch])
     _right_or_refused_here(lambda: sg.vmap(sg.grad(norm_two))(batch), fd, "# audit: norm two")
+
+
+def norm_two_of_the_axes(A):
+    return np.linalg.norm(A, 2, axis=(0, 1))
+
+
+def test_the_rewrite_the_error_names_computes_the_second_order():
+    """The NotImplementedError's rewrite, axis=(0, 1), is known to be a matrix norm when
+    compiling: sg.jvp(sg.grad) and sg.vmap(sg.grad) of it are right."""
+    v = np.ones_like(M23)
+    got = sg.jvp(sg.grad(norm_two_of_the_axes), (M23,), (v,))[1]
+    assert_close(got, _fd_of_grad(v), rtol=1e-4, atol=1e-5)
+    batch = np.stack([M23, M23 * 0.5 + 1.0])
+    assert_close(sg.vmap(sg.grad(norm_two_of_the_axes))(batch),
+                 np.stack([numeric_grad(norm_two, [m], 0) for m in batch]), rtol=1e-5, atol=1e-7)
 
 
 def _fd_of_grad(v, eps=1e-5):

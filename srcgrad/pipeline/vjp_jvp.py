@@ -18,7 +18,7 @@ import numpy
 from srcgrad import arguments, backend, contexts
 from srcgrad.arguments import check_cotangents
 from srcgrad.codegen.loader import load_module
-from srcgrad.errors import CompileError, ProbeFailed
+from srcgrad.errors import CompileError, ProbeFailed, note_user_line
 from srcgrad.pipeline import modules
 from srcgrad.pipeline.modules import Compiled, _module, _programs, guard_value, mutation_allowed
 
@@ -243,17 +243,23 @@ class CompiledJvp(Compiled):
         `x.shape[0] == 1`), a variant traced for their shapes (Note [Shape facts] in
         srcgrad.frontend.trace; H2). The generic code's refusal stands when the variant
         cannot be made either."""
+        generic = None
         if getattr(self, "_refused", None) is None:
             try:
-                return self.entry()
+                generic = self.entry()
             except CompileError as err:
                 self._refused = err
+            else:  # a form the shape-generic code leaves to run time (a matrix's
+                if "vector_only" not in generic.__globals__:  # norm): NumPy's variant
+                    return generic  # decides it (numpy_forms.norm)
         key = (tuple([guard_value(a) for a in args]), mutation_allowed())
         hit = self.variants.get(key)
         if hit is None:
             try:
                 ns = self._variant(tuple(args), key[0])
             except (CompileError, ProbeFailed):
+                if generic is not None:
+                    return generic
                 raise self._refused from None
             hit = self.variants[key] = ns[self.fn_name + "_jvp"]
         return hit
@@ -427,7 +433,10 @@ def jvp(f, primals, tangents, has_aux: bool, backend_option=None):
         impl = compiled.numba_entry(p_leaves, t_leaves)
     else:
         impl = compiled.entry_at(p_leaves)
-    outs, touts = impl(*p_leaves, *t_leaves)
+    try:
+        outs, touts = impl(*p_leaves, *t_leaves)
+    except Exception as err:  # the user's line that the failing generated line came from
+        raise note_user_line(err) from None
     tree, n_out = pytree.split_aux(compiled.out_tree, has_aux, "jvp")
     out, tout = pytree.unflatten(tree, outs[:n_out]), pytree.unflatten(tree, touts[:n_out])
     if has_aux:

@@ -188,8 +188,10 @@ def vector_only(x, axis, ord=None):
     if isinstance(axis, tuple) or (axis is None and len(getattr(x, "shape", ())) != 1):
         raise NotImplementedError(
             f"srcgrad: the matrix norm linalg.norm(..., ord={ord!r}) is supported on NumPy arrays "
-            "only (a composition of singular values or of sums, chosen for known shapes); "
-            "here vector norms and the Frobenius norm are (pass an int axis, or ord=None/'fro')")
+            "only where the matrix is known when compiling (a composition of singular values or "
+            "of sums, chosen for known shapes; this shape-generic code cannot choose it); here "
+            "vector norms and the Frobenius norm are (pass axis=(0, 1) for the matrix norm, an "
+            "int axis for a vector norm, or ord=None/'fro')")
     return x
 
 
