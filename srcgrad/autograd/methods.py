@@ -265,6 +265,8 @@ def _index_name(index) -> str:
 
 # ---------------------------------------------------------------- arithmetic helpers
 def matmul(self, other):
+    if other.__class__ is Tensor and self._data.ndim == 2 and other._data.ndim == 2:
+        return apply("matmul", _E, (), (self, other), "MmBackward0")  # _matmul_name's 2-d case
     other = _operand(other)
     return apply("matmul", _E, (), (self, other), _matmul_name(self, other))
 

@@ -13,11 +13,14 @@ the default floating dtype is srcgrad.autograd.tensor.DEFAULT_FLOAT (float32).
 
 from __future__ import annotations
 
+import builtins
+
 import numpy
 
 from srcgrad.autograd import dtypes as _dt
 from srcgrad.autograd import grad_mode, tensor, torch_methods
 from srcgrad.autograd import strided as _strided
+from srcgrad.autograd.ops import apply
 from srcgrad.autograd.tensor import _RNG, Tensor, _check_device, _leaf, _shape
 
 # ---------------------------------------------------------------- dtypes
@@ -110,6 +113,13 @@ def _tensors(name, tensors) -> list:
 
 def cat(tensors, dim=0, *, out=None):
     parts = _tensors("cat", tensors)
+    if out is None and dim.__class__ is builtins.int and builtins.all(
+            p.__class__ is Tensor for p in parts):
+        # the concatenate row as NumPy's protocol would bind it (ops.bind: the count, then
+        # the axis), without the binding: a third of the op's time at batch 8
+        n = len(parts)
+        return apply("concatenate", {"#arrays": n, "axis": dim}, (("#arrays", n), ("axis", dim)),
+                     tuple(parts), "CatBackward0")
     return _finish("cat", numpy.concatenate(parts, axis=dim), out, parts)
 
 

@@ -221,7 +221,25 @@ def apply(rule: str, static: dict, skey, operands: tuple, name: str, hooked: boo
             if e.view and isinstance(operands[0], Tensor) and _is_view_of(ans, operands[0]):
                 share_storage(out, operands[0])
             if e.track:
-                _track_saved(node, e, saved, operands, (out,))
+                if SPECIAL_MODES[0] or _INFERENCE_SEEN[0]:
+                    _track_saved(node, e, saved, operands, (out,))
+                else:  # _track_saved's versions, no hooks or inference tensors: written out
+                    versions = None
+                    for j, i in e.saved_in:
+                        a = operands[i]
+                        if a.__class__ is Tensor or isinstance(a, Tensor):
+                            if versions is None:
+                                versions = [None] * e.nsaved
+                            fn = a._grad_fn
+                            vc = a._vc
+                            versions[j] = (vc, vc.v, None, None) if fn is None else (
+                                vc, vc.v, (fn, a._output_nr), a)
+                    if e.saved_out:  # (one output: k is 0)
+                        if versions is None:
+                            versions = [None] * e.nsaved
+                        for j, _ in e.saved_out:
+                            versions[j] = (out._vc, 0, 0, None)  # label: Note [Saved outputs' labels]
+                    node._versions = versions
             if DUAL.hook is not None:  # a forward-AD level is open: the outputs' tangents
                 DUAL.hook(rule, static, skey, operands, out)
             return out
@@ -339,6 +357,13 @@ def _record(e: _Entry, name: str, ans, saved, operands, edges):
     return tuple(outs)
 
 
+# Note [Saved outputs' labels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A version entry's label is the (producer node, output_nr) that torch's "modified by an
+# inplace operation" error names. A saved *output*'s producer is the node itself, so its
+# label is the output_nr alone (saved._check_version pairs it with the node): a (node, k)
+# held in node._versions made every node saving its output (tanh, exp, softmax, ...) a
+# reference cycle, freed by the cycle collector instead of when the graph is dropped.
 def _track_saved(node, e, saved, operands, outs):
     """Record versions of saved Tensors; pack them when saved-tensor hooks are active."""
     versions = None
@@ -362,7 +387,7 @@ def _track_saved(node, e, saved, operands, outs):
         if versions is None:
             versions = [None] * e.nsaved
         t = outs[k]
-        versions[j] = (t._vc, t._vc.v, (node, k), None)
+        versions[j] = (t._vc, t._vc.v, k, None)  # Note [Saved outputs' labels]
     node._versions = versions
     if SPECIAL_MODES[0]:  # a saved-tensor hooks or allow-mutation context is open somewhere
         if hooks_active():

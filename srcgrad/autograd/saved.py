@@ -90,6 +90,8 @@ def _check_version(node, j):
     if versions is None or versions[j] is None:
         return
     counter, expected, label, watched = versions[j]
+    if label.__class__ is int:  # a saved output: this node's (Note [Saved outputs' labels] in
+        label = (node, label)  # srcgrad.autograd.ops)
     if watched is not None and watched._grad_fn is None:
         raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. "
                            "with .detach_().This is not supported, please use out-of-place "
@@ -259,8 +261,16 @@ def keep_numbers(out) -> None:
     2.14.1). Called by the methods of those nodes only: the per-op path keeps nothing."""
     node = out._grad_fn
     if node is not None and node._operands is not None:
-        node._numbers = {i: v for i, v in enumerate(node._operands)
-                         if isinstance(v, (int, float, bool, complex))}
+        numbers = {}  # (a loop, not a comprehension: its frame was a third of this call)
+        i = 0
+        for v in node._operands:
+            if isinstance(v, _NUMBERS):
+                numbers[i] = v
+            i += 1
+        node._numbers = numbers
+
+
+_NUMBERS = (int, float, bool, complex)
 
 
 def _operand(node, i):

@@ -192,15 +192,24 @@ def _nll_mean(input, t, ignore_index):
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {_torch_name(t.dtype)}")
     keep = t != ignore_index
-    safe = numpy.where(keep, t, 0)
+    kept = numpy.count_nonzero(keep)
     C = input._data.shape[-1]
-    # one test for both ends: a negative target wraps to a huge unsigned one (torch's
-    # error, where the composition's take_along_axis read -1 as the last class)
-    if (safe.astype(numpy.uint64) >= C).any():
+    if kept == t.size:  # every target kept, the common case: no mask to apply
+        picked = t.reshape(t.shape + (1,)) == numpy.arange(C)
+        # a target in [0, C) picks one class, one outside none (torch's error below)
+        safe = None if numpy.count_nonzero(picked) == kept else t
+    else:
+        safe = numpy.where(keep, t, 0)
+        # one test for both ends: a negative target wraps to a huge unsigned one (torch's
+        # error, where the composition's take_along_axis read -1 as the last class)
+        if not (safe.astype(numpy.uint64) >= C).any():
+            picked = (safe.reshape(t.shape + (1,)) == numpy.arange(C)) & keep.reshape(
+                t.shape + (1,))
+            safe = None
+    if safe is not None:
         bad = (safe < 0) | (safe >= C)
         raise IndexError(f"Target {int(safe[bad].flat[0])} is out of bounds.")
-    picked = (safe.reshape(t.shape + (1,)) == numpy.arange(C)) & keep.reshape(t.shape + (1,))
-    count = numpy.asarray(numpy.count_nonzero(keep), input._data.dtype)
+    count = numpy.asarray(kept, input._data.dtype)
     return apply("torch_nll_loss", {}, (), (input, picked, count), "NllLossBackward0")
 
 

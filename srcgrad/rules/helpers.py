@@ -44,7 +44,7 @@ __all__ = [
     "check_saved",
     "setitem", "setitem_bar", "no_alias", "no_alias_batched", "numpy_number", "stacked_bar", "diag_bar",
     "kron_bar", "svd_reduced", "singular_ties", "assert_true", "frexp_exponent",
-    "torch_pow", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
+    "torch_pow", "softmax_along", "log_softmax_along", "trunc_divide", "torch_prod_bar", "torch_cumprod_bar",
     "nan_arg_extreme", "digitize_sorted", "taken_input", "math_checked",
     "polyval_horner", "kron_blocks", "trapezoid_uniform", "convolve_full", "einsum_contract",
 ]
@@ -1284,6 +1284,33 @@ def torch_pow(x, y):
     if (y == 0.5 or y == -0.5) and not _eager_tensors(x):
         return numpy.sqrt(x) if y == 0.5 else 1 / numpy.sqrt(x)
     return x ** y  # a Tensor: the eager pow picks this function again (one PowBackward0)
+
+
+def softmax_along(x, axis):
+    """exp(x - m) / sum(exp(x - m)) along `axis`, m the max along it: the eager softmax
+    row's value. The formula as one expression computed the shift and the exponentials
+    twice; on a float ndarray they are computed once, the same operations in the same
+    order (the same bits), written in place into the one new array."""
+    if x.__class__ is not numpy.ndarray or x.dtype.kind != "f":
+        xp = _namespace(x)
+        shifted = x - xp.max(x, axis=axis, keepdims=True)
+        return xp.exp(shifted) / xp.sum(xp.exp(shifted), axis=axis, keepdims=True)
+    e = numpy.subtract(x, numpy.maximum.reduce(x, axis, keepdims=True))
+    numpy.exp(e, out=e)
+    e /= numpy.add.reduce(e, axis, keepdims=True)
+    return e
+
+
+def log_softmax_along(x, axis):
+    """(x - m) - log(sum(exp(x - m))) along `axis`, m the max along it: the eager
+    log_softmax row's value, the shift computed once (as softmax_along)."""
+    if x.__class__ is not numpy.ndarray or x.dtype.kind != "f":
+        xp = _namespace(x)
+        shifted = x - xp.max(x, axis=axis, keepdims=True)
+        return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+    shifted = numpy.subtract(x, numpy.maximum.reduce(x, axis, keepdims=True))
+    shifted -= numpy.log(numpy.add.reduce(numpy.exp(shifted), axis, keepdims=True))
+    return shifted
 
 
 def trunc_divide(x, y):

@@ -203,15 +203,15 @@ defrule("torch_norm_small_p", "x, ord=None, axis=None, keepdims=False",
 # grad_output's projection off the output; LogSoftmaxBackward0: grad - exp(out) * sum(grad)).
 # As compositions of sub/exp/sum/div/log the eager runtime recorded 5-12 nodes a call
 # (4-8x torch's time at batch 8); one row each records one. The shift by the max along
-# `axis` keeps exp finite; it is a constant of the value, not differentiated, as torch's.
-_SHIFTED = "(x - xp.max(x, axis=axis, keepdims=True))"
-defrule("torch_softmax", "x, axis=-1",
-        f"xp.exp({_SHIFTED}) / xp.sum(xp.exp({_SHIFTED}), axis=axis, keepdims=True)",
+# `axis` keeps exp finite; it is a constant of the value, not differentiated, as torch's
+# (helpers.softmax_along/log_softmax_along compute it once).
+defrule("torch_softmax", "x, axis=-1", "softmax_along(x, axis)",
+        targets=("srcgrad.rules.helpers.softmax_along",),
         vjp={"x": "ans * (g - xp.sum(g * ans, axis=axis, keepdims=True))"},
         jvp={"x": "ans * (x_t - xp.sum(x_t * ans, axis=axis, keepdims=True))"},
         doc="the eager softmax along one axis, one node (torch's SoftmaxBackward0)")
-defrule("torch_log_softmax", "x, axis",
-        f"{_SHIFTED} - xp.log(xp.sum(xp.exp({_SHIFTED}), axis=axis, keepdims=True))",
+defrule("torch_log_softmax", "x, axis", "log_softmax_along(x, axis)",
+        targets=("srcgrad.rules.helpers.log_softmax_along",),
         vjp={"x": "g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True)"},
         jvp={"x": "x_t - xp.sum(xp.exp(ans) * x_t, axis=axis, keepdims=True)"},
         doc="the eager log_softmax along one axis, one node (torch's LogSoftmaxBackward0)")
