@@ -176,12 +176,10 @@ def test_eager_one_element_output_backward_and_grad_follow_torch():
 
 
 # ---------------------------------------------------------------- item 4: GradientEdge as outputs
-@pytest.mark.xfail(strict=True, reason="issue 28 item 4 (GradientEdge passed to "
-                   "autograd.grad/backward), still wrong: as outputs=/tensors= it raises "
-                   "AttributeError ('_rg' or 'shape'); only inputs= takes an edge",
-                   raises=AttributeError)
 @pytest.mark.parametrize("case", ["grad-vector", "grad-0d", "grad-edges-both", "backward"])
 def test_gradient_edge_as_output(case):
+    """An edge as `outputs=`/`tensors=` raised AttributeError ('_rg'); it is now a root
+    (engine_roots._edge_gradient)."""
     a = _t([1.0, 2.0], True)
     if case == "grad-vector":
         b = a * 2
@@ -202,12 +200,6 @@ def test_gradient_edge_as_output(case):
         assert a.grad.tolist() == [3.0, 3.0]  # observed in torch 2.13.0
 
 
-@pytest.mark.xfail(strict=True, reason="differs from torch 2.13.0 (the runtime's reference): "
-                   "torch raises for materialize_grads with a GradientEdge input; srcgrad "
-                   "returns zeros, and tests/autograd/test_runtime_vs_torch.py::"
-                   "test_grad_materializes_an_unused_edge asserts the zeros as 'observed in "
-                   "torch 2.14.1' (not installed here to check)",
-                   raises=pytest.fail.Exception)
 def test_materialize_grads_with_a_gradient_edge_follows_torch_2_13():
     a = _t([1.0, 2.0], True)
     b = a * 2

@@ -140,6 +140,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "been used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
+                if isinstance(t, GradientEdge):  # observed in torch 2.13.0 (an unused edge)
+                    raise RuntimeError("materialize_grads cannot be used when the given input "
+                                       "is a GradientEdge")
                 g = Tensor._make(numpy.zeros(*_meta(t)))
         out.append(g if g is None or isinstance(g, Tensor) else Tensor._make(_arr(g)))
     return dict(zip(keys, out)) if keys is not None else tuple(out)

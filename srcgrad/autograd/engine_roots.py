@@ -53,6 +53,10 @@ def _roots(tensors, grad_tensors, create_graph) -> tuple:
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
     edges, values = [], []
     for i, (t, g) in enumerate(zip(tensors, grads)):
+        if isinstance(t, GradientEdge):  # the gradient enters the graph at that edge
+            edges.append(tuple(t))
+            values.append(_edge_gradient(i, t, g, create_graph))
+            continue
         if g is None:
             if t._rg:
                 if t._data.size != 1:
@@ -73,6 +77,29 @@ def _roots(tensors, grad_tensors, create_graph) -> tuple:
             value = Tensor._make(value)
         values.append(value)
     return edges, values
+
+
+class _EdgeOutput:
+    """An edge as an output for _check_grad's messages: its node's output shape and dtype."""
+
+    def __init__(self, edge):
+        self.shape, self.dtype = _meta(edge)
+
+
+def _edge_gradient(i, edge, g, create_graph):
+    """The root gradient of an output given as a GradientEdge (torch 2.13.0 takes one as
+    `outputs=`/`tensors=`: observed, `grad(get_gradient_edge(b), a, ones)`), implicit
+    only where the node's output has one element, as a tensor's."""
+    out = _EdgeOutput(edge)
+    if g is None:
+        if int(numpy.prod(out.shape)) != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        value = numpy.ones(out.shape, out.dtype)
+    elif not isinstance(g, Tensor):
+        raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    else:
+        value = _check_grad(i, out, g, create_graph)
+    return Tensor._make(value) if create_graph and not isinstance(value, Tensor) else value
 
 
 def _check_grad(i, t, g, create_graph):
