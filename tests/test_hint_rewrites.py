@@ -39,6 +39,7 @@ PROGRAM = textwrap.dedent('''
 
     G = np.array([1.0, 2.0, 3.0])
     W = np.array([1.0, 2.0, 3.0])
+    D = np.diag([1.0, 2.0, 4.0])
 
 
     class Stepper:
@@ -1219,6 +1220,17 @@ PROGRAM = textwrap.dedent('''
     def good_einsum_ellipsis_three(x):
         return np.sum(np.einsum("...i,i->...", np.einsum("i,i->i", x, x), x))
 
+    def bad_svd_hermitian(x):
+        return np.sum(np.linalg.svd(np.outer(x, x) + D, hermitian=True)[1])  # HERE
+
+    def good_svd_hermitian(x):
+        return np.sum(np.linalg.svd(np.outer(x, x) + D)[1])
+
+    def bad_svd_traced_flag(x):
+        return np.sum(np.linalg.svd(np.outer(x, x) + D, compute_uv=x[0] > 9.0))  # HERE
+
+    def good_svd_traced_flag(x):
+        return np.sum(np.linalg.svd(np.outer(x, x) + D, compute_uv=False))
 
     def bad_average_axes(x):
         return np.average(np.outer(x, x), axis=(0, 1), weights=np.outer(W, W))  # HERE
@@ -1583,6 +1595,11 @@ ROWS = [
     Row(("frontend/numpy_forms.py", "of three or more operands with '...'"),
         "bad_einsum_ellipsis_three", "three or more operands", "nest einsums",
         "good_einsum_ellipsis_three"),
+    Row(("frontend/numpy_forms.py", "`np.linalg.svd(..., hermitian=True)`"), "bad_svd_hermitian",
+        "hermitian=True", "drop `hermitian=True`", "good_svd_hermitian"),
+    Row(("frontend/numpy_forms.py", "`np.linalg.svd` with a traced full_matrices, compute_uv or "
+         "hermitian"), "bad_svd_traced_flag", "a traced full_matrices", "write each flag as True or "
+        "False", "good_svd_traced_flag"),
     Row(("frontend/numpy_forms.py", "with weights over a tuple of axes"), "bad_average_axes",
         "a tuple of axes", "sum(x * w, axis) / sum(w, axis)", "good_average_axes"),
     Row(("passes/activity.py", "of a differentiated value in its"), "bad_no_derivative_argument",
@@ -1633,6 +1650,8 @@ EXEMPT = {
     ("frontend/numpy_forms.py", "is not an int in [0, 52)"): WRONG,
     ("frontend/numpy_forms.py", "with an operand where a sublist belongs"): WRONG,
     ("frontend/numpy_forms.py", "of a value that is not an array"): WRONG,
+    ("frontend/numpy_forms.py", "`np.einsum`'s path step {} does not name pending operands"): WRONG,
+    ("frontend/numpy_forms.py", "`np.einsum`'s path leaves operands uncontracted"): WRONG,
     ("ir/expand.py", "indexing the object `{}` with a traced value"):
         "internal: formulas index no objects; the tracer's override (numpy_forms) is the user's",
     ("frontend/described.py", "is the {} object the method `{}` is bound to"): BOUND,

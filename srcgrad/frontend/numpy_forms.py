@@ -277,7 +277,9 @@ def svd(tracer, args, kwargs, node):
     full, uv, hermitian = (_static(get(n, Const(d))) for n, d in
                            (("full_matrices", True), ("compute_uv", True), ("hermitian", False)))
     if any(v is NOT_LOWERED for v in (full, uv, hermitian)):
-        tracer.fail(node, "`np.linalg.svd` with a traced full_matrices, compute_uv or hermitian")
+        tracer.fail(node, "`np.linalg.svd` with a traced full_matrices, compute_uv or hermitian",
+                    "write each flag as True or False: they choose the form being "
+                    "differentiated, which the compiled code fixes")
     if hermitian:
         tracer.fail(node, "`np.linalg.svd(..., hermitian=True)`",
                     "drop `hermitian=True`: the general SVD of a symmetric matrix has the same "

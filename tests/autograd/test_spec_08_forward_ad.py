@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -477,5 +478,10 @@ def test_a_custom_jvp_of_another_size_raises_torchs_error():
     with fwAD.dual_level():
         with pytest.raises(RuntimeError, match=text):
             _WideTangent.apply(fwAD.make_dual(sg.tensor([1.5]), sg.tensor([1.0])))
-    with pytest.raises(RuntimeError, match=text):
+    # the compiled path raises torch's text and names the user's line after it
+    with pytest.raises(RuntimeError) as raised:
         sg.jvp(_wide, (np.array([1.5]),), (np.array([1.0]),))
+    (note,) = raised.value.__notes__
+    assert re.match(text, str(raised.value))
+    assert re.fullmatch(r"srcgrad: raised by the code generated for "
+                        r"test_spec_08_forward_ad\.py:\d+: return _WideTangent\.apply\(x\)", note)
