@@ -135,13 +135,20 @@ class _Dispatch:
         key = tuple([modules.guard_value(a) for a in args])
         impl = self.variants.get((key, mode))
         if impl is None:
+            known = None
             try:
                 impl = self.variants[key, mode] = self.compiled.specialized(args, key)
-            except ProbeFailed:  # these arguments make the function itself fail: let the
-                impl = None  # generic code raise it from a generated line (outside this except)
-            if impl is None:
+            except ProbeFailed as failed:  # these arguments make the function itself fail: let
+                known = failed.error  # the generic code raise it from a generated line (outside
+            if impl is None:  # this except), or raise it where that code does not compile
                 try:
-                    return self.compiled.entry()(*args)
+                    entry = self.compiled.entry()
+                except CompileError:
+                    if known is None:
+                        raise
+                    raise note_user_call(known, self.compiled.kind) from None
+                try:
+                    return entry(*args)
                 except Exception as err:
                     if isinstance(err, TypeError):  # (a non-scalar output: the line that asked)
                         note_user_call(err, self.compiled.kind)

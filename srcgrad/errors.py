@@ -241,7 +241,13 @@ class ProbeFailed(Exception):
 
     Defined here, not in srcgrad.passes.shapes (which raises it and re-exports it),
     so that the transforms can catch it without importing the passes: a disk-cache
-    hit imports no pass and no IR (issue 15)."""
+    hit imports no pass and no IR (issue 15). `error`: the error the generic code would
+    raise, where the variant knows it (a non-scalar loss), for where the generic code
+    cannot be compiled (a form that needs shapes: srcgrad.api raises it then)."""
+
+    def __init__(self, reason: str = "", error: BaseException | None = None):
+        super().__init__(reason)
+        self.error = error
 
 
 def last_line(code) -> int:

@@ -384,9 +384,9 @@ def _forward_blocks(f, args, indices, backend=None):
 
 
 def _shaped(f, args):
-    """`args` where `f`'s generated code exists per argument shapes only (sg.vmap's), else
-    None: a gradient's shape-generic entry is the one these programs batch."""
-    return args if getattr(getattr(f, "__srcgrad__", None), "shape_specialised", False) else None
+    """`args` where `f`'s generated code for them is what these programs batch (sg.vmap's,
+    or a gradient whose shape-generic code refuses: vjp_jvp.shaped_args), else None."""
+    return vjp_jvp.shaped_args(f, args)
 
 
 def _hooks():

@@ -169,7 +169,8 @@ class VMapped:
         if getattr(inner, "shape_specialised", False):  # a vmap of a vmap: the inner one's
             fn = inner.entry_at(examples_of(args, axes))  # generated code for one example
         else:  # a transform's result: its generated code
-            fn = vjp_jvp.source_function(self._vm_f, len(args))
+            fn = vjp_jvp.source_function(self._vm_f, len(args), vjp_jvp.shaped_args(
+                self._vm_f, examples_of(args, axes)))
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
         guards = tuple([modules.guard_value(a) for a in args])

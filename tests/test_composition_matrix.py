@@ -28,6 +28,9 @@ derivative of h, shape h(x).shape + x.shape):
   hessian         sg.hessian(h)(x)                     == D of D (h must be scalar)
 
 Refused, by rule (`expected_refusal`), and nothing else is:
+  * grad or value_and_grad OF sg.grad(F) where F unpacks x's rows: the outer transform
+    reads the gradient's shape-generic code (a transformed function is parsed before any
+    call gives shapes), whose row-count refusal names F's line (h is not scalar anyway);
   * grad, value_and_grad or hessian OF a jacobian or hessian: a Jacobian is assembled
     from many passes and has no generated source to differentiate; a CompileError at
     the line of the outer call. (sg.jacobian of one is computed from the function's
@@ -41,8 +44,10 @@ Refused, by rule (`expected_refusal`), and nothing else is:
     anything, so it is the error a hessian of a non-scalar loop vjp meets first).
 `sg.vmap` is in the matrix too, outer and inner (the section "vmap in the matrix" below:
 exact, 1e-12, against Python loops of the unbatched transforms, with its own refusals).
-The functions F run straight-line code, a `for` loop and a `while` loop; x is a vector
-and a 0-d array (where grad of a gradient is defined). `grad∘grad∘grad` and the
+The functions F run straight-line code, a `for` loop, a `while` loop, and forms decided
+on x's row count (`enumerate(x)`, `first, *rest = x`: a transform of their gradient runs
+the gradient's variant for x's shape, as `sg.grad(F)(x)` does); x is a vector and a 0-d
+array (where grad of a gradient is defined). `grad∘grad∘grad` and the
 nested Jacobians of vector functions (shape (m, n, n)) have tests of their own.
 """
 
@@ -98,8 +103,21 @@ def g_while(x):
     return acc
 
 
-SCALAR = {"line": f_line, "for": f_for, "while": f_while}
-VECTOR = {"line": g_line, "for": g_for, "while": g_while}
+def f_rows(x):
+    # forms decided on the row count, which only a variant for x's shape knows
+    first, *rest = x
+    acc = sum(np.sin(r) * (i + 1) for i, r in enumerate(x))
+    return acc + first * rest[0] ** 2
+
+
+def g_rows(x):
+    head, *tail = x
+    return np.stack([np.sin(r) * head for r in tail]) + x[:2] ** 2
+
+
+SCALAR = {"line": f_line, "for": f_for, "while": f_while, "rows": f_rows}
+VECTOR = {"line": g_line, "for": g_for, "while": g_while, "rows": g_rows}
+VECTOR_ONLY = {f_rows}  # (a 0-d array has no rows)
 LOOPS = {f_for, f_while, g_for, g_while}
 JACOBIANS = {"jacfwd": "forward", "jacrev": "reverse", "jacauto": "auto"}
 TRANSFORMS = ["grad", "value_and_grad", "vjp", "jvp", *JACOBIANS, "hessian"]
@@ -199,6 +217,10 @@ def expected_refusal(inner_name, outer, F, h, x):
         return TypeError, "needs a scalar output"
     if inner_name == "vjp" and F in LOOPS:
         return CompileError, "`sg.vjp` of a function with a loop"
+    if inner_name == "grad" and F in VECTOR_ONLY and outer in ("grad", "value_and_grad"):
+        # (the outer transform reads the gradient's shape-generic code, before any call's
+        # shapes; its row-count refusal, at F's line, comes before the scalar check)
+        return CompileError, "row count is not known when compiling"
     if outer in ("grad", "value_and_grad", "hessian") and np.ndim(h(x)) != 0:
         return TypeError, "needs a scalar output"
     return None
@@ -206,7 +228,7 @@ def expected_refusal(inner_name, outer, F, h, x):
 
 def cells():
     for fname, F in SCALAR.items():
-        for point in POINTS:
+        for point in ["vector"] if F in VECTOR_ONLY else POINTS:
             for i in TRANSFORMS:
                 for o in TRANSFORMS:
                     yield pytest.param(F, point, i, o, id=f"{o}-of-{i}-{fname}-{point}")
@@ -247,7 +269,8 @@ def test_composition(F, point, inner_name, outer):
         with pytest.raises(cls) as info:
             apply_outer(outer, h, x)
         assert text in str(info.value), str(info.value)
-        call = "sg.vjp(F" if text.startswith("`sg.vjp`") else \
+        call = "sg.vjp(F" if text.startswith("`sg.vjp`") else "first, *rest = x" \
+            if text.startswith("row count") else \
             "sg.jacobian(" if outer in JACOBIANS else f"sg.{outer}("
         assert_names_this_file(info.value, call if cls is CompileError else "")
         return
@@ -256,7 +279,7 @@ def test_composition(F, point, inner_name, outer):
 
 def inner_cells():
     for F in SCALAR.values():
-        for point in POINTS:
+        for point in ["vector"] if F in VECTOR_ONLY else POINTS:
             for name in TRANSFORMS:
                 yield pytest.param(F, name, point, id=f"{name}-{F.__name__}-{point}")
     for G in VECTOR.values():  # (not grad, value_and_grad, hessian: they need a scalar)
@@ -346,7 +369,8 @@ def test_nested_jacobian_trees_follow_jax():
                 assert_close(leaf[i][slot], want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("F", list(SCALAR.values()), ids=lambda F: F.__name__)
+@pytest.mark.parametrize("F", [F for F in SCALAR.values() if F not in VECTOR_ONLY],
+                         ids=lambda F: F.__name__)
 def test_grad_grad_grad(F):
     x = POINTS["0-d"]
     ggg = sg.grad(sg.grad(sg.grad(F)))(x)
@@ -469,7 +493,7 @@ def assert_exact(actual, wanted):
 
 def vmap_outer_cells():
     for fname, F in VSCALAR.items():
-        for point in ("vector", "0-d") if F is not f_write else ("vector",):
+        for point in ("vector",) if F is f_write or F in VECTOR_ONLY else ("vector", "0-d"):
             for i in TRANSFORMS:
                 yield pytest.param(F, point, i, id=f"vmap-of-{i}-{fname}-{point}")
     for fname, G in VVECTOR.items():

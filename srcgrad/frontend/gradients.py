@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import sys
 
+from srcgrad.errors import CompileError
 from srcgrad.frontend.scope import TraceObject
 from srcgrad.ir import tree as pytree
 from srcgrad.ir.core import Const, Var, substitute
@@ -30,15 +31,15 @@ def _pipeline():
     return sys.modules.get("srcgrad.pipeline.graphs")
 
 
-def refuse_loop_vjp(tracer, compiled, node) -> None:
+def refuse_loop_vjp(tracer, compiled, node, args=None) -> None:
     """`sg.vjp(f, ...)` inside compiled code traces f's generated forward and backward,
     which for most loops hold a tape: a list the forward appends to and the backward
     pops, which the tracer does not read back (and no IR form of them is built, as for
     a gradient: Note [Transforms of loop gradients]). Refused at the user's call, naming
     the cause, rather than by an error inside the generated text; a loop with no tape
-    (linear steps) is traced as before."""
+    (linear steps) is traced as before. `args`: a variant's example arguments."""
     graphs = _pipeline()
-    if graphs is not None and graphs.vjp_has_tape(compiled.parsed(), tracer.mutation.allow):
+    if graphs is not None and graphs.vjp_has_tape(compiled.parsed(), tracer.mutation.allow, args):
         tracer.fail(node, "`sg.vjp` of a function with a loop, called in a compiled "
                     "function (its backward pops the loop's tape)", "call `sg.grad` or "
                     "`sg.value_and_grad` of a scalar function there (they differentiate "
@@ -63,7 +64,13 @@ def inline(tracer, fn, args, kwargs, node):
         return NOT_LOWERED  # the source's trace reports the bad call
     bound.apply_defaults()
     values = list(bound.arguments.values())
-    built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer)
+    try:
+        built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer)
+    except CompileError:  # a form that needs shapes (`enumerate(x)`): traced for those of
+        standins = tracer._stand_ins(values)  # the arguments where this trace is a variant's,
+        if standins is None:  # as the gradient's own variant at them is (Inlining._generated_entry)
+            raise
+        built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer, args=standins)
     if built is None:
         return NOT_LOWERED
     containers = [name for name, v in bound.arguments.items()

@@ -24,7 +24,10 @@ class Inlining:
         """The generated function a transform called from compiled code runs; an error
         compiling it that names no line of its own is reported at this call. sg.vmap's
         exists per argument shapes only: compiled for stand-ins of the traced arguments'
-        shapes and dtypes where this trace is a variant's (Note [Vmap as batching])."""
+        shapes and dtypes where this trace is a variant's (Note [Vmap as batching]). Another
+        transform's shape-generic code is used where it compiles; where it refuses a form
+        that needs shapes (`enumerate(x)`, `a, *rest = x`), the variant for the stand-ins,
+        as the transform called on those arguments outside would run."""
         try:
             if getattr(compiled, "shape_specialised", False):
                 standins = self._stand_ins(args)
@@ -33,7 +36,17 @@ class Inlining:
                         return compiled.entry_at(standins)
                     except (TypeError, ValueError) as err:
                         self.error(node, str(err))
-            return compiled.entry()
+            try:
+                return compiled.entry()
+            except CompileError:
+                standins = self._stand_ins(args)
+                if standins is None or not hasattr(compiled, "entry_at"):
+                    raise
+                try:
+                    return compiled.entry_at(standins)  # (its own refusal, if any, stands)
+                except (TypeError, ValueError):
+                    pass
+                raise
         except CompileError as err:
             if err.lineno:
                 raise

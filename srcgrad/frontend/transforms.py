@@ -189,13 +189,28 @@ def _jvp(tracer, args, kwargs, node):
     _leaves_only(tracer, "jvp", primals + tangents, node)
     pipeline = _programs()
     compiled = pipeline.compiled_jvp(pipeline.source_function(fn, len(primals)))
-    outs, touts = _trace_generated(tracer, compiled.entry(), primals + tangents, node)
+    entry = _shaped_entry(tracer, primals, compiled.entry, compiled.entry_at)
+    outs, touts = _trace_generated(tracer, entry, primals + tangents, node)
     out_tree = compiled.out_tree
     tree, n_out = _split_aux(tracer, out_tree, has_aux, "jvp", node)
     out, tout = pytree.unflatten(tree, list(outs)[:n_out]), pytree.unflatten(tree, list(touts)[:n_out])
     if has_aux:
         return out, tout, pytree.unflatten(*pytree.aux_part(out_tree, list(outs)))
     return out, tout
+
+
+def _shaped_entry(tracer, primals, generic, at):
+    """`generic()`, the transform's shape-generic code; where that refuses a form that
+    needs shapes (`first, *rest = x`), `at(stand-ins)`: its variant for the primals'
+    shapes where this trace is a variant's (Inlining._stand_ins), as the transform
+    called on such arrays outside runs. Its refusal stands where there is no variant."""
+    try:
+        return generic()
+    except CompileError:
+        standins = tracer._stand_ins(primals)
+        if standins is None:
+            raise
+        return at(standins)
 
 
 def _flag(tracer, name, kwargs, node) -> bool:
@@ -225,8 +240,15 @@ def _vjp(tracer, args, kwargs, node):
     compiled = pipeline.compiled_vjp(pipeline.source_function(fn, len(primals)))
     from srcgrad.frontend import gradients  # (IR: not on a disk-cache hit)
 
-    gradients.refuse_loop_vjp(tracer, compiled, node)  # (L2: a loop's tape, refused here)
-    fwd, bwd = compiled.entry(0), compiled.entry(1)
+    def at(standins):  # (the variant's: sg.vjp's own at these shapes)
+        gradients.refuse_loop_vjp(tracer, compiled, node, standins)
+        return compiled.vjp_variant(list(standins))[:2]
+
+    def generic():
+        gradients.refuse_loop_vjp(tracer, compiled, node)  # (L2: a loop's tape, refused here)
+        return compiled.entry(0), compiled.entry(1)
+
+    fwd, bwd = _shaped_entry(tracer, primals, generic, at)
     outs, saved = _trace_generated(tracer, fwd, primals, node)
     outs = list(outs)
     out_tree = compiled.out_tree

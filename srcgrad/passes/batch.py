@@ -256,11 +256,16 @@ class _Batcher:
         return self.call("reshape", operand, (self.size,) + (1,) * (rank - len(shape)) + shape,
                          shape=(1,) * (rank - len(shape)) + shape)
 
-    def full(self, operand):
-        """Any operand as a batched one (an unbatched operand broadcast along the batch)."""
+    def full(self, operand, like=None):
+        """Any operand as a batched one (an unbatched operand broadcast along the batch).
+        `like`: a batched value of the operand's shape, for a constant operand, whose
+        broadcast would fold to an array baked into the module (fuzz seed 3713): it is
+        zeros like `like` plus the constant."""
         if self.is_b(operand):
             return operand
         shape = self.shape(operand)
+        if isinstance(operand, Const) and like is not None and self.shape(like) == shape:
+            return self.call("add", self.call("zeros_like", like, shape=shape), operand, shape=shape)
         return self.call("broadcast_to", operand, (self.size,) + shape, shape=shape)
 
 
@@ -417,7 +422,8 @@ def _concatenate(b, op, arrays, axis):
 def _stack(b, op, arrays, axis):
     if not isinstance(arrays, Pack):
         raise Unbatchable("`stack` of an array")
-    items = Pack(tuple(b.full(a) for a in arrays.items), arrays.style)
+    like = next((a for a in arrays.items if b.is_b(a)), None)  # (stack's items share a shape)
+    items = Pack(tuple(b.full(a, like) for a in arrays.items), arrays.style)
     b.keep(op, items, Const(_shift_result_axes(_static(axis, op.prim), b.rank(op.outs[0]))))
 
 
@@ -440,6 +446,10 @@ def _concat_bar(b, op, c, arrays, axis):
 
 
 def _stack_bar(b, op, c, arrays, axis):
+    if not b.is_b(c):  # its pieces are c's slices at the unbatched axis, the same for every
+        # example (of the arrays, only their count is read): unbatched
+        b.out.append(Op(op.prim, (c, arrays, axis), op.outs, op.loc, dict(op.attrs)))
+        return
     c = b.full(c)  # (as _concat_bar)
     a = _axes(_static(axis, op.prim), b.rank(c))[0]
     for i, out in enumerate(op.outs):

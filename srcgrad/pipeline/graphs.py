@@ -93,10 +93,11 @@ def gradient_graph(fn, allow_mutation: bool, namer=None, args=None):
                  graph.param_names, graph.defaults, graph.loc), namer
 
 
-def vjp_has_tape(fs: FunctionSource, allow_mutation: bool) -> bool:
+def vjp_has_tape(fs: FunctionSource, allow_mutation: bool, args=None) -> bool:
     """Whether sg.vjp's program of `fs` keeps a loop's tape: a loop whose backward
-    reads values of its iterations (a loop of linear steps, `x = 2.0 * x`, needs none)."""
-    graph, namer = trace(fs, allow_mutation)
+    reads values of its iterations (a loop of linear steps, `x = 2.0 * x`, needs none).
+    `args`: a variant's example arguments (traced with their shapes)."""
+    graph, namer = trace(fs, allow_mutation, args=args)
     if not _has_loop(graph.ops):
         return False
     seeds = [(out, Var(namer.fresh("_ct"))) for out in graph.outputs if isinstance(out, Var)]

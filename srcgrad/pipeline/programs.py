@@ -95,7 +95,9 @@ def gradient_program(fs, wrt: tuple, *, single=False, has_aux=False, with_value=
         if out_shape is not None:
             check_scalar = False
             if out_shape != ():
-                raise ProbeFailed("grad of a non-scalar output")  # the generic code says so
+                raise ProbeFailed("grad of a non-scalar output", TypeError(  # the generic code
+                    f"grad of {fs.name}() needs a scalar output; it returned an array of "  # says so
+                    f"shape {out_shape}. Use sg.vjp, or reduce it (e.g. .sum())"))
     if check_scalar:  # checked at run time by the identity `ensure_scalar`
         value = Expander(namer, graph.ops).apply(rules.RULES["ensure_scalar"], [value, Const(fs.name)], {})
     backward, grad_list = backward_of(graph.ops, value, wrt_vars, namer)

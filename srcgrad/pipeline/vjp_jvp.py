@@ -163,9 +163,20 @@ def source_function(f, given: int | None = None, args: tuple | None = None):
 
 def shaped_args(f, primals):
     """`primals` where `f`'s generated code exists per argument shapes only (sg.vmap's:
-    its entry for them), else None (a gradient's shape-generic entry)."""
+    its entry for them) or where its shape-generic code refuses a form that needs shapes
+    (`enumerate(x)` in `g` of `sg.jacobian(sg.grad(g))`: the gradient's variant for them,
+    as `sg.grad(g)(x)` runs), else None (a gradient's shape-generic entry)."""
     inner = getattr(f, "__srcgrad__", None)
-    return tuple(primals) if getattr(inner, "shape_specialised", False) else None
+    if inner is None:
+        return None
+    if getattr(inner, "shape_specialised", False):
+        return tuple(primals)
+    if hasattr(inner, "entry_at"):
+        try:
+            inner.entry()
+        except CompileError:
+            return tuple(primals)
+    return None
 
 
 def _source_function(f, args=None):
