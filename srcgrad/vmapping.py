@@ -198,10 +198,11 @@ class VMapped:
         """sg.vmap of sg.jacobian / sg.hessian: its derivative program batched over the
         seeds and then over the examples (srcgrad.pipeline.vmap.vmap_jacobian_program)."""
         jac = self._vm_f
-        fn = vjp_jvp.source_function(jac.of or jac.f, len(args))
+        examples = examples_of(args, axes)
+        inner = jac.of or jac.f
+        fn = vjp_jvp.source_function(inner, len(args), vjp_jvp.shaped_args(inner, examples))
         compiled = modules.Compiled(fn, "vmap")
         parsed = compiled.parsed()
-        examples = examples_of(args, axes)
         if jac.of is not None:
             kind = "hessian"
             n = len(jac.indices)

@@ -1,6 +1,8 @@
-"""sg.vmap of linear algebra on stacks of matrices, of searching and sorting, and of
-lookups in a table (each refused before: "`inv` has no batched form"), and the refusal of
-a mapped index, shift or count (Note [Mapped options] in srcgrad.passes.batch_base).
+"""sg.vmap of linear algebra on stacks of matrices, of searching and sorting, of
+lookups in a table, of the joins that promote their elements (hstack, vstack, dstack,
+column_stack), ediff1d, polyval and a stack with a constant item (each refused before:
+"`inv` has no batched form"), and the refusal of a mapped index, shift or count
+(Note [Mapped options] in srcgrad.passes.batch_base).
 
 Truth is arithmetic: the vmap against a Python loop of the function over the examples,
 and the vmap of sg.grad against central differences of each example's function."""
@@ -107,10 +109,41 @@ def rows_written_at_the_counter(x):
     return np.sum(np.tanh(m) ** 2)
 
 
+def hstack(x):
+    return np.sum(np.hstack([x, np.sin(x[:2]), x[3]]) ** 2)
+
+
+def vstack(x):  # a 1-D element is promoted to a row
+    return np.sum(np.vstack([x, np.cos(x) * x]) * np.arange(5.0))
+
+
+def dstack(x):
+    return np.sum(np.dstack([x, x ** 2]) * np.arange(2.0))
+
+
+def column_stack(x):
+    return np.sum(np.column_stack([x, np.outer(x, x[:2])]) ** 2)
+
+
+def ediff1d(x):
+    return np.sum(np.ediff1d(np.outer(x[:2], x)) ** 2)
+
+
+def polyval(x):  # one polynomial for every example
+    return np.sum(np.polyval(np.array([0.5, -1.0, 2.0]), x) ** 2)
+
+
+def stack_with_constants(x):  # a constant item, and the unbatched cotangent of its piece
+    first, *rest = x
+    return np.sum(np.stack([first * x[1], 0.25, np.sin(rest[2])]) ** 2)
+
+
 VALUES = [(inv, A), (det, A), (slogdet, A), (cholesky, SPD), (eigh, SPD), (eigvalsh, SPD),
           (pinv, A), (qr, A), (argmin, V), (argmax_of_matrix, V), (sort, V), (isin, V),
           (searchsorted, V), (digitize, V), (take_along_the_sort, V), (nan_to_num, V),
-          (written_at_the_counter, V), (rows_written_at_the_counter, V)]
+          (written_at_the_counter, V), (rows_written_at_the_counter, V), (hstack, V),
+          (vstack, V), (dstack, V), (column_stack, V), (ediff1d, V), (polyval, V),
+          (stack_with_constants, V)]
 GRADIENTS = [(f, X) for f, X in VALUES if f not in (pinv, qr)]  # see GRADIENTS_REFUSED
 
 
@@ -135,7 +168,8 @@ def test_vmap_of_grad_equals_central_differences(f, X):
     np.testing.assert_allclose(got, [central_differences(f, x) for x in X], rtol=1e-6, atol=1e-7)
 
 
-SECOND = [sort, take_along_the_sort, written_at_the_counter, rows_written_at_the_counter, eigh]
+SECOND = [sort, take_along_the_sort, written_at_the_counter, rows_written_at_the_counter, eigh,
+          hstack, column_stack, stack_with_constants]
 
 
 @pytest.mark.parametrize("f", SECOND, ids=[f.__name__ for f in SECOND])
@@ -196,3 +230,30 @@ def test_a_mapped_index_is_refused_never_spliced_in_whole(f, transform):
     g = sg.vmap(f) if transform == "vmap" else sg.vmap(sg.grad(f))
     with pytest.raises(CompileError, match="computed from a mapped value"):
         g(V)
+
+
+def polyval_of_mapped_coefficients(p, x):
+    return np.sum(np.polyval(p, x) ** 2)
+
+
+@pytest.mark.parametrize("x_axis", [None, 0])
+def test_polyval_of_mapped_coefficients_is_numpys_horner_per_example(x_axis):
+    """One polynomial per example (and x per example, or one x for all): NumPy's own Horner
+    steps, so the vmap equals the loop bit for bit; its gradient against differences (with
+    x mapped too, p's gradient contracts two mapped values: refused, no batched form)."""
+    P, X = V[:, :3], V[:, 1:] if x_axis == 0 else V[0, 1:]
+    xs = X if x_axis == 0 else [X] * len(P)
+    f = polyval_of_mapped_coefficients
+    np.testing.assert_array_equal(sg.vmap(f, in_axes=(0, x_axis))(P, X),
+                                  [f(p, x) for p, x in zip(P, xs)])
+    grad = sg.vmap(sg.grad(f, wrt=(0, 1)), in_axes=(0, x_axis))
+    if x_axis == 0:
+        with pytest.raises(CompileError, match="`tensordot` of two batched operands"):
+            grad(P, X)
+        return
+    got = grad(P, X)
+    for i, p in enumerate(P):
+        np.testing.assert_allclose(got[0][i], central_differences(lambda q: f(q, X), p),
+                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got[1][i], central_differences(lambda y, p=p: f(p, y), X),
+                                   rtol=1e-6, atol=1e-7)

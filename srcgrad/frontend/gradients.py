@@ -67,7 +67,7 @@ def inline(tracer, fn, args, kwargs, node):
     try:
         built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer)
     except CompileError:  # a form that needs shapes (`enumerate(x)`): traced for those of
-        standins = tracer._stand_ins(values)  # the arguments where this trace is a variant's,
+        standins = tracer._stand_ins(values, True)  # the arguments where this trace is a variant's,
         if standins is None:  # as the gradient's own variant at them is (Inlining._generated_entry)
             raise
         built = graphs.gradient_graph(fn, tracer.mutation.allow, tracer.namer, args=standins)

@@ -25,9 +25,9 @@ class Inlining:
         compiling it that names no line of its own is reported at this call. sg.vmap's
         exists per argument shapes only: compiled for stand-ins of the traced arguments'
         shapes and dtypes where this trace is a variant's (Note [Vmap as batching]). Another
-        transform's shape-generic code is used where it compiles; where it refuses a form
-        that needs shapes (`enumerate(x)`, `a, *rest = x`), the variant for the stand-ins,
-        as the transform called on those arguments outside would run."""
+        transform's shape-generic code is used where it can stand in for a variant; where
+        it cannot (Compiled.needs_shapes: `enumerate(x)`, a matrix's norm), the variant for
+        the stand-ins, as the transform called on those arguments outside would run."""
         try:
             if getattr(compiled, "shape_specialised", False):
                 standins = self._stand_ins(args)
@@ -36,25 +36,24 @@ class Inlining:
                         return compiled.entry_at(standins)
                     except (TypeError, ValueError) as err:
                         self.error(node, str(err))
-            try:
-                return compiled.entry()
-            except CompileError:
-                standins = self._stand_ins(args)
-                if standins is None or not hasattr(compiled, "entry_at"):
-                    raise
-                try:
-                    return compiled.entry_at(standins)  # (its own refusal, if any, stands)
-                except (TypeError, ValueError):
-                    pass
-                raise
+            if hasattr(compiled, "needs_shapes") and compiled.needs_shapes():
+                standins = self._stand_ins(args, numbers_as_arrays=True)
+                if standins is not None:
+                    try:
+                        return compiled.entry_at(standins)  # (its own refusal, if any, stands)
+                    except (TypeError, ValueError):
+                        pass
+            return compiled.entry()
         except CompileError as err:
             if err.lineno:
                 raise
             self.error(node, err.message, err.hint)
 
-    def _stand_ins(self, args):
+    def _stand_ins(self, args, numbers_as_arrays=False):
         """Zero arrays (or scalars) of the shapes, classes and dtypes the variant's probe
-        gives `args`, else None (the shape-generic trace knows none)."""
+        gives `args`, else None (the shape-generic trace knows none). `numbers_as_arrays`:
+        a number's stand-in is a 0-d array, as compiled code reads it (for a variant whose
+        source is traced: one for a float or NumPy scalar converts it with float())."""
         probe = getattr(self, "example_probe", None)
         if probe is None:
             return None
@@ -76,7 +75,9 @@ class Inlining:
             if kind is None or shape is None:
                 return None
             cls, dtype = kind
-            if cls is numpy.ndarray or isinstance(cls, type):
+            if numbers_as_arrays and shape == () and cls is not numpy.ndarray:
+                out.append(numpy.zeros((), dtype or (numpy.int64 if cls is int else numpy.float64)))
+            elif cls is numpy.ndarray or isinstance(cls, type):
                 out.append(numpy.zeros(shape, dtype) if cls is numpy.ndarray else cls(0))
             elif shape == ():  # a number or a 0-d value: one kind and no class (shapes._kind_of),
                 out.append(numpy.float64(0.0))  # as a float passed to a vmapped f (issue 28)

@@ -18,6 +18,14 @@ checks arguments and raises, which compiled code cannot do); instead:
 * `sg.vjp(f, *primals)` traces `f`'s forward program; its `vjp_fn` is a `VjpFn` whose
   call traces the backward on the saved values and the cotangent.
 
+Each traces the transform's shape-generic program where that can stand in for the
+variant the transform would run outside on the traced arguments; where it cannot
+(`Compiled.needs_shapes`: it refuses a form decided on the row count, `first, *rest = x`,
+or leaves one to run time, a matrix's norm) and this trace is a variant's, the variant
+for stand-ins of the arguments' shapes (`_shaped_entry`, `Inlining._generated_entry`);
+a transform OF a transformed function (`sg.jacobian(sg.grad(g))`, `sg.vmap` of it) reads
+that variant the same way (`vjp_jvp.shaped_args`).
+
 The pipeline that makes those programs sits above the frontend, so the transforms and
 the module that compiles them are registered (`register`, from srcgrad.api once it is
 imported: `_registered`); the tracer knows them by identity. Any other function from
@@ -189,7 +197,7 @@ def _jvp(tracer, args, kwargs, node):
     _leaves_only(tracer, "jvp", primals + tangents, node)
     pipeline = _programs()
     compiled = pipeline.compiled_jvp(pipeline.source_function(fn, len(primals)))
-    entry = _shaped_entry(tracer, primals, compiled.entry, compiled.entry_at)
+    entry = _shaped_entry(tracer, compiled, primals, compiled.entry, compiled.entry_at)
     outs, touts = _trace_generated(tracer, entry, primals + tangents, node)
     out_tree = compiled.out_tree
     tree, n_out = _split_aux(tracer, out_tree, has_aux, "jvp", node)
@@ -199,18 +207,16 @@ def _jvp(tracer, args, kwargs, node):
     return out, tout
 
 
-def _shaped_entry(tracer, primals, generic, at):
-    """`generic()`, the transform's shape-generic code; where that refuses a form that
-    needs shapes (`first, *rest = x`), `at(stand-ins)`: its variant for the primals'
-    shapes where this trace is a variant's (Inlining._stand_ins), as the transform
-    called on such arrays outside runs. Its refusal stands where there is no variant."""
-    try:
-        return generic()
-    except CompileError:
-        standins = tracer._stand_ins(primals)
-        if standins is None:
-            raise
-        return at(standins)
+def _shaped_entry(tracer, compiled, primals, generic, at):
+    """`generic()`, the transform's shape-generic code; where that cannot stand in for a
+    variant (Compiled.needs_shapes: `first, *rest = x`, a matrix's norm), `at(stand-ins)`:
+    its variant for the primals' shapes where this trace is a variant's
+    (Inlining._stand_ins), as the transform called on such arrays outside runs."""
+    if compiled.needs_shapes():
+        standins = tracer._stand_ins(primals, numbers_as_arrays=True)
+        if standins is not None:
+            return at(standins)
+    return generic()
 
 
 def _flag(tracer, name, kwargs, node) -> bool:
@@ -248,7 +254,7 @@ def _vjp(tracer, args, kwargs, node):
         gradients.refuse_loop_vjp(tracer, compiled, node)  # (L2: a loop's tape, refused here)
         return compiled.entry(0), compiled.entry(1)
 
-    fwd, bwd = _shaped_entry(tracer, primals, generic, at)
+    fwd, bwd = _shaped_entry(tracer, compiled, primals, generic, at)
     outs, saved = _trace_generated(tracer, fwd, primals, node)
     outs = list(outs)
     out_tree = compiled.out_tree

@@ -1,6 +1,6 @@
 """Batched forms of the rows that search, sort and look up (Note [Batching] in
 srcgrad.passes.batch): arg reductions, sort and argsort, and the lookups of values in
-a table (isin, searchsorted, digitize).
+a table (isin, searchsorted, digitize), and polyval (its coefficients as a table).
 
 An arg reduction or a sort along an axis is the row along the shifted axis; over the
 flattened array (axis=None) it is the row along axis 1 of each example's flattened
@@ -78,7 +78,26 @@ def _searchsorted(b, op, table, values, side):
     b.keep(op, table, values, side)
 
 
+def _polyval(b, op, p, x):
+    """polyval(p, x) is elementwise in x and reads its coefficients p whole, as a lookup
+    reads its table: with p unmapped, the row itself. With p mapped (a polynomial per
+    example, or a tangent's seeds), NumPy's own Horner steps (`y = y * x + p[k]` from
+    zeros like x), each example's coefficient broadcast over its x."""
+    if not b.is_b(p):
+        return b.keep(op, p, x)
+    xs = b.shape(x)
+    xf = b.full(x)
+    unit = (1,) * len(xs)
+    y = b.call("zeros_like", xf, shape=xs)
+    for k in range(b.shape(p)[0]):
+        pk = b.call("getitem", p, (slice(None), k), shape=())
+        pk = b.call("reshape", pk, (b.size,) + unit, shape=unit)
+        y = b.call("add", b.call("multiply", y, xf, shape=xs), pk, shape=xs)
+    b.alias(op, y)
+
+
 HANDLERS = {
+    "polyval": _polyval,
     "argmax": _arg_reduction, "argmin": _arg_reduction, "nanargmax": _arg_reduction,
     "nanargmin": _arg_reduction, "argsort": _sorting, "sort": _sorting,
     "isin": _lookup, "digitize": _lookup, "digitize_sorted": _lookup,

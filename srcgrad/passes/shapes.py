@@ -376,6 +376,7 @@ def _stable(op, rule, env, shapes, derived) -> bool:
 # prim -> (operands whose shape, not value, sets the result's shape; operands that do not
 # bear on its shape at all): an index array, the pieces a cotangent is split into, a dtype.
 _SHAPE_READS = {"concat_bar": ((0, 1), ()), "stack_bar": ((0, 1), ()), "take": ((0, 1), ()),
+                "stacked_bar": ((0, 1), ()),
                 "take_along_axis": ((0, 1), ()), "astype": ((0,), (1,)),
                 "take_bar": ((0,), (2,)), "take_along_bar": ((0,), (2,)),  # x's shape given
                 "full_like": ((0,), (1, 2))}

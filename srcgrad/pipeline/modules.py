@@ -20,7 +20,7 @@ from srcgrad.arguments import bound_args
 from srcgrad.codegen import loader
 from srcgrad.codegen.cache import default_cache, sha256
 from srcgrad.codegen.loader import load_module, pseudo_filename, stored_out_tree, with_out_tree
-from srcgrad.errors import ORIGINS, ProbeFailed
+from srcgrad.errors import ORIGINS, CompileError, ProbeFailed
 from srcgrad.pipeline import keys
 from srcgrad.pipeline.keys import VERSION
 
@@ -335,6 +335,17 @@ class Compiled:
             fn.__srcgrad_gradient__ = self
         return fn
 
+    def needs_shapes(self) -> bool:
+        """Whether the shape-generic code cannot stand in for a variant: it refuses a form
+        that needs shapes (`first, *rest = x`) or leaves one to run time (`vector_only`: a
+        matrix's norm), so a transform of this one uses the variant for its arguments'
+        shapes (vjp_jvp.shaped_args; Inlining._generated_entry in compiled code)."""
+        try:
+            fn = self.entry()
+        except CompileError:
+            return True
+        return reads_vector_only(fn)
+
     def entry_at(self, args: tuple):
         """A gradient's function for arguments like `args`: the variant compiled for them
         (Note [Shape specialisation]), marked as `entry` marks the generic one, so that
@@ -350,6 +361,13 @@ class Compiled:
             return self.entry()
         fn.__srcgrad_gradient__ = self
         return fn
+
+
+def reads_vector_only(fn) -> bool:
+    """Whether a generated function calls `vector_only` (a form its shape-generic code
+    leaves to run time: numpy_forms.norm). Its code's names, not its globals: a module
+    whose reads are unknown binds every helper."""
+    return "vector_only" in getattr(getattr(fn, "__code__", None), "co_names", ())
 
 
 def guard_value(a):

@@ -163,19 +163,16 @@ def source_function(f, given: int | None = None, args: tuple | None = None):
 
 def shaped_args(f, primals):
     """`primals` where `f`'s generated code exists per argument shapes only (sg.vmap's:
-    its entry for them) or where its shape-generic code refuses a form that needs shapes
-    (`enumerate(x)` in `g` of `sg.jacobian(sg.grad(g))`: the gradient's variant for them,
-    as `sg.grad(g)(x)` runs), else None (a gradient's shape-generic entry)."""
+    its entry for them) or where its shape-generic code cannot stand in for a variant
+    (Compiled.needs_shapes: `enumerate(x)` in `g` of `sg.jacobian(sg.grad(g))`, the
+    gradient's variant for them, as `sg.grad(g)(x)` runs), else None (a gradient's
+    shape-generic entry)."""
     inner = getattr(f, "__srcgrad__", None)
     if inner is None:
         return None
-    if getattr(inner, "shape_specialised", False):
+    if getattr(inner, "shape_specialised", False) or (
+            hasattr(inner, "needs_shapes") and inner.needs_shapes()):
         return tuple(primals)
-    if hasattr(inner, "entry_at"):
-        try:
-            inner.entry()
-        except CompileError:
-            return tuple(primals)
     return None
 
 
@@ -261,7 +258,7 @@ class CompiledJvp(Compiled):
             except CompileError as err:
                 self._refused = err
             else:  # a form the shape-generic code leaves to run time (a matrix's
-                if "vector_only" not in generic.__globals__:  # norm): NumPy's variant
+                if not modules.reads_vector_only(generic):  # norm): NumPy's variant
                     return generic  # decides it (numpy_forms.norm)
         key = (tuple([guard_value(a) for a in args]), mutation_allowed())
         hit = self.variants.get(key)
