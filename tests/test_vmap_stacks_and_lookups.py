@@ -12,6 +12,7 @@ import pytest
 
 import srcgrad as sg
 from srcgrad.errors import CompileError
+from srcgrad.rules.helpers import stacked_bar
 
 RNG = np.random.default_rng(7)
 A = RNG.standard_normal((3, 4, 4)) + 4.0 * np.eye(4)  # well conditioned, distinct values
@@ -257,3 +258,23 @@ def test_polyval_of_mapped_coefficients_is_numpys_horner_per_example(x_axis):
                                    rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(got[1][i], central_differences(lambda y, p=p: f(p, y), X),
                                    rtol=1e-6, atol=1e-7)
+
+
+K1, K2 = np.array([-0.69, 0.77]), np.array([[[-0.25, -0.28], [-0.29, 0.07]]])
+
+
+def stacked_bar_of_constant_arrays(x):
+    """The transpose of a dstack written as its row, of constant elements (fuzz seed
+    3101483: the batched form read the constants as a traced sequence)."""
+    out = stacked_bar(x * 0.05 + 1.0, [K1, K2], "dstack")
+    return np.sum(np.sin(out[0])) + np.sum(out[1] ** 2)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_batched_jacobian_of_stacked_bar_of_constant_arrays(mode):
+    x = np.linspace(-1.0, 1.0, 6).reshape(1, 2, 3)
+    jac = sg.jacobian(stacked_bar_of_constant_arrays, mode=mode)
+    got = jac(x)
+    assert jac.fallback_reason is None, jac.fallback_reason
+    np.testing.assert_allclose(got, central_differences(stacked_bar_of_constant_arrays, x),
+                               rtol=1e-6, atol=1e-8)

@@ -114,10 +114,15 @@ def _stacked_bar(b, op, c, arrays, how):
     """The join's transpose: c's slices along the shifted join axis, each reshaped to its
     element's own shape (helpers.stacked_bar, per example)."""
     how, c = _static(how, op.prim), b.full(c)
+    if isinstance(arrays, Pack):
+        shapes = [b.shape(a) for a in arrays.items]
+    elif isinstance(arrays, Const) and isinstance(arrays.value, (tuple, list)):
+        shapes = [numpy.shape(a) for a in arrays.value]  # (constant elements: fuzz seed 3101483)
+    else:
+        raise Unbatchable("`stacked_bar` of an array (its rows as the elements)")
     ndim = b.rank(c)
     ax, start = _join_axis(how, ndim), 0
-    for out, a in zip(op.outs, arrays.items):
-        shape = b.shape(a)
+    for out, shape in zip(op.outs, shapes):
         n = shape[ax] if len(shape) == ndim else 1
         piece_shape = b.shape(c)[:ax] + (n,) + b.shape(c)[ax + 1:]
         piece = b.call("getitem", c, (slice(None),) * (ax + 1) + (slice(start, start + n),),
