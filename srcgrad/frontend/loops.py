@@ -463,6 +463,8 @@ class Loops(Unrolling, Iteration):
         items = self.static_items(node, scope)
         flag = fresh_name(BREAK_FLAG, node, scope, bare_first=True)
         item = fresh_name(ITEM, node, scope)
+        while f"{ITEM}{item}_sequence" in scope.env:  # an outer loop's, whose element is not
+            item += "_"  # bound now (fuzz seed 3601157: nested loops beside a user's `_item1`)
         lowered, breaks = lower_jumps(node.body, flag)
         bind = gast.copy_location(gast.Assign(targets=[node.target], value=_name(item, gast.Load()),
                                               type_comment=None), node.target)

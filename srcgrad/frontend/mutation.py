@@ -68,8 +68,8 @@ VIEW_RULES = frozenset({"getitem", "T", "transpose", "swapaxes", "moveaxis", "ex
 # modelled exactly, was a copy here). A write into a read-only view is refused at once,
 # as NumPy raises there. Every other rule's result is a fresh array.
 SHARING_RULES = frozenset({"atleast_1d", "atleast_2d", "atleast_3d", "split", "diagonal",
-                           "broadcast_to", "diag"})
-READ_ONLY_RULES = frozenset({"diagonal", "broadcast_to"})
+                           "broadcast_to", "diag", "sliding_window_view"})
+READ_ONLY_RULES = frozenset({"diagonal", "broadcast_to", "sliding_window_view"})
 # Rules whose result is always a fresh, writable ndarray.
 _ARRAY_RESULTS = frozenset({"setitem", "zeros", "ones", "full", "zeros_like", "ones_like",
                             "full_like", "empty", "empty_like", "array", "copy", "stack",

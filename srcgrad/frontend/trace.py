@@ -432,7 +432,10 @@ class Tracer(Inlining, Expander, ControlFlow):
         composed = compositions.composition(callee)  # Note [Compositions]
         if composed is not None:
             from srcgrad.frontend.parse import parse_function
-            return self.inline(parse_function(composed), args, kwargs, node)
+            out = self.inline(parse_function(composed), args, kwargs, node)
+            if composed.__name__ in compositions.READ_ONLY_VIEWS and args:
+                self.mutation.note_view(composed.__name__, [args[0]], out)
+            return out
         rule = rules.lookup_callable(callee)
         if rule is not None:
             if "out" in kwargs:  # `np.add(a, b, out=c)`: c's storage now holds the result

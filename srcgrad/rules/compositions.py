@@ -838,6 +838,14 @@ _MODULES = {"numpy": np, "numpy.linalg": np.linalg, "numpy.fft": np.fft,
             "numpy.lib.stride_tricks": np.lib.stride_tricks}
 
 
+# NumPy returns these as read-only views of their first operand, which the composition
+# computes as a gather (fresh): the tracer records the result as a view it does not
+# follow (Note [Views the compiler does not follow] in srcgrad.frontend.mutation), so a
+# write into either is refused, never a value that missed NumPy's (fuzz seed 3609693:
+# `np.add.at` writes through a read-only window into the array, as NumPy lets it).
+READ_ONLY_VIEWS = frozenset({"sliding_window_view"})
+
+
 def composition(callee):
     """The composition standing for the NumPy callable `callee`, or None."""
     if not _BY_ID:
