@@ -11,15 +11,32 @@
 An n-D chain reads `x.ravel()` and writes into a flat buffer reshaped after the loop; a
 sum at the chain's end starts at 0.0 and adds each number (Note [Fused elementwise
 chains] in srcgrad.pipeline.fusion). Where an operand broadcasts or a sum is over some
-axes, the loops nest, one per axis: `d_i = d[i, 0, i_2]`, `f[i, i_2] += v`.
+axes, the loops nest, one per axis: `d_i = d[i, 0, i_2]`, `f[i, i_2] += v`. exp, tanh, sin
+and cos of a number call the kernels numba vectorizes (Note [Vectorizable math for numba]
+in srcgrad.codegen.numba_math); where sin or cos met an argument past their range, the
+loop runs again as NumPy's functions' (libm's).
 """
 
 from __future__ import annotations
 
 import math
 
+from srcgrad.codegen import numba_math
+
 
 def fused_lines(op, pool, block_lines) -> list:
+    """The loop's lines, with vectorizable math where the chain has it."""
+    lines = _loop_lines(op, pool, block_lines)
+    fast, trig = numba_math.vectorized(lines)
+    if not trig:
+        return fast
+    flag = numba_math.BEYOND
+    return [f"{flag} = False", *fast,
+            f"if {flag}:  # an argument of sin or cos past {numba_math.TRIG_LIMIT:g}: the loop with libm's",
+            *("    " + line if line else "" for line in lines)]
+
+
+def _loop_lines(op, pool, block_lines) -> list:
     """The loop's lines; `block_lines` (emit's) writes the chain's ops on numbers."""
     block, shape, nested = op.blocks[0], op.attrs["shape"], op.attrs.get("nested", False)
     indices = [p.name for p in block.params[:len(shape) if nested else 1]]

@@ -13,16 +13,19 @@ NumPy lacks, a container, an aux value) is a numba error caught here, not a cras
 some later call: that variant runs on NumPy, and the reason is recorded for
 `sg.explain`. Then the compiled code and the NumPy code both run once on copies of
 the first call's arguments and their results are compared (shapes, dtypes, values to
-1e-9 relative): numba's own semantics differ from NumPy's in corners (a 0-d result, an
+1e-9 relative, see below): numba's own semantics differ from NumPy's in corners (a 0-d result, an
 integer power, a reduction's dtype), and a variant whose results differ runs on
 NumPy (never a wrong result). numba's array expressions allocate a temporary per op,
 which the fusion pass removes (one loop per elementwise chain: Note [Fused elementwise
-chains] in srcgrad.pipeline.fusion), but its transcendental functions stay scalar libm
-code (`tanh` ~40 ns a value, NumPy's SIMD one ~1 ns), so a chain of those over large
-arrays may still run slower compiled than on NumPy's vectorised loops: a variant whose
-compiled run on the first call was over SLOWER times NumPy's runs NumPy's code too, and
-`sg.explain` says so (the better of two runs each, on the first call, which so runs the
-variant six times).
+chains] in srcgrad.pipeline.fusion); there exp, tanh, sin and cos call kernels that
+LLVM vectorizes (Note [Vectorizable math for numba] in srcgrad.codegen.numba_math), where
+numba alone calls libm's scalar functions (`tanh` ~15 ns a value, NumPy's SIMD one
+~1.4 ns). Other functions stay libm's, so a chain of them over large arrays may still
+run slower compiled than on NumPy's vectorised loops: a variant whose compiled run on
+the first call was over SLOWER times NumPy's runs NumPy's code too, and `sg.explain`
+says so (the better of two runs each, on the first call, which so runs the variant six
+times). The values are compared to 1e-12 of the result's largest (a gradient component
+that cancels to ~1e-17 is rounding, whichever code rounds it).
 `disable_compile()` then stops numba compiling again for
 other argument types behind the dispatcher's back (an F-ordered or read-only array of
 the same shape, a Python int beside the float the variant saw): such a call, and any
@@ -129,7 +132,8 @@ def variant(compiled, rendered, args, fallback):
     try:
         with warnings.catch_warnings():  # (numba's performance and deprecation warnings)
             warnings.simplefilter("ignore")
-            jitted = numba.njit(cache=cached, error_model="numpy")(_in_named_module(rendered))
+            jitted = numba.njit(cache=cached, error_model="numpy", fastmath=_fastmath(rendered))(
+                _in_named_module(rendered))
             jitted.compile(signature)
             jitted.disable_compile()
     except Exception as err:  # noqa: BLE001 - any numba failure: this variant runs on NumPy
@@ -157,6 +161,13 @@ def variant(compiled, rendered, args, fallback):
     call.__wrapped__ = fallback
     call.__srcgrad_numba__ = jitted
     return call
+
+
+def _fastmath(rendered):
+    """FMA contraction where the module calls the vectorizable kernels (Note [Vectorizable
+    math for numba]); none of numba's other fast-math flags, anywhere."""
+    return {"contract"} if "simd_exp" in rendered.__globals__ or "simd_sin" in rendered.__globals__ \
+        or "simd_tanh" in rendered.__globals__ or "simd_cos" in rendered.__globals__ else False
 
 
 def on_first_call(compiled, rendered, fallback, lock):
@@ -318,29 +329,43 @@ def _same(out):
     return out
 
 
-def _compare(want, got, path, converts) -> bool:
+def _compare(want, got, path, converts, scale=None) -> bool:
+    """Whether numba's result `got` is NumPy's `want`: types, shapes, dtypes, and values to
+    1e-9 relative or 1e-12 of the largest value of the whole result (a gradient that
+    cancels to ~1e-17 beside components of 1 differs in its rounding: Note [Vectorizable
+    math for numba] in srcgrad.codegen.numba_math)."""
+    scale = _largest(want) if scale is None else scale
     if isinstance(want, tuple):
         return (isinstance(got, tuple) and len(got) == len(want)
-                and all(_compare(w, g, (*path, i), converts) for i, (w, g) in enumerate(zip(want, got))))
+                and all(_compare(w, g, (*path, i), converts, scale)
+                        for i, (w, g) in enumerate(zip(want, got))))
     if isinstance(want, numpy.ndarray):
         return (type(got) is numpy.ndarray and got.shape == want.shape and got.dtype == want.dtype
-                and _close(want, got))
+                and _close(want, got, scale))
     if isinstance(want, numpy.generic):
         if not isinstance(got, (float, int, bool, numpy.generic)) or isinstance(got, numpy.ndarray):
             return False
         if type(got) is not type(want):
             converts.append((path, type(want)))
-        return _close(numpy.asarray(want), numpy.asarray(got, dtype=want.dtype))
+        return _close(numpy.asarray(want), numpy.asarray(got, dtype=want.dtype), scale)
     if isinstance(want, (float, int, bool)):
-        return type(got) is type(want) and _close(numpy.asarray(want), numpy.asarray(got))
+        return type(got) is type(want) and _close(numpy.asarray(want), numpy.asarray(got), scale)
     return False
 
 
-def _close(want, got) -> bool:
+def _largest(out) -> float:
+    """The largest finite magnitude among a result's floating values."""
+    if isinstance(out, tuple):
+        return max((_largest(o) for o in out), default=0.0)
+    a = numpy.asarray(out) if isinstance(out, (numpy.ndarray, numpy.generic, float)) else None
+    if a is None or a.dtype.kind not in "fc":
+        return 0.0
+    return float(numpy.max(numpy.abs(a[numpy.isfinite(a)]), initial=0.0))
+
+
+def _close(want, got, scale) -> bool:
     if want.dtype.kind not in "fc":
         return bool(numpy.array_equal(want, got))
-    finite = numpy.abs(want[numpy.isfinite(want)]) if want.ndim else numpy.abs(want[()])
-    scale = float(numpy.max(finite, initial=0.0))  # (a sum's cancellation: near 0 beside 1e3)
     return bool(numpy.allclose(got, want, rtol=1e-9, atol=1e-12 * scale, equal_nan=True)
                 and numpy.array_equal(numpy.isinf(got), numpy.isinf(want)))
 
@@ -381,14 +406,18 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
     helpers written out (Note [Rewrites for numba]) and its entry functions decorated
     `@_njit`, which runs the Python function where numba cannot type it."""
     text = rewritten(text)
+    helper = _NJIT_HELPER if "@register_jitable" not in text else _NJIT_HELPER.replace(
+        'error_model="numpy")', 'error_model="numpy", fastmath={"contract"})')
+    text, marker, kernels = text.partition("# Note [Vectorizable math for numba]")
     head, _, body = text.partition("\n\n")
     tree = ast.parse(body)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in entries:
             node.decorator_list.append(ast.Name("_njit", ast.Load()))
     at = next(i for i, node in enumerate(tree.body) if not isinstance(node, (ast.Import, ast.ImportFrom)))
-    tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(_NJIT_HELPER).body
-    return head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(helper).body
+    code = head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    return code + ("\n\n" + marker + kernels if marker else "")
 
 
 # Note [Rewrites for numba]
@@ -412,10 +441,13 @@ def rewritten(source: str) -> str:
     head = []
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
         head.append(lines.pop(0))
+    from srcgrad.codegen.numba_math import kernel_source
     from srcgrad.pipeline.numba_accumulate import scatters_added_in_place
 
     tree = scatters_added_in_place(_ForNumba().visit(ast.parse("\n".join(lines))))
-    return "\n".join(head) + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    kernels = kernel_source(text)  # Note [Vectorizable math for numba]
+    return "\n".join(head) + "\n" + text + ("\n\n" + kernels if kernels else "")
 
 
 def _is_basic(node) -> bool:

@@ -50,7 +50,9 @@ def test_numba_variant_equals_numpys_and_explain_says_numba():
     g = sg.grad(chain, wrt=(0, 1), backend="numba")
     got, want = g(x, 0.5), sg.grad(chain, wrt=(0, 1))(x, 0.5)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-15)
-    assert type(got[1]) is type(want[1]) and abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
+    # d/dw cancels to ~1e-17 beside d/dx's ~1: numba's vectorized tanh (Note [Vectorizable
+    # math for numba]) rounds it differently, so it is compared at the gradient's scale
+    assert type(got[1]) is type(want[1]) and abs(got[1] - want[1]) <= 1e-12 * np.max(np.abs(want[0]))
     text = sg.explain(g)
     assert "backend: numba" in text and "(float64[7], float): numba" in text
     v, gr = sg.value_and_grad(chain, backend="numba")(x, 0.5)
