@@ -14,6 +14,12 @@ and jax.jit(jax.grad) of the same program written with `jax.lax.fori_loop` and `
 when jax is importable; steady-state (the best of several runs) and first-call times
 (srcgrad's cache is a fresh directory, so its first call compiles, and numba's with it;
 jax's first call traces and compiles with XLA). One process, one thread, float64.
+
+Then the disk cache across processes: a program computing the chain's gradient (1e3
+values) runs in two fresh processes sharing one cache; the second's first call loads the
+machine code. Beside it, numba's own floor: the first call of a one-line
+`numba.njit(cache=True)` function loaded from numba's cache in a fresh process (numba
+fills its typing and target registries on a process's first compile or load).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 os.environ["SRCGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-numba-")  # first calls compile
 
 import argparse  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -165,6 +172,61 @@ def max_rel_diff(a, b) -> float:
                for x, y in zip(_leaves(a), _leaves(b)))
 
 
+# ---------------------------------------------------------------------- a second process
+_USER = """
+import numpy as np
+
+def chain(x):
+    return np.sum(np.tanh(x) * np.exp(-x * x) + np.sin(x) ** 2)
+
+def one_line(x):  # numba's floor: the same load, without srcgrad
+    return np.sum(np.tanh(x) * 2.0)
+"""
+
+_CHILD = """
+import sys, time
+import numpy as np
+t = time.perf_counter()
+import numba
+t_numba = time.perf_counter() - t
+import srcgrad as sg
+import user
+x = np.linspace(-2.0, 2.0, 1000)
+if sys.argv[1] == "srcgrad":
+    fn = sg.grad(user.chain, backend="numba")
+else:
+    fn = numba.njit(cache=True)(user.one_line)
+t = time.perf_counter()
+fn(x)
+first = time.perf_counter() - t
+if sys.argv[1] == "srcgrad":
+    (record,) = fn.__srcgrad__.numba_records.values()
+    fn = record.dispatcher
+print(t_numba, first, sum(fn.stats.cache_hits.values()))
+"""
+
+
+def second_process() -> None:
+    """Print the first call of a fresh process whose srcgrad and numba caches are warm."""
+    work = Path(tempfile.mkdtemp(prefix="bench-numba-second-"))
+    (work / "user.py").write_text(_USER)
+    env = {**os.environ, "SRCGRAD_CACHE_DIR": str(work / "cache"), "NUMBA_CACHE_DIR": str(work / "nb"),
+           "PYTHONPATH": os.pathsep.join([str(work), str(Path(__file__).resolve().parent.parent)])}
+
+    def child(kind):
+        out = subprocess.run([sys.executable, "-c", _CHILD, kind], env=env, cwd=work, check=True,
+                             capture_output=True, text=True).stdout.split()
+        return float(out[0]), float(out[1]), int(out[2])
+
+    print("\na fresh process's first call, its caches warm (ms; import numba / first call / cache hits)")
+    for kind, label in (("srcgrad", "sg.grad(chain, backend='numba')"),
+                        ("numba", "numba.njit(cache=True), one line")):
+        child(kind)  # the first process compiles and writes the caches
+        runs = [child(kind) for _ in range(3)]
+        t_numba, first, hits = min(runs, key=lambda r: r[1])
+        print(f"  {label:34s} {1e3 * t_numba:6.0f} / {1e3 * first:6.1f} / {hits}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, 1e5 chain values")
@@ -206,6 +268,7 @@ def main(argv=None):
             ratios += (f"; numba / jax: {r['nb'] / r['jax']:.2f}x"
                        f"; srcgrad NumPy / jax: {r['np'] / r['jax']:.2f}x")
         print(ratios)
+    second_process()
 
 
 if __name__ == "__main__":
