@@ -55,6 +55,9 @@ import warnings
 
 import numpy
 
+from srcgrad.codegen.numba_reductions import MARKER as REDUCTIONS_MARKER
+from srcgrad.codegen.numba_reductions import along_axis, reduction_source
+
 INSTALL = "pip install 'srcgrad[numba]'"
 # numba's run this much slower than NumPy's on the first call: NumPy's code runs (1.0: a
 # fused elementwise chain of scalar libm calls ties NumPy's SIMD loops, and 1.2 let a
@@ -408,7 +411,8 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
     text = rewritten(text)
     helper = _NJIT_HELPER if "@register_jitable" not in text else _NJIT_HELPER.replace(
         'error_model="numpy")', 'error_model="numpy", fastmath={"contract"})')
-    text, marker, kernels = text.partition("# Note [Vectorizable math for numba]")
+    at = min((text.find(m) for m in _KERNEL_MARKERS if m in text), default=len(text))
+    text, kernels = text[:at], text[at:]  # the kernels' source stays as written
     head, _, body = text.partition("\n\n")
     tree = ast.parse(body)
     for node in tree.body:
@@ -417,7 +421,10 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
     at = next(i for i, node in enumerate(tree.body) if not isinstance(node, (ast.Import, ast.ImportFrom)))
     tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(helper).body
     code = head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    return code + ("\n\n" + marker + kernels if marker else "")
+    return code + ("\n\n" + kernels if kernels else "")
+
+
+_KERNEL_MARKERS = ("# Note [Vectorizable math for numba]", REDUCTIONS_MARKER)
 
 
 # Note [Rewrites for numba]
@@ -431,7 +438,11 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
 # `xp.stack([a, b])` is `xp.array([a, b])` (numba's stack takes arrays only, NumPy's array
 # makes the same of numbers and of equal-shaped arrays); a scatter's newaxis items are
 # dropped from the index and their axes (index 0) from the value written; `x.sum(axis=k,
-# keepdims=True)` (k an int) is `xp.expand_dims(x.sum(axis=k), k)` (numba's has no keepdims).
+# keepdims=True)` (k an int) is `xp.expand_dims(x.sum(axis=k), k)` (numba's has no keepdims);
+# `numpy_number(v)` is `v` (njit's error_model="numpy" gives a number's division by zero
+# NumPy's inf or nan, the helper's purpose: Note [Scalar code] in srcgrad.passes.scalars),
+# `xp.result_type(a)` of one name is `a.dtype`, and max/min along a literal axis call the
+# functions of Note [Reductions along an axis for numba] (srcgrad.codegen.numba_reductions).
 # Any other call stays, numba refuses it, and the variant runs NumPy's code
 # (Note [The numba backend]). The first call's check compares the result with NumPy's
 # (a float32 `x` scattered into float64 zeros is a dtype that differs: NumPy's code).
@@ -446,7 +457,8 @@ def rewritten(source: str) -> str:
 
     tree = scatters_added_in_place(_ForNumba().visit(ast.parse("\n".join(lines))))
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    kernels = kernel_source(text)  # Note [Vectorizable math for numba]
+    # Note [Vectorizable math for numba], Note [Reductions along an axis for numba]
+    kernels = "\n\n".join(k for k in (kernel_source(text), reduction_source(text)) if k)
     return "\n".join(head) + "\n" + text + ("\n\n" + kernels if kernels else "")
 
 
@@ -524,6 +536,9 @@ class _ForNumba(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        reduction = along_axis(node)  # Note [Reductions along an axis for numba]
+        if reduction is not None:
+            return reduction
         if (isinstance(node.func, ast.Attribute) and node.func.attr == "stack"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "xp"
                 and len(node.args) == 1 and isinstance(node.args[0], ast.List)
@@ -537,6 +552,12 @@ class _ForNumba(ast.NodeTransformer):
             node.keywords = [k for k in node.keywords if k.arg == "axis"]  # numba: no keepdims
             return ast.Call(ast.Attribute(ast.Name("xp", ast.Load()), "expand_dims", ast.Load()),
                             [node, kw["axis"]], [])
+        if _helper_call(node, "numpy_number", 1):  # njit's error_model="numpy" does its work
+            return node.args[0]
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "result_type"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "xp"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and not node.keywords):
+            return ast.Attribute(node.args[0], "dtype", ast.Load())  # one array's dtype
         if _helper_call(node, "setitem_bar", 2) and _is_basic(node.args[1]):
             return ast.Subscript(node.args[0], node.args[1], ast.Load())
         if (_helper_call(node, "stack_bar", 3) and isinstance(node.args[1], ast.List)
