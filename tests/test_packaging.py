@@ -85,7 +85,9 @@ def test_extras(project):
     assert names["cuda12"] == {"cupy-cuda12x"}  # the wheel a CUDA 12 user installs
     ci = ROOT / ".ci" / "run"
     if ci.exists():  # not in an sdist
-        assert ".[test,dev,docs]" in ci.read_text()  # CI lints and builds the docs site
+        # CI lints, builds the docs site and runs numba's tests (skipped without the extra)
+        assert ".[test,numba,dev,docs]" in ci.read_text()
+    assert names["numba"] == {"numba"} and "numba" not in names["test"]
 
 
 def test_manifest_carries_tests_examples_docs():
