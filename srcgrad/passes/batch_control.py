@@ -185,14 +185,17 @@ def _masked_while(b, op, block, entries, params, results):
     and an example whose test failed keeps its values (`where(mask, new, old)`), as JAX
     batches `while_loop`. Every carried value is batched (a counter stops per example)."""
     _refuse_effects(block, "a `while` whose test reads a mapped value")
-    shapes = [b.shape(e) for e in entries]
-    if any(b.shape(r) != sh for r, sh in zip(results, shapes)):
+    # a `return`'s value enters None: _entry's False of the value's shape, as _masked_for's
+    # (a broadcast None was an object array, and the vmap's result with it: seed 3704070)
+    shapes = [_entry_shape(b, block.ops, r) if _is_none(e) else b.shape(e)
+              for e, r in zip(entries, results)]
+    if any(b.shape(r) != sh for e, r, sh in zip(entries, results, shapes) if not _is_none(e)):
         raise Unbatchable("a loop-carried value whose shape changes across iterations")
     mask0 = _full(b, entries[0])
     flag0 = _any(b, mask0, op.loc)
     mask, mask_out = Var(b.namer.fresh("_mask")), Var(b.namer.fresh("_mask"))
     b.shapes[mask] = b.shapes[mask_out] = ()
-    new_entries = [flag0, mask0] + [_full(b, e) for e in entries[1:]]
+    new_entries = [flag0, mask0] + [_entry(b, e, sh) for e, sh in zip(entries[1:], shapes[1:])]
     sub = _sub(b)
     sub.batched.update([mask, *params[1:]])
     batch_ops(sub, block.ops)
@@ -319,14 +322,21 @@ def _cond(b, op):
         batch_ops(sub, block.ops)
         blocks.append((sub, [sub._map(r) for r in block.results]))  # noqa: SLF001
     batched = [any(s.is_b(rs[k]) for s, rs in blocks) for k in range(len(op.outs))]
+    # a `return`'s value one branch leaves None (`while` on an unmapped test: the loop
+    # that may return is not entered) enters as _entry's False of the other's shape: a
+    # broadcast None was an object array, and the vmap's result with it (fuzz seed 3704070)
+    shapes = [next((b.shape(rs[k]) for _, rs in blocks if not _is_none(rs[k])), None)
+              for k in range(len(op.outs))]
     new_blocks = []
     for sub, rs in blocks:
-        rs = [_full(sub, r) if batched[k] else r for k, r in enumerate(rs)]
+        rs = [(_entry(sub, r, shapes[k]) if _is_none(r) else _full(sub, r)) if batched[k] else r
+              for k, r in enumerate(rs)]
         new_blocks.append(Block(sub.out, rs, []))
     for k, o in enumerate(op.outs):
         if batched[k]:
-            _same_shape(b, blocks[0][1][k], blocks[1][1][k])
-            b.shapes[o] = b.shape(blocks[0][1][k])
+            if not any(_is_none(rs[k]) for _, rs in blocks):
+                _same_shape(b, blocks[0][1][k], blocks[1][1][k])
+            b.shapes[o] = shapes[k]
     b.out.append(Op("cond", (pred,), op.outs, op.loc, dict(op.attrs), tuple(new_blocks)))
     b.batched.update(o for k, o in enumerate(op.outs) if batched[k])
 
