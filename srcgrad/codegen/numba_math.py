@@ -160,6 +160,16 @@ _NEEDS = {"simd_exp": (_simd_expm1_poly,), "simd_tanh": (_simd_expm1_poly, _simd
           "simd_cos": (_simd_reduced, _simd_sin_kernel, _simd_cos_kernel)}
 _CALL = re.compile(r"\bxp\.(exp|tanh|sin|cos)\((\w+)\)")
 BEYOND = "_trig_beyond"  # the fused loop's flag: an argument of sin/cos past TRIG_LIMIT
+NAMES = tuple(_NEEDS)  # the kernels' names in a module that calls them
+MARKER = "# Note [Vectorizable math for numba]"  # the first line of kernel_source's block
+
+
+def calls_kernels(names) -> bool:
+    """Whether a module's text (or its globals) calls the kernels: numba compiles it
+    with FMA contraction (the Note)."""
+    if isinstance(names, str):
+        return any(re.search(rf"\b{name}\(", names) for name in NAMES)
+    return any(name in names for name in NAMES)
 
 
 def vectorized(lines: list) -> tuple:
@@ -184,8 +194,7 @@ def vectorized(lines: list) -> tuple:
 def kernel_source(text: str) -> str:
     """The source of the kernels `text` calls, each jitted inline where numba compiles a
     caller (and plain Python elsewhere); '' where it calls none."""
-    used = [name for name in ("simd_exp", "simd_tanh", "simd_sin", "simd_cos")
-            if re.search(rf"\b{name}\(", text)]
+    used = [name for name in NAMES if re.search(rf"\b{name}\(", text)]
     if not used:
         return ""
     functions = []
@@ -195,7 +204,7 @@ def kernel_source(text: str) -> str:
                 functions.append(f)
     constants = [f"{k} = {v!r}" for k, v in globals().items()
                  if k.startswith("SIMD_") and k != "SIMD_POW2" or k == "TRIG_LIMIT"]
-    lines = ["# Note [Vectorizable math for numba] (srcgrad.codegen.numba_math): exp, tanh, sin",
+    lines = [f"{MARKER} (srcgrad.codegen.numba_math): exp, tanh, sin",
              "# and cos as float arithmetic numba's LLVM vectorizes; within 2 ulp of libm's.",
              "import math", "", "from numba.extending import register_jitable", "", *constants,
              f"SIMD_POW2 = xp.ldexp(1.0, xp.arange(SIMD_POW2_LO, {SIMD_POW2_LO + len(SIMD_POW2)}))"]

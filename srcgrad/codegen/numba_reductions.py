@@ -51,9 +51,12 @@ def along_axis(node):
     axis, keep = _int_literal(kw["axis"]), kw.get("keepdims", ast.Constant(False))
     if axis is None or not (isinstance(keep, ast.Constant) and type(keep.value) is bool):
         return None
-    name = f"reduce_{kind}_axis{'m' if axis < 0 else ''}{abs(axis)}" + (
-        "_keepdims" if keep.value else "")
-    return ast.Call(ast.Name(name, ast.Load()), [x], [])
+    return ast.Call(ast.Name(_name(kind, axis, keep.value), ast.Load()), [x], [])
+
+
+def _name(kind: str, axis: int, keep: bool) -> str:
+    """`reduce_max_axis1_keepdims`, `reduce_min_axism1`: what _CALLED reads back."""
+    return f"reduce_{kind}_axis{'m' if axis < 0 else ''}{abs(axis)}" + ("_keepdims" if keep else "")
 
 
 def _int_literal(node):
@@ -80,7 +83,7 @@ def reduction_source(text: str) -> str:
 
 def _reduction(kind: str, axis: int, keep: bool) -> str:
     ufunc, better = _NAMES[kind]
-    name = f"reduce_{kind}_axis{'m' if axis < 0 else ''}{abs(axis)}" + ("_keepdims" if keep else "")
+    name = _name(kind, axis, keep)
     after = f"s[{axis + 1}:]" if axis != -1 else "()"
     shape = f"s[:{axis}] + (1,) + {after}" if keep else f"s[:{axis}] + {after}"
     return f'''def {name}(x):

@@ -187,9 +187,8 @@ def _masked_while(b, op, block, entries, params, results):
     _refuse_effects(block, "a `while` whose test reads a mapped value")
     # a `return`'s value enters None: _entry's False of the value's shape, as _masked_for's
     # (a broadcast None was an object array, and the vmap's result with it: seed 3704070)
-    shapes = [_entry_shape(b, block.ops, r) if _is_none(e) else b.shape(e)
-              for e, r in zip(entries, results)]
-    if any(b.shape(r) != sh for e, r, sh in zip(entries, results, shapes) if not _is_none(e)):
+    shapes = _carried_shapes(b, block, entries, results)
+    if any(b.shape(e) != sh for e, sh in zip(entries, shapes) if not _is_none(e)):
         raise Unbatchable("a loop-carried value whose shape changes across iterations")
     mask0 = _full(b, entries[0])
     flag0 = _any(b, mask0, op.loc)
@@ -218,8 +217,7 @@ def _masked_for(b, op, block, entries, params, results, until: int):
     stopped keeps its values (`where(stopped, old, new)`), as a masked `while` does. Its
     own flag (every example stopped: `all`) is the one the loop breaks on."""
     _refuse_effects(block, "a `for` with a `break` or `return` that reads a mapped value")
-    shapes = [_entry_shape(b, block.ops, r) if _is_none(e) else b.shape(r)
-              for e, r in zip(entries, results)]
+    shapes = _carried_shapes(b, block, entries, results)
     for e, p, shape in zip(entries, params, shapes):
         if not _is_none(e) and (b.shape(e) != shape or b.shape(p) != shape):
             raise Unbatchable(f"a loop-carried value (`{p}`) whose shape changes across iterations")
@@ -273,6 +271,13 @@ def _entry_shape(b, ops, r):
         return _value_shape(b, ops, r)
     except Unbatchable:
         return None
+
+
+def _carried_shapes(b, block, entries, results) -> list:
+    """Each carried value's shape: its result's, or for a `return`'s value entering None
+    the shape the body gives it (_entry_shape; None where that is no fact)."""
+    return [_entry_shape(b, block.ops, r) if _is_none(e) else b.shape(r)
+            for e, r in zip(entries, results)]
 
 
 def _refuse_effects(block, what: str):

@@ -169,8 +169,9 @@ def variant(compiled, rendered, args, fallback):
 def _fastmath(rendered):
     """FMA contraction where the module calls the vectorizable kernels (Note [Vectorizable
     math for numba]); none of numba's other fast-math flags, anywhere."""
-    return {"contract"} if "simd_exp" in rendered.__globals__ or "simd_sin" in rendered.__globals__ \
-        or "simd_tanh" in rendered.__globals__ or "simd_cos" in rendered.__globals__ else False
+    from srcgrad.codegen.numba_math import calls_kernels
+
+    return {"contract"} if calls_kernels(rendered.__globals__) else False
 
 
 def on_first_call(compiled, rendered, fallback, lock):
@@ -408,10 +409,13 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
     """`srcgrad emit --backend numba`: the NumPy module (rendered without `out=`) with its
     helpers written out (Note [Rewrites for numba]) and its entry functions decorated
     `@_njit`, which runs the Python function where numba cannot type it."""
+    from srcgrad.codegen import numba_math
+
     text = rewritten(text)
-    helper = _NJIT_HELPER if "@register_jitable" not in text else _NJIT_HELPER.replace(
-        'error_model="numpy")', 'error_model="numpy", fastmath={"contract"})')
-    at = min((text.find(m) for m in _KERNEL_MARKERS if m in text), default=len(text))
+    helper = _NJIT_HELPER if not numba_math.calls_kernels(text) else _NJIT_HELPER.replace(
+        'error_model="numpy")', 'error_model="numpy", fastmath={"contract"})')  # as _fastmath
+    markers = (numba_math.MARKER, REDUCTIONS_MARKER)
+    at = min((text.find(m) for m in markers if m in text), default=len(text))
     text, kernels = text[:at], text[at:]  # the kernels' source stays as written
     head, _, body = text.partition("\n\n")
     tree = ast.parse(body)
@@ -422,9 +426,6 @@ def emitted_for_numba(text: str, entries: tuple) -> str:
     tree.body[at:at] = [ast.Import([ast.alias("numba")])] + ast.parse(helper).body
     code = head + "\n\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     return code + ("\n\n" + kernels if kernels else "")
-
-
-_KERNEL_MARKERS = ("# Note [Vectorizable math for numba]", REDUCTIONS_MARKER)
 
 
 # Note [Rewrites for numba]
